@@ -1,0 +1,37 @@
+# ibtool — the two commands a user needs are `make demo` and `make test`.
+# Both set up what is missing first (Debian packages, .venv, the hdor plugin).
+
+VENV    := .venv
+IBTOOL  := $(VENV)/bin/ibtool
+PYTEST  := $(VENV)/bin/pytest
+DEMO    ?= demo
+PYTEST_ARGS ?=
+
+.PHONY: setup plugin demo test bench clean help
+
+help:
+	@echo "make demo   set up, then generate the CELLIA KNS (6-ary 2-direct, radix 8),"
+	@echo "            emulate it in ibsim, route it with hdor, discover and verify it"
+	@echo "make test   set up, then run the whole test suite (ibsim, sshd, slurm included)"
+	@echo "make bench  set up, then run the benchmarks behind BENCHMARKS.md"
+	@echo "make setup  install Debian packages and the Python package in $(VENV)"
+	@echo "make plugin build opensm_plugin/libhdor.so"
+
+setup:
+	@scripts/setup.sh
+
+plugin: setup
+	@$(MAKE) -s -C opensm_plugin
+
+demo: plugin
+	@scripts/demo.sh $(DEMO)
+
+test: plugin
+	$(PYTEST) $(PYTEST_ARGS)
+
+bench: plugin
+	$(VENV)/bin/python bench/run.py
+
+clean:
+	-$(MAKE) -s -C opensm_plugin clean
+	rm -rf $(DEMO) build

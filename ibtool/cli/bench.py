@@ -1,0 +1,8 @@
+"""`ibtool bench`."""
+
+import click
+
+
+@click.group(name="bench")
+def group():
+    """(being built)"""

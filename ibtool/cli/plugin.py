@@ -1,0 +1,8 @@
+"""`ibtool plugin`."""
+
+import click
+
+
+@click.group(name="plugin")
+def group():
+    """(being built)"""

@@ -1,0 +1,8 @@
+"""`ibtool route`."""
+
+import click
+
+
+@click.group(name="route")
+def group():
+    """(being built)"""

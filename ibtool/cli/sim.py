@@ -1,0 +1,8 @@
+"""`ibtool sim`."""
+
+import click
+
+
+@click.group(name="sim")
+def group():
+    """(being built)"""

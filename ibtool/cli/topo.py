@@ -1,0 +1,8 @@
+"""`ibtool topo`."""
+
+import click
+
+
+@click.group(name="topo")
+def group():
+    """(being built)"""

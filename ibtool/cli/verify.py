@@ -1,0 +1,8 @@
+"""`ibtool verify`."""
+
+import click
+
+
+@click.group(name="verify")
+def group():
+    """(being built)"""

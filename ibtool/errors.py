@@ -1,0 +1,41 @@
+"""Errors a user can act on. The CLI prints them as one line and exits with their code.
+
+Exit codes (scripts may rely on them):
+  0  success
+  1  the check ran and failed (fabric differs from plan, subnet not up with the requested
+     engine, a benchmark run failed)
+  2  bad input or usage (malformed file, impossible parameters, unknown engine)
+  3  the environment lacks something (a tool not installed, a host unreachable)
+"""
+
+from __future__ import annotations
+
+
+class IbtoolError(Exception):
+    exit_code = 2
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None):
+        self.path = path
+        self.line = line
+        where = ""
+        if path is not None:
+            where = f"{path}:{line}: " if line is not None else f"{path}: "
+        super().__init__(where + message)
+
+
+class InputError(IbtoolError):
+    """Malformed or inconsistent input: a file, a parameter, a topology."""
+
+    exit_code = 2
+
+
+class EnvironmentProblem(IbtoolError):
+    """A required tool, library or host is missing or unreachable."""
+
+    exit_code = 3
+
+
+class CheckFailed(IbtoolError):
+    """The requested operation ran but its outcome is a failure."""
+
+    exit_code = 1
