@@ -1,8 +1,109 @@
-"""`ibtool topo`."""
+"""`ibtool topo`: generate a topology's plan files."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
 
 import click
+
+from ibtool.errors import InputError
+from ibtool.formats import ibnetdiscover, node_name_map
+from ibtool.sim import opensm
+from ibtool.topologies import load_all
 
 
 @click.group(name="topo")
 def group():
-    """(being built)"""
+    """Generate topologies: ibsim net file, node-name-map and OpenSM configuration.
+
+    \b
+    ibtool topo list                                   # families, parameters, papers
+    ibtool topo kns --k 6 --n 2 --radix 8 --out cellia # CELLIA's 6-ary 2-direct 1-indirect
+    """
+
+
+@group.command(name="list")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def list_cmd(as_json):
+    """List the topology families and their parameters."""
+    reg = load_all()
+    if as_json:
+        click.echo(json.dumps({n: {"summary": t.summary, "reference": t.reference,
+                                   "params": {p.name: {"default": p.default, "help": p.help} for p in t.params}}
+                               for n, t in reg.items()}, indent=2))
+        return
+    for n, t in reg.items():
+        click.echo(f"{n:10} {t.summary}\n{'':10} {t.reference}")
+        for p in t.params:
+            d = "required" if p.default is None else f"default {p.default}"
+            click.echo(f"{'':12}--{p.name.replace('_', '-'):18} {p.help} ({d})")
+        if t.example:
+            click.echo(f"{'':10} e.g. {t.example}")
+
+
+def prepare_out(out: Path, force: bool) -> None:
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {out}: exists and is not a directory")
+    if out.is_dir() and any(out.iterdir()) and not force:
+        raise InputError(f"--out {out}: directory is not empty (use --force to overwrite)")
+    out.mkdir(parents=True, exist_ok=True)
+
+
+def write_plan(fabric, out: Path, engines: list[str]) -> dict[str, str]:
+    """Write the plan files into `out`; built in a temporary sibling and moved in, so an error
+    never leaves a half-written plan."""
+    tmp = out.with_name(f".{out.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        ibnetdiscover.write(fabric, tmp / "topology.net")
+        node_name_map.write(fabric, tmp / "node-name-map")
+        (tmp / "opensm.conf").write_text(opensm.config(engines, fabric=fabric.name))
+        (tmp / "fabric.json").write_text(json.dumps(fabric.summary(), indent=2) + "\n")
+        files = {}
+        for p in sorted(tmp.iterdir()):
+            shutil.move(str(p), out / p.name)
+            files[p.name] = str(out / p.name)
+        return files
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _make_command(topo):
+    params = [
+        click.Option(["--out", "-o"], type=click.Path(path_type=Path), required=True,
+                     help="Directory for the plan files (must be empty unless --force)."),
+        click.Option(["--force"], is_flag=True, help="Overwrite files in a non-empty --out."),
+        click.Option(["--engine"], default="hdor,minhop", show_default=True,
+                     help="routing_engine list written into opensm.conf."),
+        click.Option(["--json", "as_json"], is_flag=True, help="Print a JSON summary."),
+    ]
+    for p in topo.params:
+        params.append(click.Option([f"--{p.name.replace('_', '-')}"], type=p.type, default=p.default,
+                                   required=p.default is None, show_default=p.default is not None, help=p.help))
+
+    def callback(out, force, engine, as_json, **kw):
+        engines = opensm.parse_engines(engine)
+        prepare_out(out, force)
+        t0 = time.monotonic()
+        fabric = topo.build(**kw)
+        files = write_plan(fabric, out, engines)
+        s = fabric.summary()
+        if as_json:
+            click.echo(json.dumps({**s, "files": files, "seconds": round(time.monotonic() - t0, 3)}, indent=2))
+            return
+        roles = ", ".join(f"{v} {k}{'es' if k.endswith('ch') and v != 1 else 's' if v != 1 else ''}" for k, v in s["roles"].items())
+        click.echo(f"{fabric.name}: {roles}; {s['links']} links")
+        for name, path in files.items():
+            click.echo(f"  wrote {path}")
+
+    return click.Command(topo.name, params=params, callback=callback,
+                         help=f"{topo.summary}.\n\nReference: {topo.reference}.\n\n\b\nExample:\n  {topo.example}",
+                         short_help=topo.summary)
+
+
+for _t in load_all().values():
+    group.add_command(_make_command(_t))

@@ -1,0 +1,229 @@
+"""The one data model: a fabric of switches and HCAs joined by links between (node, port) pairs.
+
+Builders (ibtool.topologies) produce a Fabric from parameters; readers (ibtool.formats) produce
+one from what a real or emulated fabric reports. Verification compares two Fabric values.
+
+Nodes are numbered 0..N-1 in the order they were added. Per-node data lives in parallel lists
+while a fabric is built; `ports()` gives an array-backed adjacency (CSR over ports) for the
+algorithms that walk large fabrics.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ibtool.errors import InputError
+
+CA = 1  # InfiniBand node types, as in NodeInfo.NodeType
+SWITCH = 2
+
+# Deterministic GUIDs: the Mellanox OUI in the top 24 bits, the node number above a port nibble,
+# so a CA's port GUIDs (node GUID + port) never collide with another node.
+GUID_BASE = 0x0002C9 << 40
+
+
+def default_guid(index: int) -> int:
+    return GUID_BASE | ((index + 1) << 4)
+
+
+@dataclass(frozen=True)
+class Ports:
+    """Array-backed adjacency: for node i, ports 0..nports[i] sit at slots offset[i]..offset[i+1)-1."""
+
+    offset: np.ndarray  # int64, N+1
+    peer: np.ndarray  # int32 per slot: remote node or -1
+    peer_port: np.ndarray  # int16 per slot: remote port or -1
+    link: np.ndarray  # int32 per slot: link index or -1
+
+    def slot(self, node: int, port: int) -> int:
+        return int(self.offset[node]) + port
+
+
+class Fabric:
+    def __init__(self, name: str = "fabric"):
+        self.name = name
+        self.params: dict = {}
+        # nodes
+        self.types: list[int] = []
+        self.nports: list[int] = []
+        self.guids: list[int] = []
+        self.names: list[str] = []
+        self.roles: list[str] = []
+        self.labels: list[dict] = []
+        self.lids: list[int | None] = []  # switch: LID of port 0; CA: LID of its first port
+        # per-port facts of discovered fabrics: (node, port) -> value
+        self.port_guids: dict[tuple[int, int], int] = {}
+        self.port_lids: dict[tuple[int, int], tuple[int, int]] = {}  # (lid, lmc)
+        # links: ends a/b, and the rate as ibnetdiscover prints it (e.g. "4xQDR")
+        self.link_a: list[int] = []
+        self.link_pa: list[int] = []
+        self.link_b: list[int] = []
+        self.link_pb: list[int] = []
+        self.link_rate: list[str | None] = []
+        self._used: dict[int, int] = {}  # node << 8 | port -> link index
+        self._next_port: list[int] = []
+        self._by_name: dict[str, int] = {}
+        self._by_guid: dict[int, int] = {}
+        self._ports: Ports | None = None
+
+    # ----------------------------------------------------------------- building
+    def add_node(self, kind: int, name: str, ports: int, role: str, labels: dict | None = None,
+                 guid: int | None = None) -> int:
+        if not 1 <= ports <= 254:
+            raise InputError(f"{name}: {ports} ports is outside 1..254")
+        if name in self._by_name:
+            raise InputError(f"duplicate node name {name!r}")
+        i = len(self.types)
+        g = default_guid(i) if guid is None else guid
+        if g in self._by_guid:
+            raise InputError(f"{name}: GUID {g:#018x} already used by {self.names[self._by_guid[g]]!r}")
+        self.types.append(kind)
+        self.nports.append(ports)
+        self.guids.append(g)
+        self.names.append(name)
+        self.roles.append(role)
+        self.labels.append(labels or {})
+        self.lids.append(None)
+        self._next_port.append(1)
+        self._by_name[name] = i
+        self._by_guid[g] = i
+        self._ports = None
+        return i
+
+    def add_switch(self, name: str, ports: int, role: str = "switch", labels: dict | None = None,
+                   guid: int | None = None) -> int:
+        return self.add_node(SWITCH, name, ports, role, labels, guid)
+
+    def add_hca(self, name: str, ports: int = 1, role: str = "hca", labels: dict | None = None,
+                guid: int | None = None) -> int:
+        return self.add_node(CA, name, ports, role, labels, guid)
+
+    def _take_port(self, node: int, port: int | None) -> int:
+        if port is None:
+            port = self._next_port[node]
+            while (node << 8 | port) in self._used:
+                port += 1
+        if not 1 <= port <= self.nports[node]:
+            raise InputError(f"{self.names[node]} has {self.nports[node]} ports; port {port} does not exist")
+        key = node << 8 | port
+        if key in self._used:
+            other = self._used[key]
+            raise InputError(f"{self.names[node]} port {port} is already cabled "
+                             f"(to {self.describe_end(other, node, port)})")
+        if port == self._next_port[node]:
+            self._next_port[node] = port + 1
+        return port
+
+    def add_link(self, a: int, b: int, port_a: int | None = None, port_b: int | None = None,
+                 rate: str | None = None) -> int:
+        """Cable a to b. Ports default to the lowest free port of each node."""
+        if a == b:
+            raise InputError(f"{self.names[a]}: a link from a node to itself")
+        pa = self._take_port(a, port_a)
+        pb = self._take_port(b, port_b)
+        li = len(self.link_a)
+        self._used[a << 8 | pa] = li
+        self._used[b << 8 | pb] = li
+        self.link_a.append(a)
+        self.link_pa.append(pa)
+        self.link_b.append(b)
+        self.link_pb.append(pb)
+        self.link_rate.append(rate)
+        self._ports = None
+        return li
+
+    def describe_end(self, link: int, node: int, port: int) -> str:
+        """The far end of `link` seen from (node, port), as 'name[port]'."""
+        if self.link_a[link] == node and self.link_pa[link] == port:
+            return f"{self.names[self.link_b[link]]}[{self.link_pb[link]}]"
+        return f"{self.names[self.link_a[link]]}[{self.link_pa[link]}]"
+
+    # ----------------------------------------------------------------- reading
+    @property
+    def num_nodes(self) -> int:
+        return len(self.types)
+
+    @property
+    def num_links(self) -> int:
+        return len(self.link_a)
+
+    def index(self, name: str) -> int:
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise InputError(f"no node named {name!r}") from None
+
+    def by_guid(self, guid: int) -> int | None:
+        return self._by_guid.get(guid)
+
+    def is_switch(self, node: int) -> bool:
+        return self.types[node] == SWITCH
+
+    def count(self, role: str | None = None, kind: int | None = None) -> int:
+        if role is not None:
+            return sum(1 for r in self.roles if r == role)
+        return sum(1 for t in self.types if t == kind)
+
+    def port_guid(self, node: int, port: int) -> int:
+        """A switch has one port GUID (its node GUID); a CA port defaults to node GUID + port."""
+        if self.types[node] == SWITCH:
+            return self.guids[node]
+        return self.port_guids.get((node, port), self.guids[node] + port)
+
+    def peer(self, node: int, port: int) -> tuple[int, int] | None:
+        li = self._used.get(node << 8 | port)
+        if li is None:
+            return None
+        if self.link_a[li] == node and self.link_pa[li] == port:
+            return self.link_b[li], self.link_pb[li]
+        return self.link_a[li], self.link_pa[li]
+
+    def neighbors(self, node: int) -> list[tuple[int, int, int]]:
+        """(local port, remote node, remote port) for every cabled port of `node`, by port."""
+        out = []
+        for port in range(1, self.nports[node] + 1):
+            p = self.peer(node, port)
+            if p is not None:
+                out.append((port, p[0], p[1]))
+        return out
+
+    def ports(self) -> Ports:
+        """Array-backed adjacency over all ports, built once and cached until the fabric changes."""
+        if self._ports is None:
+            nports = np.asarray(self.nports, dtype=np.int64)
+            offset = np.zeros(len(nports) + 1, dtype=np.int64)
+            np.cumsum(nports + 1, out=offset[1:])
+            peer = np.full(int(offset[-1]), -1, dtype=np.int32)
+            peer_port = np.full(int(offset[-1]), -1, dtype=np.int16)
+            link = np.full(int(offset[-1]), -1, dtype=np.int32)
+            a = np.asarray(self.link_a, dtype=np.int64)
+            pa = np.asarray(self.link_pa, dtype=np.int64)
+            b = np.asarray(self.link_b, dtype=np.int64)
+            pb = np.asarray(self.link_pb, dtype=np.int64)
+            ids = np.arange(len(a), dtype=np.int32)
+            sa, sb = offset[a] + pa, offset[b] + pb
+            peer[sa], peer_port[sa], link[sa] = b, pb, ids
+            peer[sb], peer_port[sb], link[sb] = a, pa, ids
+            self._ports = Ports(offset, peer, peer_port, link)
+        return self._ports
+
+    def link_set(self) -> set[frozenset]:
+        """Links as unordered pairs of (node name, port): the view that compares plans by name."""
+        n = self.names
+        return {frozenset(((n[a], pa), (n[b], pb)))
+                for a, pa, b, pb in zip(self.link_a, self.link_pa, self.link_b, self.link_pb)}
+
+    def summary(self) -> dict:
+        roles: dict[str, int] = {}
+        for r in self.roles:
+            roles[r] = roles.get(r, 0) + 1
+        return {
+            "name": self.name,
+            "switches": sum(1 for t in self.types if t == SWITCH),
+            "hcas": sum(1 for t in self.types if t == CA),
+            "links": self.num_links,
+            "roles": roles,
+            "params": self.params,
+        }

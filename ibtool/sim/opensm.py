@@ -1,0 +1,111 @@
+"""OpenSM: routing engine names, its configuration, and what its log says happened.
+
+OpenSM falls back to minhop silently (unknown engine, plugin not found, engine failure), and
+`opensm -o` exits 0 either way, so the truth is read from the log.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ibtool.errors import InputError
+from ibtool.templating import render
+
+BUILTIN_ENGINES = ("minhop", "updn", "dnup", "file", "ftree", "lash", "dor", "torus-2QoS", "nue", "dfsssp", "sssp")
+PLUGIN_ENGINES = ("hdor",)  # external engines ibtool ships as OpenSM event plugins
+PLUGIN_DIR = Path(__file__).resolve().parents[2] / "opensm_plugin"
+
+
+def parse_engines(spec: str) -> list[str]:
+    """'hdor,minhop' -> ['hdor', 'minhop'], refusing names OpenSM would silently ignore."""
+    names = [e for e in re.split(r"[,\s]+", spec.strip()) if e]
+    if not names:
+        raise InputError("--engine: no routing engine given")
+    known = BUILTIN_ENGINES + PLUGIN_ENGINES + ("no_fallback",)
+    for e in names:
+        if e not in known:
+            raise InputError(f"--engine: unknown routing engine {e!r} (known: {', '.join(known)})")
+    return names
+
+
+def config(engines: list[str], options: list[tuple[str, str]] = (), base_path: str | None = None,
+           fabric: str | None = None) -> str:
+    base = Path(base_path).read_text() if base_path else ""
+    plugins = [e for e in engines if e in PLUGIN_ENGINES]
+    return render("opensm.conf.j2", engines=engines, plugins=plugins, options=list(options), base=base,
+                  base_path=base_path, fabric=fabric)
+
+
+_TIME = re.compile(r"^\w{3} [ \d]\d (\d\d):(\d\d):(\d\d) (\d{6})")
+_CONFIGURED = re.compile(r"(\S+) tables configured on all switches")
+_BUILDING = re.compile(r"building routing with '([^']+)'")
+_ERR = re.compile(r"ERR [0-9A-F]{4}: .*")
+
+
+def _seconds(line: str) -> float | None:
+    m = _TIME.match(line)
+    if not m:
+        return None
+    h, mi, s, us = (int(x) for x in m.groups())
+    return h * 3600 + mi * 60 + s + us / 1e6
+
+
+@dataclass
+class Outcome:
+    subnet_up: bool
+    engine: str | None  # the engine whose tables were configured
+    requested: list[str]
+    attempted: list[str]  # engines OpenSM started routing with, in order
+    routing_step_s: float | None  # 'building routing with' (last) -> 'tables configured'
+    errors: list[str]
+
+    @property
+    def fallback(self) -> bool:
+        """True when the tables came from an engine that was not asked for (OpenSM's default minhop)."""
+        return self.engine is not None and self.engine not in self.requested
+
+    @property
+    def declined(self) -> list[str]:
+        return [e for e in self.attempted if e != self.engine]
+
+    @property
+    def ok(self) -> bool:
+        return self.subnet_up and self.engine is not None and not self.fallback
+
+    def as_dict(self) -> dict:
+        return {"subnet_up": self.subnet_up, "engine": self.engine, "requested": self.requested,
+                "fallback": self.fallback, "declined": self.declined, "ok": self.ok,
+                "routing_step_s": self.routing_step_s, "errors": self.errors}
+
+
+def routing_outcome(log_text: str, requested: list[str] | None = None) -> Outcome:
+    """What an OpenSM log says: did the subnet come up, and which engine configured the tables."""
+    engine = None
+    attempted: list[str] = []
+    pass_start = step = None
+    errors: list[str] = []
+    up = False
+    for line in log_text.splitlines():
+        if "SUBNET UP" in line:
+            up = True
+        m = _BUILDING.search(line)
+        if m:
+            attempted.append(m.group(1))
+            if pass_start is None:  # a routing pass starts with its first engine
+                pass_start = _seconds(line)
+            continue
+        m = _CONFIGURED.search(line)
+        if m:
+            engine = m.group(1)
+            t = _seconds(line)
+            step = (t - pass_start) % 86400 if t is not None and pass_start is not None else None
+            pass_start = None
+            continue
+        m = _ERR.search(line)
+        if m and len(errors) < 20:
+            errors.append(m.group(0).strip())
+    req = list(requested or [])
+    req = [e for e in req if e != "no_fallback"]
+    return Outcome(up, engine, req, attempted, step, errors)

@@ -1,0 +1,219 @@
+"""Emulate a fabric: ibsim + one OpenSM sweep + ibnetdiscover + dump_fts, always cleaned up.
+
+Each run has its own IBSIM_SOCKNAME, OSM_TMP_DIR and OSM_CACHE_DIR, and runs its clients from a
+scratch directory (umad2sim writes ./sys-<pid> there), so runs in parallel never meet.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ibtool.errors import EnvironmentProblem, InputError
+from ibtool.fabric import Fabric
+from ibtool.formats import ibnetdiscover
+from ibtool.sim import opensm
+
+UMAD2SIM = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
+
+
+def require(tool: str, package: str) -> str:
+    path = shutil.which(tool, path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin")
+    if not path:
+        raise EnvironmentProblem(f"{tool} not found; install the Debian package {package} (make setup does)")
+    return path
+
+
+@dataclass
+class Fabricsim:
+    """A running ibsim: its socket name and the environment its clients need."""
+
+    net: Path
+    work: Path
+    sockname: str
+    proc: subprocess.Popen
+    log: Path
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = dict(os.environ)
+        env["IBSIM_SOCKNAME"] = self.sockname
+        env["LD_PRELOAD"] = UMAD2SIM
+        env.update(extra)
+        return env
+
+    def client(self, argv: list[str], out: Path, timeout: float, **env: str) -> float:
+        """Run an infiniband-diags client against this fabric, stdout to `out`; returns seconds."""
+        t0 = time.monotonic()
+        with open(out, "wb") as fh:
+            p = subprocess.Popen(argv, cwd=self.work, env=self.env(**env), stdout=fh,
+                                 stderr=subprocess.PIPE, start_new_session=True)
+            try:
+                _, err = p.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                _kill(p)
+                raise EnvironmentProblem(f"{argv[0]} did not finish within {timeout:.0f} s") from None
+        if p.returncode != 0:
+            msg = (err or b"").decode(errors="replace").strip().splitlines()
+            raise EnvironmentProblem(f"{Path(argv[0]).name} failed (exit {p.returncode}): "
+                                     f"{msg[-1] if msg else 'no message'}")
+        return time.monotonic() - t0
+
+
+def limits(f: Fabric) -> list[str]:
+    """ibsim's node/switch/port pools sized to the fabric (its defaults stop at 256 switches)."""
+    switches = f.count(kind=2)
+    nodes = f.num_nodes
+    ports = sum(f.nports) + nodes + 1024
+    lids = switches + sum(f.nports[i] for i in range(nodes) if f.types[i] == 1)
+    args = ["-N", str(nodes + 64), "-S", str(switches + 64), "-P", str(ports)]
+    if lids > 30000:
+        args += ["-L", "49152"]
+    return args
+
+
+@contextmanager
+def ibsim(net: str | Path, work: Path, fabric: Fabric | None = None, timeout: float = 120):
+    """Start ibsim on `net` and yield a Fabricsim; ibsim is stopped on exit, whatever happens."""
+    exe = require("ibsim", "ibsim-utils")
+    if not Path(UMAD2SIM).exists():
+        raise EnvironmentProblem(f"{UMAD2SIM} not found; install the Debian package ibsim-utils")
+    net = Path(net).resolve()
+    fabric = fabric or ibnetdiscover.read(net)
+    work.mkdir(parents=True, exist_ok=True)
+    sock = f"ibtool-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    log = work.parent / "ibsim.log"
+    env = dict(os.environ, IBSIM_SOCKNAME=sock)
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen([exe, "-s", *limits(fabric), "-n", str(net)], cwd=work, env=env,
+                                stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    try:
+        deadline = time.monotonic() + timeout
+        while b"Network simulator ready" not in log.read_bytes():
+            if proc.poll() is not None:
+                tail = log.read_text(errors="replace").strip().splitlines()
+                raise EnvironmentProblem(f"ibsim exited ({proc.returncode}) before it was ready: "
+                                         f"{tail[-1] if tail else 'no output'}")
+            if time.monotonic() > deadline:
+                raise EnvironmentProblem(f"ibsim was not ready within {timeout:.0f} s")
+            time.sleep(0.05)
+        yield Fabricsim(net, work, sock, proc, log)
+    finally:
+        _kill(proc)
+
+
+def _kill(p: subprocess.Popen, grace: float = 3.0) -> None:
+    if p.poll() is not None:
+        return
+    try:
+        os.killpg(p.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        p.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        p.wait()
+
+
+@dataclass
+class RunOptions:
+    engines: list[str]
+    timeout: float = 300.0
+    log_flags: int = 0x47  # errors, info, verbose (routing step timing), routing dumps (0x40)
+    conf_options: list[tuple[str, str]] = field(default_factory=list)
+    conf_base: str | None = None
+    opensm_args: list[str] = field(default_factory=list)
+    plugin_dir: Path = opensm.PLUGIN_DIR
+    discover: bool = True
+
+
+def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> dict:
+    """Emulate `net`, route it with opts.engines, discover it; write everything into `out`."""
+    say = progress or (lambda msg: None)
+    net = Path(net)
+    if not net.is_file():
+        raise InputError("no such net file", path=str(net))
+    opensm_exe = require("opensm", "opensm")
+    require("ibnetdiscover", "infiniband-diags")
+    require("dump_fts", "infiniband-diags")
+    fabric = ibnetdiscover.read(net)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    osm_dir = out / "osm"
+    cache = osm_dir / "cache"
+    cache.mkdir(parents=True, exist_ok=True)
+    for stale in osm_dir.glob("opensm*"):
+        stale.unlink()
+    for stale in cache.iterdir():
+        stale.unlink()  # guid2lid from an earlier run would pin stale LIDs
+    env_extra = {"OSM_TMP_DIR": str(osm_dir.resolve()), "OSM_CACHE_DIR": str(cache.resolve())}
+    if any(e in opensm.PLUGIN_ENGINES for e in opts.engines):
+        for e in opts.engines:
+            if e in opensm.PLUGIN_ENGINES and not (opts.plugin_dir / f"lib{e}.so").exists():
+                raise EnvironmentProblem(f"engine {e}: {opts.plugin_dir}/lib{e}.so not built; run `ibtool plugin build`")
+        env_extra["LD_LIBRARY_PATH"] = ":".join(filter(None, [str(opts.plugin_dir.resolve()),
+                                                               os.environ.get("LD_LIBRARY_PATH")]))
+    conf = out / "opensm.conf"
+    conf.write_text(opensm.config(opts.engines, opts.conf_options, opts.conf_base, fabric=str(net)))
+    log = out / "opensm.log"
+    log.unlink(missing_ok=True)
+    summary: dict = {"net": str(net), "engines": opts.engines, "fabric": fabric.summary(), "timings": {}}
+    timings = summary["timings"]
+    t_all = time.monotonic()
+    work = out / ".work"
+    old_term = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        say(f"starting ibsim ({fabric.count(kind=2)} switches, {fabric.count(kind=1)} HCAs)")
+        t0 = time.monotonic()
+        with ibsim(net, work, fabric) as sim:
+            timings["ibsim_start_s"] = round(time.monotonic() - t0, 3)
+            summary["ibsim_sockname"] = sim.sockname
+            say(f"running OpenSM with routing_engine {','.join(opts.engines)}")
+            argv = [opensm_exe, "-o", "-F", str(conf.resolve()), "-f", str(log.resolve()),
+                    "-D", hex(opts.log_flags), *opts.opensm_args]
+            summary["opensm_argv"] = argv
+            t0 = time.monotonic()
+            p = subprocess.Popen(argv, cwd=work, env=sim.env(**env_extra), stdin=subprocess.DEVNULL,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+            timed_out = False
+            try:
+                _, err = p.communicate(timeout=opts.timeout)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                _kill(p)
+                err = b""
+            timings["opensm_s"] = round(time.monotonic() - t0, 3)
+            text = log.read_text(errors="replace") if log.exists() else ""
+            outcome = opensm.routing_outcome(text, opts.engines)
+            summary.update(outcome.as_dict())
+            summary["opensm_exit"] = None if timed_out else p.returncode
+            summary["timed_out"] = timed_out
+            if err and err.strip():
+                summary["opensm_stderr"] = err.decode(errors="replace").strip()[-2000:]
+            if opts.discover:
+                say("discovering: ibnetdiscover, dump_fts")
+                timings["ibnetdiscover_s"] = round(sim.client(["ibnetdiscover"], out / "ibnetdiscover.out",
+                                                              opts.timeout), 3)
+                timings["dump_fts_s"] = round(sim.client(["dump_fts"], out / "dump_fts.out", opts.timeout), 3)
+    finally:
+        signal.signal(signal.SIGTERM, old_term)
+        shutil.rmtree(work, ignore_errors=True)
+        timings["total_s"] = round(time.monotonic() - t_all, 3)
+        (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    return summary
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt
