@@ -84,7 +84,7 @@ def read(path: str | Path) -> Tables:
                 t.names[cur_guid] = nm.group(1).decode(errors="replace") if nm else ""
                 entries = []
                 continue
-            if s.startswith((b"Multicast", b"#")) or not s.strip() or b"valid lids dumped" in s \
+            if s.startswith((b"Multicast", b"#")) or not s.strip() or b"lids dumped" in s \
                     or s.startswith((b"Lid", b"Port")):
                 continue
             raise InputError(f"unrecognised line {line[:60].decode(errors='replace')!r}", path=str(path), line=ln)
