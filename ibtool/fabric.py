@@ -209,6 +209,14 @@ class Fabric:
             self._ports = Ports(offset, peer, peer_port, link)
         return self._ports
 
+    def lid_owners(self) -> dict[int, tuple[int, int]]:
+        """Every assigned LID (each LID of an LMC range) -> (node, port). Port 0 for a switch."""
+        out: dict[int, tuple[int, int]] = {}
+        for (node, port), (lid, lmc) in self.port_lids.items():
+            for x in range(lid, lid + (1 << lmc)):
+                out[x] = (node, port)
+        return out
+
     def link_set(self) -> set[frozenset]:
         """Links as unordered pairs of (node name, port): the view that compares plans by name."""
         n = self.names
