@@ -44,17 +44,17 @@ def list_cmd(as_json):
             click.echo(f"{'':10} e.g. {t.example}")
 
 
-def prepare_out(out: Path, force: bool) -> None:
+def check_out(out: Path, force: bool) -> None:
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {out}: exists and is not a directory")
     if out.is_dir() and any(out.iterdir()) and not force:
         raise InputError(f"--out {out}: directory is not empty (use --force to overwrite)")
-    out.mkdir(parents=True, exist_ok=True)
 
 
 def write_plan(fabric, out: Path, engines: list[str]) -> dict[str, str]:
     """Write the plan files into `out`; built in a temporary sibling and moved in, so an error
     never leaves a half-written plan."""
+    out.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
@@ -87,9 +87,9 @@ def _make_command(topo):
 
     def callback(out, force, engine, as_json, **kw):
         engines = opensm.parse_engines(engine)
-        prepare_out(out, force)
+        check_out(out, force)
         t0 = time.monotonic()
-        fabric = topo.build(**kw)
+        fabric = topo.build(**kw)  # refuses impossible parameters before anything is written
         files = write_plan(fabric, out, engines)
         s = fabric.summary()
         if as_json:

@@ -145,6 +145,7 @@ def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> di
     net = Path(net)
     if not net.is_file():
         raise InputError("no such net file", path=str(net))
+    require("ibsim", "ibsim-utils")
     opensm_exe = require("opensm", "opensm")
     require("ibnetdiscover", "infiniband-diags")
     require("dump_fts", "infiniband-diags")
@@ -192,8 +193,9 @@ def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> di
                 _, err = p.communicate(timeout=opts.timeout)
             except subprocess.TimeoutExpired:
                 timed_out = True
-                _kill(p)
                 err = b""
+            finally:
+                _kill(p)  # also on Ctrl-C / SIGTERM
             timings["opensm_s"] = round(time.monotonic() - t0, 3)
             text = log.read_text(errors="replace") if log.exists() else ""
             outcome = opensm.routing_outcome(text, opts.engines)

@@ -1,0 +1,77 @@
+"""The command line: help that teaches, one-line errors, exit codes scripts can trust."""
+
+import json
+
+import pytest
+
+from conftest import ibtool
+
+
+def test_help_has_examples():
+    r = ibtool("--help", check=0)
+    assert "ibtool topo kns" in r.stdout and "Exit codes" in r.stdout
+    r = ibtool("topo", "kns", "--help", check=0)
+    assert "--hcas-per-router" in r.stdout and "paper 000" in r.stdout
+
+
+def test_topo_list_json():
+    r = ibtool("topo", "list", "--json", check=0)
+    reg = json.loads(r.stdout)
+    assert reg["kns"]["params"]["radix"]["default"] == 36
+
+
+def test_topo_kns_writes_plan(tmp_path):
+    out = tmp_path / "cellia"
+    r = ibtool("topo", "kns", "--k", "6", "--n", "2", "--radix", "8", "--out", out, "--json", check=0)
+    s = json.loads(r.stdout)
+    assert s["roles"] == {"router": 36, "hca": 36, "switch": 12}
+    assert sorted(p.name for p in out.iterdir()) == ["fabric.json", "node-name-map", "opensm.conf", "topology.net"]
+    conf = (out / "opensm.conf").read_text()
+    assert "routing_engine hdor,minhop" in conf and "event_plugin_name hdor" in conf
+    assert len((out / "node-name-map").read_text().splitlines()) == 1 + 84
+
+
+def test_refuses_non_empty_out_without_force(tmp_path):
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    r = ibtool("topo", "kns", "--k", "3", "--n", "2", "--out", out)
+    assert r.returncode == 2 and "not empty" in r.stderr and len(r.stderr.splitlines()) == 1
+    assert [p.name for p in out.iterdir()] == ["keep.txt"]
+    ibtool("topo", "kns", "--k", "3", "--n", "2", "--out", out, "--force", check=0)
+    assert (out / "keep.txt").read_text() == "mine" and (out / "topology.net").exists()
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["topo", "kns", "--k", "1", "--n", "2"], "--k must be >= 2"),
+    (["topo", "kns", "--k", "6", "--n", "2", "--radix", "5"], "switch S[0,0] needs 6 ports"),
+    (["topo", "kns", "--k", "6", "--n", "2", "--engine", "hdorr"], "unknown routing engine 'hdorr'"),
+])
+def test_bad_parameters_one_line_no_output(tmp_path, args, needle):
+    out = tmp_path / "o"
+    r = ibtool(*args, "--out", out)
+    assert r.returncode == 2
+    assert len(r.stderr.strip().splitlines()) == 1 and needle in r.stderr and "Traceback" not in r.stderr
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_sim_unknown_engine(tmp_path):
+    out = tmp_path / "k"
+    ibtool("topo", "kns", "--k", "3", "--n", "2", "--out", out, check=0)
+    r = ibtool("sim", "run", out / "topology.net", "--engine", "minhop,bogus", "--out", tmp_path / "run")
+    assert r.returncode == 2
+    assert r.stderr.strip().startswith("ibtool: error: --engine: unknown routing engine 'bogus'")
+    assert not (tmp_path / "run").exists()
+
+
+def test_sim_malformed_net_names_file_and_line(tmp_path):
+    net = tmp_path / "bad.net"
+    net.write_text('Switch\t8 "S1"\n[1]\t"S2"[1]\n[1]\t"S3"[1]\n')
+    r = ibtool("sim", "run", net, "--out", tmp_path / "run")
+    assert r.returncode == 2
+    assert r.stderr.strip() == f"ibtool: error: {net}:3: port 1 of 'S1' listed twice"
+
+
+def test_verify_missing_file(tmp_path):
+    r = ibtool("verify", "topology", "--plan", tmp_path / "nope.net", "--discovered", tmp_path / "nope.out")
+    assert r.returncode == 2 and "cannot read" in r.stderr and len(r.stderr.splitlines()) == 1

@@ -1,0 +1,108 @@
+import numpy as np
+import pytest
+
+from conftest import FIXTURES
+from ibtool.errors import InputError
+from ibtool.formats import ibnetdiscover, lft, node_name_map
+from ibtool.topologies.kns import kns
+
+
+@pytest.mark.parametrize("args", [dict(k=6, n=2, radix=8), dict(k=4, n=3, hcas_per_router=2, multiplicity=2),
+                                  dict(k=8, n=2, s=2, radix=8)])
+def test_net_round_trip(tmp_path, args):
+    f = kns(**args)
+    ibnetdiscover.write(f, tmp_path / "t.net")
+    g = ibnetdiscover.read(tmp_path / "t.net")
+    assert g.names == f.names
+    assert g.guids == f.guids
+    assert g.types == f.types and g.nports == f.nports
+    assert g.link_set() == f.link_set()
+    hca = f.index("H[0,1]" if args.get("hcas_per_router", 1) == 1 else "H[0,1,0]-1")
+    assert g.port_guid(hca, 1) == f.port_guid(hca, 1)
+
+
+def test_node_name_map_round_trip(tmp_path):
+    f = kns(3, 2, radix=8)
+    node_name_map.write(f, tmp_path / "map")
+    m = node_name_map.read(tmp_path / "map")
+    assert m == dict(zip(f.guids, f.names))
+    # names from the map win over node descriptions
+    ibnetdiscover.write(f, tmp_path / "t.net")
+    renamed = {g: f"node{i:03d}" for i, g in enumerate(f.guids)}
+    (tmp_path / "map2").write_text("".join(f'{g:#x} "{n}"\n' for g, n in renamed.items()))
+    g = ibnetdiscover.read(tmp_path / "t.net", node_name_map.read(tmp_path / "map2"))
+    assert g.names == [renamed[x] for x in f.guids]
+
+
+def test_real_dump_details():
+    f = ibnetdiscover.read(FIXTURES / "ibnetdiscover" / "edr-2switch.out")
+    assert f.count(kind=2) == 2 and f.count(kind=1) == 3
+    sw1 = f.index("MF0;ibsw01:MSB7800/U1")
+    node01 = f.index("node01 HCA-1")
+    assert f.nports[node01] == 2
+    assert f.peer(node01, 1) == (sw1, 1) and f.peer(node01, 2) == (sw1, 2)
+    assert f.port_guid(node01, 2) == 0x0C42A10300A1B2C1
+    owners = f.lid_owners()
+    node02 = f.index("node02 HCA-1")
+    assert owners[5] == owners[6] == (node02, 1)  # LMC 1 gives two LIDs
+    assert owners[1] == (sw1, 0)
+    rates = sorted(r for r in f.link_rate)
+    assert rates.count("4xDDR") == 1 and rates.count("4xEDR") == 5
+
+
+def test_ibsim_plain_style(tmp_path):
+    p = tmp_path / "plain.net"
+    p.write_text('Switch\t8 "Switch1"\n[1]\t"Hca1"[1]\n[3]\t"Switch2"[3]\tw=4\n\n'
+                 'Switch 8 "Switch2"\n[3]\t"Switch1"[3]\n\nHca\t2 "Hca1"\n[1]\t"Switch1"[1]\n')
+    f = ibnetdiscover.read(p)
+    assert f.names == ["Switch1", "Switch2", "Hca1"]
+    assert f.num_links == 2
+
+
+@pytest.mark.parametrize("text,line,needle", [
+    ('Switch\t8 "S1"\n[9]\t"S2"[1]\n\nSwitch\t8 "S2"\n[1]\t"S1"[9]\n', 2, "port 9"),
+    ('Switch\t8 "S1"\n[1]\t"S2"[1]\n\nSwitch\t8 "S2"\n[1]\t"S3"[1]\n\nSwitch\t8 "S3"\n[1]\t"S2"[1]\n', 2, "says it links"),
+    ('Switch\t8 "S1"\n[1]\t"S9"[1]\n', 2, "unknown node"),
+    ('Switch\t8 "S1"\nthis is not a port line\n', 2, "unrecognised line"),
+    ('Switch\t999 "S1"\n', 1, "1..254"),
+    ('[1]\t"S1"[1]\n', 1, "outside a node record"),
+])
+def test_malformed_net(tmp_path, text, line, needle):
+    p = tmp_path / "bad.net"
+    p.write_text(text)
+    with pytest.raises(InputError) as e:
+        ibnetdiscover.read(p)
+    assert f"bad.net:{line}:" in str(e.value) and needle in str(e.value)
+
+
+def test_lft_dump_fts_and_file_engine_round_trip(tmp_path):
+    src = FIXTURES / "lft" / "cellia-minhop.dump_fts"
+    t = lft.read(src)
+    assert len(t.lft) == 48
+    assert all(len(a) == 85 for a in t.lft.values())
+    lft.write_file_engine(t, tmp_path / "lfts")
+    text = (tmp_path / "lfts").read_text()
+    assert text.endswith("\n")
+    u = lft.read(tmp_path / "lfts")
+    assert t.lft.keys() == u.lft.keys()
+    assert all(np.array_equal(t.lft[g], u.lft[g]) for g in t.lft)
+
+
+def test_lft_opensm_dump_equals_dump_fts():
+    a = lft.read(FIXTURES / "lft" / "cellia-minhop.dump_fts")
+    b = lft.read(FIXTURES / "lft" / "cellia-minhop.opensm-lfts.dump")
+    assert a.lft.keys() == b.lft.keys()
+    assert all(np.array_equal(a.lft[g], b.lft[g]) for g in a.lft)
+
+
+@pytest.mark.parametrize("text,line", [
+    ("0x0001 001\n", 1),
+    ("Unicast lids [0x0-0x2] of switch Lid 1 guid 0x1 ('a'):\n0x0001 001\n0xzz 1\n", 3),
+    ("Unicast lids [0x0-0x2] of switch Lid 1 guid 0x1 ('a'):\n0x0001 999\n", 2),
+])
+def test_malformed_lft(tmp_path, text, line):
+    p = tmp_path / "bad.lft"
+    p.write_text(text)
+    with pytest.raises(InputError) as e:
+        lft.read(p)
+    assert f"bad.lft:{line}:" in str(e.value)

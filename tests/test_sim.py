@@ -1,0 +1,138 @@
+"""Real ibsim + Debian OpenSM runs (marker `ibsim`); each run has its own socket and directories."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from conftest import ROOT, ibtool
+from ibtool.formats import ibnetdiscover
+from ibtool.topologies.kns import kns
+
+pytestmark = pytest.mark.ibsim
+
+
+def plan(tmp_path, name, *args):
+    out = tmp_path / name
+    ibtool("topo", "kns", *args, "--out", out, check=0)
+    return out
+
+
+def test_cellia_plan_equals_discovered(tmp_path):
+    p = plan(tmp_path, "cellia", "--k", "6", "--n", "2", "--radix", "8")
+    run = tmp_path / "run"
+    r = ibtool("sim", "run", p / "topology.net", "--engine", "minhop", "--out", run, check=0)
+    assert "subnet UP; tables configured by minhop" in r.stdout
+    s = json.loads((run / "summary.json").read_text())
+    assert s["subnet_up"] and s["engine"] == "minhop" and s["ok"] and not s["fallback"]
+    assert s["routing_step_s"] is not None and s["routing_step_s"] >= 0
+    for f in ("ibnetdiscover.out", "dump_fts.out", "opensm.log", "osm/opensm-lfts.dump", "osm/opensm-subnet.lst"):
+        assert (run / f).stat().st_size > 0, f
+    found = ibnetdiscover.read(run / "ibnetdiscover.out")
+    assert found.count(kind=2) == 48 and found.count(kind=1) == 36
+    v = ibtool("verify", "topology", "--plan", p / "topology.net", "--discovered", run / "ibnetdiscover.out",
+               "--json", check=0)
+    rep = json.loads(v.stdout)
+    assert rep["ok"] and rep["links_found"] == rep["links_planned"] == 108
+    # no ibsim left behind, no scratch dir left behind
+    assert not (run / ".work").exists()
+    assert subprocess.run(["pgrep", "-f", str(p / "topology.net")], capture_output=True).returncode == 1
+
+
+def test_miswired_cables_are_caught(tmp_path):
+    """Swap two router cables on a switch and move one HCA: verify names exactly those ports."""
+    good = kns(4, 2, radix=8)
+    bad = kns(4, 2, radix=8)
+    # rebuild `bad` with S[0,1] ports 1 and 2 swapped: R[1,0] and R[1,1] trade places
+    bad.link_b = list(bad.link_b)
+    s01 = bad.index("S[0,1]")
+    ports = {bad.link_pb[i]: i for i in range(bad.num_links) if bad.link_b[i] == s01}
+    bad.link_pb[ports[1]], bad.link_pb[ports[2]] = 2, 1
+    bad._used = {}  # link ends were edited by hand above; the writer only needs the link lists
+    d = tmp_path / "plan"
+    d.mkdir()
+    ibnetdiscover.write(good, d / "plan.net")
+    ibnetdiscover.write(bad, d / "cabled.net")
+    run = tmp_path / "run"
+    ibtool("sim", "run", d / "cabled.net", "--engine", "minhop", "--out", run, check=0)
+    v = ibtool("verify", "topology", "--plan", d / "plan.net", "--discovered", run / "ibnetdiscover.out", "--json")
+    assert v.returncode == 1
+    rep = json.loads(v.stdout)
+    assert not rep["ok"]
+    wrong = {(m["port"], m["found"], m["expected"]) for m in rep["miswired"]}
+    assert wrong == {("R[1,0][2]", "S[0,1][2]", "S[0,1][1]"), ("R[1,1][2]", "S[0,1][1]", "S[0,1][2]")}
+    assert rep["missing"] == [] and rep["extra"] == []
+    human = ibtool("verify", "topology", "--plan", d / "plan.net", "--discovered", run / "ibnetdiscover.out")
+    assert human.returncode == 1 and "topology: FAIL" in human.stdout and "2 miswired" in human.stdout
+
+
+def test_two_runs_at_once_do_not_meet(tmp_path):
+    a = plan(tmp_path, "a", "--k", "3", "--n", "2", "--radix", "8")
+    b = plan(tmp_path, "b", "--k", "4", "--n", "2", "--radix", "8")
+    with ThreadPoolExecutor(2) as ex:
+        ra, rb = ex.map(lambda x: ibtool("sim", "run", x[0] / "topology.net", "--out", x[1]),
+                        [(a, tmp_path / "ra"), (b, tmp_path / "rb")])
+    assert ra.returncode == 0 and rb.returncode == 0, ra.stderr + rb.stderr
+    fa = ibnetdiscover.read(tmp_path / "ra" / "ibnetdiscover.out")
+    fb = ibnetdiscover.read(tmp_path / "rb" / "ibnetdiscover.out")
+    assert (fa.count(kind=2), fb.count(kind=2)) == (9 + 6, 16 + 8)
+    sa = json.loads((tmp_path / "ra" / "summary.json").read_text())
+    sb = json.loads((tmp_path / "rb" / "summary.json").read_text())
+    assert sa["ibsim_sockname"] != sb["ibsim_sockname"]
+
+
+def test_fallback_is_reported_and_fails(tmp_path):
+    """updn without root GUIDs cannot route a KNS; OpenSM silently uses minhop; ibtool says so."""
+    p = plan(tmp_path, "k", "--k", "3", "--n", "2", "--radix", "8")
+    run = tmp_path / "run"
+    r = ibtool("sim", "run", p / "topology.net", "--engine", "updn", "--out", run)
+    assert r.returncode == 1
+    s = json.loads((run / "summary.json").read_text())
+    assert s["subnet_up"] and s["engine"] == "minhop" and s["fallback"] and not s["ok"]
+    assert "FALLBACK" in r.stdout
+
+
+def test_timeout_stops_everything(tmp_path):
+    """updn,no_fallback on a KNS never comes up; `opensm -o` would sweep forever."""
+    p = plan(tmp_path, "k", "--k", "3", "--n", "2", "--radix", "8")
+    run = tmp_path / "run"
+    r = ibtool("sim", "run", p / "topology.net", "--engine", "updn,no_fallback", "--timeout", "8",
+               "--no-discover", "--out", run)
+    assert r.returncode == 1
+    s = json.loads((run / "summary.json").read_text())
+    assert s["timed_out"] and not s["subnet_up"] and s["engine"] is None
+    assert subprocess.run(["pgrep", "-f", str(p / "topology.net")], capture_output=True).returncode == 1
+    assert subprocess.run(["pgrep", "-f", str(run / "opensm.conf")], capture_output=True).returncode == 1
+
+
+def test_ctrl_c_stops_ibsim_and_opensm(tmp_path):
+    p = plan(tmp_path, "k", "--k", "3", "--n", "2", "--radix", "8")
+    run = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "ibtool.cli.main", "sim", "run", str(p / "topology.net"),
+                             "--engine", "updn,no_fallback", "--timeout", "60", "--out", str(run)],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while not (run / "opensm.log").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert (run / "opensm.log").exists()
+    time.sleep(1)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err and "Traceback" not in err
+    for pattern in (str(p / "topology.net"), str(run / "opensm.conf")):
+        assert subprocess.run(["pgrep", "-f", pattern], capture_output=True).returncode == 1, pattern
+
+
+def test_missing_ibsim_is_one_line(tmp_path):
+    p = plan(tmp_path, "k", "--k", "3", "--n", "2", "--radix", "8")
+    env = {"PATH": os.path.dirname(sys.executable)}  # no /usr/bin: no ibsim
+    r = ibtool("sim", "run", p / "topology.net", "--out", tmp_path / "run", env=env)
+    assert r.returncode == 3
+    assert r.stderr.strip().splitlines() == [
+        "ibtool: error: ibsim not found; install the Debian package ibsim-utils (make setup does)"]
