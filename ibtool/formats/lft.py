@@ -8,90 +8,217 @@ the LFT file that OpenSM's `file` routing engine loads (`-R file -U FILE`).
     3 valid lids dumped
 
 Tables are kept as one uint8 array per switch (index = LID, 255 = no route), keyed by the
-switch's node GUID.
+switch's node GUID. All arrays of one file are rows of one matrix (`Tables.matrix`), so route
+tracing indexes it directly.
+
+Parsing is vectorised: the file is memory-mapped and processed in chunks of whole lines with
+numpy. Entry lines in the fixed layout every tool prints (`0xLLLL PPP ...`) are decoded without
+touching Python per line; anything else (headers, trailers, odd entries) goes through the
+line-by-line checks, so malformed input still fails with file:line.
 """
 
 from __future__ import annotations
 
+import mmap
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from ibtool.errors import InputError
 from ibtool.formats import atomic_write
 
 NO_ROUTE = 255
-_HEADER = re.compile(rb"^Unicast lids \[[^\]]*\] of switch .*?guid (0x[0-9a-fA-F]+)")
-_ENTRY = re.compile(rb"^(0x[0-9a-fA-F]+)\s+(\d+)")
+MAX_UNICAST_LID = 0xBFFF
+_HEADER = re.compile(rb"^\s*Unicast lids \[[^\]]*\] of switch .*?guid (0x[0-9a-fA-F]+)")
+_ENTRY = re.compile(rb"^\s*(0x[0-9a-fA-F]+)\s+(\d+)(?:\s|$)")
+_NAME = re.compile(rb"\((?:')?([^()']*)(?:')?\):\s*$")
+_CHUNK = 64 << 20
+
+_HEX = np.full(256, -1, dtype=np.int32)
+for _c in b"0123456789":
+    _HEX[_c] = _c - 48
+for _c in b"abcdef":
+    _HEX[_c] = _c - 87
+for _c in b"ABCDEF":
+    _HEX[_c] = _c - 55
+_DEC = np.full(256, -1, dtype=np.int32)
+for _c in b"0123456789":
+    _DEC[_c] = _c - 48
+_SPACE = np.zeros(256, dtype=bool)
+for _c in b" \t\r\n":
+    _SPACE[_c] = True
 
 
 @dataclass
 class Tables:
     lft: dict[int, np.ndarray] = field(default_factory=dict)  # switch GUID -> ports by LID
     names: dict[int, str] = field(default_factory=dict)
+    lines: dict[int, int] = field(default_factory=dict)  # switch GUID -> line of its header
+    path: str | None = None
 
     @property
     def max_lid(self) -> int:
         return max((len(a) - 1 for a in self.lft.values()), default=0)
 
+    def matrix(self, guids: list[int], top: int | None = None) -> np.ndarray:
+        """One row per GUID in `guids` (NO_ROUTE rows for switches without a table), LIDs 0..top."""
+        top = self.max_lid if top is None else top
+        m = np.full((len(guids), top + 1), NO_ROUTE, dtype=np.uint8)
+        for i, g in enumerate(guids):
+            a = self.lft.get(g)
+            if a is not None:
+                n = min(len(a), top + 1)
+                m[i, :n] = a[:n]
+        return m
+
+
+def _bad(path: str, ln: int, msg: str):
+    raise InputError(msg, path=path, line=ln)
+
 
 def read(path: str | Path) -> Tables:
-    t = Tables()
-    cur: np.ndarray | None = None
-    cur_guid = 0
-    entries: list[tuple[int, int]] = []
-
-    def close():
-        if cur_guid:
-            top = max((lid for lid, _ in entries), default=0)
-            arr = np.full(top + 1, NO_ROUTE, dtype=np.uint8)
-            if entries:
-                e = np.asarray(entries, dtype=np.int64)
-                arr[e[:, 0]] = e[:, 1]
-            t.lft[cur_guid] = arr
-
+    """Read a dump_fts / ibroute / opensm-lfts.dump / file-engine LFT file."""
+    path = str(path)
     try:
         fh = open(path, "rb")
     except OSError as e:
-        raise InputError(f"cannot read: {e.strerror}", path=str(path)) from None
-    seen_header = False
+        raise InputError(f"cannot read: {e.strerror}", path=path) from None
     with fh:
-        for ln, line in enumerate(fh, 1):
+        size = fh.seek(0, 2)
+        if size == 0:
+            raise InputError("empty file (not a dump_fts/ibroute/opensm-lfts.dump file?)", path=path)
+        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        try:
+            return _parse(mm, size, path)
+        finally:
+            try:
+                mm.close()
+            except BufferError:  # an exception's traceback still holds views; GC closes it
+                pass
+
+
+def _parse(mm, size: int, path: str) -> Tables:
+    buf = np.frombuffer(mm, dtype=np.uint8)
+    headers: list[tuple[int, int, int]] = []  # (global line index, guid or -1 for multicast, line no)
+    ent_line: list[np.ndarray] = []
+    ent_lid: list[np.ndarray] = []
+    ent_port: list[np.ndarray] = []
+    names: dict[int, str] = {}
+    line_base = 0
+    pos = 0
+    while pos < size:
+        end = min(pos + _CHUNK, size)
+        if end < size:
+            nl = mm.rfind(b"\n", pos, end)
+            end = nl + 1 if nl >= pos else mm.find(b"\n", end) + 1 or size
+        chunk = buf[pos:end]
+        if chunk[-1] != 10:  # only at EOF: pad so fixed-offset reads stay inside
+            chunk = np.concatenate([chunk, np.full(1, 10, dtype=np.uint8)])
+        nls = np.flatnonzero(chunk == 10)
+        starts = np.empty(len(nls), dtype=np.int64)
+        starts[0] = 0
+        starts[1:] = nls[:-1] + 1
+        lens = nls - starts
+        c0 = chunk[starts]
+        cand = np.flatnonzero((c0 == 48) & (lens >= 10))  # "0x..." long enough for 0xLLLL PPP
+        fast = np.zeros(len(starts), dtype=bool)
+        if len(cand):
+            # fixed layout: 0xLLLL PPP then space/end of line; one 2-D gather of 11 bytes a line
+            win = as_strided(chunk, shape=(len(chunk) - 10, 11), strides=(1, 1))
+            blk = win[starts[cand]]
+            h = _HEX[blk[:, 2:6]]
+            d = _DEC[blk[:, 7:10]]
+            ok = (blk[:, 1] == 120) & (h.min(axis=1) >= 0) & (blk[:, 6] == 32) & (d.min(axis=1) >= 0) \
+                & _SPACE[blk[:, 10]]
+            h, d = h[ok], d[ok]
+            lid = (h[:, 0] << 12) | (h[:, 1] << 8) | (h[:, 2] << 4) | h[:, 3]
+            port = d[:, 0] * 100 + d[:, 1] * 10 + d[:, 2]
+            good = cand[ok]
+            ent_line.append(good + line_base)
+            ent_lid.append(lid.astype(np.int32))
+            ent_port.append(port.astype(np.int32))
+            fast[good] = True
+        # everything else: line by line (headers, trailers, unusual entries)
+        slow = np.flatnonzero(~fast)
+        sl_lid, sl_port, sl_line = [], [], []
+        for i in slow.tolist():
+            a = int(starts[i])
+            line = bytes(chunk[a:a + int(lens[i])])
             s = line.lstrip()
+            ln = line_base + i + 1
             if s.startswith(b"0x"):
                 m = _ENTRY.match(s)
-                if not m or not seen_header:
-                    raise InputError(f"malformed LFT entry {line[:40].decode(errors='replace')!r}"
-                                     if seen_header else "LFT entry before any 'Unicast lids' header",
-                                     path=str(path), line=ln)
-                lid, port = int(m.group(1), 16), int(m.group(2))
-                if not 0 < lid <= 0xBFFF or port > 254:
-                    raise InputError(f"LID {lid:#x} or port {port} out of range", path=str(path), line=ln)
-                entries.append((lid, port))
+                if m:  # judged after we know whether it is in a unicast or a multicast block
+                    sl_lid.append(int(m.group(1), 16))
+                    sl_port.append(int(m.group(2)))
+                else:
+                    sl_lid.append(-2)
+                    sl_port.append(0)
+                sl_line.append(line_base + i)
                 continue
             if s.startswith(b"Unicast lids"):
                 m = _HEADER.match(s)
                 if not m:
-                    raise InputError("malformed 'Unicast lids' header", path=str(path), line=ln)
-                close()
-                seen_header = True
-                cur_guid = int(m.group(1), 16)
-                if cur_guid in t.lft:
-                    raise InputError(f"switch {cur_guid:#018x} listed twice", path=str(path), line=ln)
-                nm = re.search(rb"\((?:')?([^()']*)(?:')?\):\s*$", s)
-                t.names[cur_guid] = nm.group(1).decode(errors="replace") if nm else ""
-                entries = []
+                    _bad(path, ln, "malformed 'Unicast lids' header")
+                g = int(m.group(1), 16)
+                nm = _NAME.search(s)
+                names.setdefault(g, nm.group(1).decode(errors="replace") if nm else "")
+                headers.append((line_base + i, g, ln))
                 continue
-            if s.startswith((b"Multicast", b"#")) or not s.strip() or b"lids dumped" in s \
-                    or s.startswith((b"Lid", b"Port")):
+            if s.startswith(b"Multicast"):
+                headers.append((line_base + i, -1, ln))
                 continue
-            raise InputError(f"unrecognised line {line[:60].decode(errors='replace')!r}", path=str(path), line=ln)
-    close()
-    if not t.lft:
-        raise InputError("no 'Unicast lids' tables found (not a dump_fts/ibroute/opensm-lfts.dump file?)",
-                         path=str(path))
+            if not s.strip() or s.startswith((b"#", b"Lid", b"Port")) or b"lids dumped" in s \
+                    or s.startswith(b"Switch") or s.startswith(b"Dumping"):
+                continue
+            _bad(path, ln, f"unrecognised line {line[:60].decode(errors='replace')!r}")
+        if sl_lid:
+            ent_line.append(np.asarray(sl_line, dtype=np.int64))
+            ent_lid.append(np.asarray(sl_lid, dtype=np.int64).clip(-2, 1 << 30).astype(np.int32))
+            ent_port.append(np.asarray(sl_port, dtype=np.int64).clip(-2, 1 << 30).astype(np.int32))
+        line_base += len(starts)
+        pos = end
+    lines = np.concatenate(ent_line) if ent_line else np.zeros(0, np.int64)
+    lids = np.concatenate(ent_lid) if ent_lid else np.zeros(0, np.int32)
+    ports = np.concatenate(ent_port) if ent_port else np.zeros(0, np.int32)
+    if len(ent_line) > 1 and np.any(lines[1:] < lines[:-1]):
+        order = np.argsort(lines, kind="stable")
+        lines, lids, ports = lines[order], lids[order], ports[order]
+    hl = np.asarray([h[0] for h in headers], dtype=np.int64)
+    owner = np.searchsorted(hl, lines, side="right") - 1
+    if len(owner) and owner[0] < 0:
+        _bad(path, int(lines[0]) + 1, "LFT entry before any 'Unicast lids' header")
+    if not any(g >= 0 for _, g, _ in headers):
+        raise InputError("no 'Unicast lids' tables found (not a dump_fts/ibroute/opensm-lfts.dump file?)", path=path)
+    hg = np.asarray([h[1] for h in headers], dtype=np.int64)
+    uni = hg[owner] >= 0 if len(owner) else np.zeros(0, bool)
+    lines, lids, ports, owner = lines[uni], lids[uni], ports[uni], owner[uni]
+    bad = (lids <= 0) | (lids > MAX_UNICAST_LID) | (ports > 254) | (ports < 0)
+    if bad.any():
+        j = int(np.flatnonzero(bad)[0])
+        if lids[j] == -2:
+            _bad(path, int(lines[j]) + 1, "malformed LFT entry (expected '0x<lid> <port>')")
+        _bad(path, int(lines[j]) + 1, f"LID {int(lids[j]):#x} or port {int(ports[j])} out of range")
+    t = Tables(path=path)
+    seen: dict[int, int] = {}
+    uh = [(k, g, ln) for k, (_, g, ln) in enumerate(headers) if g >= 0]
+    for _, g, ln in uh:
+        if g in seen:
+            _bad(path, ln, f"switch {g:#018x} listed twice (first at line {seen[g]})")
+        seen[g] = ln
+    top = int(lids.max()) if len(lids) else 0
+    mat = np.full((len(uh), top + 1), NO_ROUTE, dtype=np.uint8)
+    row = np.full(len(headers), -1, dtype=np.int64)
+    for r, (k, _, _) in enumerate(uh):
+        row[k] = r
+    mat[row[owner], lids] = ports.astype(np.uint8)
+    for r, (_, g, ln) in enumerate(uh):
+        t.lft[g] = mat[r]
+        t.lines[g] = ln
+        t.names[g] = names.get(g, "")
     return t
 
 
