@@ -1242,6 +1242,24 @@ static int fill_hops(hdor_pass_t *P)
 /* ------------------------------------------------------------------------------------------ */
 /* forwarding tables                                                                          */
 
+/* indirect switch w (group G, dimension e) toward switch D of another group G' of dimension e:
+ * the member coordinate j minimising hops(w -> member j of G) + hops(member j of G' -> D), the
+ * lowest j on ties (with s = 1 every j ties: j = 0) */
+static unsigned same_dim_member(const hdor_pass_t *P, int w, int D)
+{
+	const hgrp_t *G = &P->grp[P->sw[w].group], *H = &P->grp[P->sw[D].group];
+	unsigned j, best = 0, bestv = UINT32_MAX;
+	for (j = 0; j < P->k; j++) {
+		unsigned v = (unsigned)G->mdist[(size_t)j * G->sn + P->sw[w].lidx] +
+		    H->mdist[(size_t)j * H->sn + P->sw[D].lidx];
+		if (v < bestv) {
+			bestv = v;
+			best = j;
+		}
+	}
+	return best;
+}
+
 static void route_switch(hdor_pass_t *P, int w)
 {
 	hsw_t *W = &P->sw[w];
@@ -1309,7 +1327,7 @@ static void route_switch(hdor_pass_t *P, int w)
 				} else if ((unsigned)P->grp[gd].dim != ed)
 					port = pick(P, ss[P->gcoord[(size_t)gd * n + ed]]);
 				else
-					port = pick(P, ss[0]);
+					port = pick(P, ss[same_dim_member(P, w, D)]);
 			} else
 				continue;
 			lft[lid] = port;

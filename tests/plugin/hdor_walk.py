@@ -1,0 +1,261 @@
+"""Checks of a routed fabric, independent of the engine: walk the dump_fts tables over the links
+ibnetdiscover found, for every HCA pair (every LID of the destination's LMC range) and every
+switch-to-switch pair, and check delivery, minimality, one dimension order and an acyclic channel
+dependency graph. Used by the hdor plugin tests; knows nothing about hdor's code."""
+
+from __future__ import annotations
+
+import random
+import re
+import subprocess
+from collections import deque
+from pathlib import Path
+
+import pytest
+
+from ibtool.fabric import Fabric
+from ibtool.formats import ibnetdiscover, lft
+
+CA, SWITCH = 1, 2
+NO_ROUTE = 255
+ROOT = Path(__file__).resolve().parents[2]
+PLUGIN = ROOT / "opensm_plugin"
+
+
+@pytest.fixture(scope="session")
+def libhdor() -> Path:
+    """opensm_plugin/libhdor.so, built (make is a no-op when it is up to date)."""
+    p = subprocess.run(["make", "-s", "-C", str(PLUGIN), "libhdor.so"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    so = PLUGIN / "libhdor.so"
+    assert so.is_file()
+    return so
+
+
+def read_hdor_dump(path: Path) -> dict:
+    """opensm-hdor.dump -> {'header': {...}, 'router': {guid: coords}, 'switch': {guid: (dim, coords)},
+    'hca': {guid: coords}, 'spread': [(guid, dim, {port: count})], 'names': {guid: desc}}"""
+    out = {"header": {}, "router": {}, "switch": {}, "hca": {}, "spread": [], "names": {}}
+    text = Path(path).read_text()
+    lines = text.splitlines()
+    assert lines and lines[0].startswith("# hdor "), f"{path}: bad header {lines[:1]}"
+    out["header"] = {k: int(v) for k, v in (kv.split("=") for kv in lines[0][7:].split())}
+    coord = lambda s: tuple(int(x) for x in s.strip("[]").split(",") if x != "")  # noqa: E731
+    for ln in lines[1:]:
+        if ln.startswith("spread "):
+            m = re.fullmatch(r"spread 0x([0-9a-f]+) dim=(\d+) ports=(\S+)", ln)
+            assert m, ln
+            ports = {int(p): int(c) for p, c in (x.split(":") for x in m.group(3).split(","))}
+            out["spread"].append((int(m.group(1), 16), int(m.group(2)), ports))
+            continue
+        m = re.fullmatch(r'(router|switch|hca) +0x([0-9a-f]{16}) (?:dim=(\d+) )?(\[[0-9,]*\]) "(.*)"', ln)
+        assert m, f"bad dump line: {ln!r}"
+        role, guid, dim, c, desc = m.groups()
+        guid = int(guid, 16)
+        out["names"][guid] = desc
+        if role == "switch":
+            out["switch"][guid] = (int(dim), coord(c))
+        else:
+            out[role][guid] = coord(c)
+    return out
+
+
+class Routed:
+    """A discovered fabric plus its tables (from a run directory of `ibtool sim run`)."""
+
+    def __init__(self, run: Path):
+        self.run = Path(run)
+        self.f: Fabric = ibnetdiscover.read(self.run / "ibnetdiscover.out")
+        # Walk OpenSM's own view of the programmed tables (opensm-lfts.dump, from new_lft), and
+        # check that the switches hold the same (dump_fts reads them back over MADs). dump_fts
+        # omits the top LID when it opens a new 64-LID block (0x40, 0x80, ...; minhop too).
+        self.t = lft.read(self.run / "osm" / "opensm-lfts.dump")
+        hw = lft.read(self.run / "dump_fts.out")
+        assert set(hw.lft) == set(self.t.lft), "dump_fts and opensm-lfts.dump list different switches"
+        for g, a in self.t.lft.items():
+            b = hw.lft[g]
+            top = len(a) - 1
+            n = min(len(a), len(b))
+            assert (a[:n] == b[:n]).all(), f"switch {g:#x}: dump_fts differs from opensm-lfts.dump"
+            assert len(b) == len(a) or (len(b) == top and top % 64 == 0), \
+                f"switch {g:#x}: dump_fts has LIDs up to {len(b) - 1}, OpenSM up to {top}"
+        f = self.f
+        self.switches = [i for i in range(f.num_nodes) if f.types[i] == SWITCH]
+        self.nbrs = {i: f.neighbors(i) for i in range(f.num_nodes)}
+        self.routers = {i for i in self.switches if any(f.types[r] == CA for _, r, _ in self.nbrs[i])}
+        self.owner = f.lid_owners()  # lid -> (node, port)
+        self.lids_of: dict[tuple[int, int], list[int]] = {}
+        for lid, np_ in self.owner.items():
+            self.lids_of.setdefault(np_, []).append(lid)
+        self._dist: dict[int, dict[int, int]] = {}
+
+    def table(self, sw: int):
+        g = self.f.guids[sw]
+        assert g in self.t.lft, f"no LFT for switch {self.f.names[sw]}"
+        return self.t.lft[g]
+
+    def dist_from(self, sw: int) -> dict[int, int]:
+        """switch-to-switch link hops from `sw` (BFS over switch links)."""
+        d = self._dist.get(sw)
+        if d is None:
+            d = {sw: 0}
+            q = deque([sw])
+            while q:
+                x = q.popleft()
+                for _, y, _ in self.nbrs[x]:
+                    if self.f.types[y] == SWITCH and y not in d:
+                        d[y] = d[x] + 1
+                        q.append(y)
+            self._dist[sw] = d
+        return d
+
+    def walk(self, start: int, lid: int, limit: int = 64):
+        """Follow the tables from switch `start` toward `lid`; returns (channels, end node, end port,
+        switch hops). A channel is (switch, egress port)."""
+        cur, hops, chans = start, 0, []
+        while True:
+            tab = self.table(cur)
+            port = int(tab[lid]) if lid < len(tab) else NO_ROUTE
+            assert port != NO_ROUTE, f"{self.f.names[cur]}: no route to LID {lid}"
+            if port == 0:
+                return chans, cur, 0, hops
+            peer = self.f.peer(cur, port)
+            assert peer is not None, f"{self.f.names[cur]}: LID {lid} routed to uncabled port {port}"
+            chans.append((cur, port))
+            nxt, nport = peer
+            if self.f.types[nxt] == CA:
+                return chans, nxt, nport, hops
+            cur, hops = nxt, hops + 1
+            assert hops <= limit, f"LID {lid}: loop from {self.f.names[start]}"
+
+
+def check_routes(run: Path, sample: int | None = None, seed: int = 1) -> dict:
+    """Assert every HCA pair is delivered on a minimal path that crosses dimensions in one global
+    order (dimensions from opensm-hdor.dump, checked against the plan's S[d,...] names), that every
+    switch reaches every switch LID minimally, and that the CA-to-CA channel dependency graph is
+    acyclic. Returns counts."""
+    R = Routed(run)
+    f = R.f
+    dump = read_hdor_dump(run / "osm" / "opensm-hdor.dump")
+    guid_idx = {f.guids[i]: i for i in range(f.num_nodes)}
+    # roles agree with the engine's
+    assert {guid_idx[g] for g in dump["router"]} == R.routers
+    indirect = set(R.switches) - R.routers
+    assert {guid_idx[g] for g in dump["switch"]} == indirect
+    dim_of = {guid_idx[g]: d for g, (d, _) in dump["switch"].items()}
+    coords = {guid_idx[g]: c for g, c in dump["router"].items()}
+    # hdor's dimensions are one relabelling of the plan's (names S[d,...] from the KNS builder)
+    plan_dim = {}
+    for i in indirect:
+        m = re.match(r"S\[(\d+),", f.names[i])
+        if m:
+            plan_dim.setdefault(dim_of[i], set()).add(int(m.group(1)))
+    assert all(len(v) == 1 for v in plan_dim.values()), f"hdor dims mix plan dims: {plan_dim}"
+    # an indirect switch's routers differ only in its dimension
+    n = dump["header"]["n"]
+    for i in indirect:
+        for _, r, _ in R.nbrs[i]:
+            if r in R.routers:
+                d = dim_of[i]
+                c = coords[r]
+                # coordinates are printed most significant first: index n-1-d is dimension d
+                key = tuple(x for j, x in enumerate(c) if j != n - 1 - d)
+                assert key == dump["switch"][f.guids[i]][1], f"{f.names[i]} linked to {f.names[r]} {c}"
+
+    hca_ports = [(i, p) for i in range(f.num_nodes) if f.types[i] == CA for p, _, _ in R.nbrs[i]]
+    pairs = [(a, b) for a in hca_ports for b in hca_ports if a != b]
+    if sample is not None and len(pairs) > sample:
+        pairs = random.Random(seed).sample(pairs, sample)
+    edges: dict[tuple, set] = {}
+    npaths = 0
+    for (sn, sp), (dn, dp) in pairs:
+        src_sw, _ = f.peer(sn, sp)
+        dst_sw, _ = f.peer(dn, dp)
+        lids = R.lids_of.get((dn, dp))
+        assert lids, f"{f.names[dn]} port {dp} has no LID"
+        for lid in lids:
+            chans, end, eport, hops = R.walk(src_sw, lid)
+            assert (end, eport) == (dn, dp), (f"LID {lid} from {f.names[sn]} ends at {f.names[end]} "
+                                               f"port {eport}, not {f.names[dn]}")
+            assert hops == R.dist_from(src_sw)[dst_sw], (f"{f.names[sn]} -> {f.names[dn]}: {hops} switch "
+                                                          f"hops, minimum {R.dist_from(src_sw)[dst_sw]}")
+            dims = [dim_of[s] for s, _ in chans if s in indirect]
+            crossed = [d for j, d in enumerate(dims) if j == 0 or dims[j - 1] != d]
+            assert crossed == sorted(set(crossed)), f"{f.names[sn]} -> {f.names[dn]}: dimension order {crossed}"
+            cs, cd = coords[src_sw], coords[dst_sw]
+            assert set(crossed) == {n - 1 - j for j in range(n) if cs[j] != cd[j]}
+            for a, b in zip(chans, chans[1:]):
+                edges.setdefault(a, set()).add(b)
+            npaths += 1
+    assert_acyclic(edges)
+    # management routes: every switch reaches every switch LID minimally
+    nsw = 0
+    for w in R.switches:
+        for d in R.switches:
+            for lid in R.lids_of.get((d, 0), []):
+                chans, end, eport, hops = R.walk(w, lid)
+                assert (end, eport) == (d, 0), f"{f.names[w]} -> switch {f.names[d]} ends at {f.names[end]}"
+                assert hops == R.dist_from(w)[d], f"{f.names[w]} -> {f.names[d]}: {hops} hops, min {R.dist_from(w)[d]}"
+                nsw += 1
+    return {"hca_paths": npaths, "switch_paths": nsw, "cdg_channels": len(edges), "dump": dump}
+
+
+def assert_acyclic(edges: dict) -> None:
+    """Kahn's algorithm on the channel dependency graph."""
+    indeg: dict = {}
+    for a, bs in edges.items():
+        indeg.setdefault(a, 0)
+        for b in bs:
+            indeg[b] = indeg.get(b, 0) + 1
+    q = deque(c for c, k in indeg.items() if k == 0)
+    seen = 0
+    while q:
+        c = q.popleft()
+        seen += 1
+        for b in edges.get(c, ()):
+            indeg[b] -= 1
+            if indeg[b] == 0:
+                q.append(b)
+    assert seen == len(indeg), f"channel dependency graph has a cycle ({len(indeg) - seen} channels on cycles)"
+
+
+def rebuild(f: Fabric, seed: int | None = None, drop_link=None) -> Fabric:
+    """A copy of `f` with the same names, GUIDs and cables; with `seed`, node order and every
+    switch's port numbers shuffled; `drop_link(name_a, name_b)` -> True leaves that cable out."""
+    rnd = random.Random(seed)
+    order = list(range(f.num_nodes))
+    pmap = {}
+    if seed is not None:
+        rnd.shuffle(order)
+        for i in range(f.num_nodes):
+            ports = list(range(1, f.nports[i] + 1))
+            if f.types[i] == SWITCH:
+                rnd.shuffle(ports)
+            pmap[i] = dict(zip(range(1, f.nports[i] + 1), ports))
+    g = Fabric(f.name + ("-shuffled" if seed is not None else "-copy"))
+    g.params = dict(f.params)
+    new = {}
+    for i in order:
+        new[i] = g.add_node(f.types[i], f.names[i], f.nports[i], f.roles[i], dict(f.labels[i]), guid=f.guids[i])
+    links = list(range(f.num_links))
+    if seed is not None:
+        rnd.shuffle(links)
+    for li in links:
+        a, pa, b, pb = f.link_a[li], f.link_pa[li], f.link_b[li], f.link_pb[li]
+        if drop_link and drop_link(f.names[a], f.names[b]):
+            continue
+        g.add_link(new[a], new[b], pmap.get(a, {}).get(pa, pa), pmap.get(b, {}).get(pb, pb))
+    return g
+
+
+def fat_tree(leaves: int = 4, spines: int = 2, hcas: int = 2, radix: int = 8) -> Fabric:
+    f = Fabric("fat-tree")
+    sp = [f.add_switch(f"spine{j}", radix) for j in range(spines)]
+    for i in range(leaves):
+        lf = f.add_switch(f"leaf{i}", radix)
+        for j in range(hcas):
+            h = f.add_hca(f"host{i}-{j}", 1)
+            f.add_link(lf, h)
+        for s in sp:
+            f.add_link(lf, s)
+    return f

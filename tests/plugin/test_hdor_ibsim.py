@@ -1,0 +1,163 @@
+"""The hdor OpenSM plugin under ibsim with Debian's real /usr/sbin/opensm (marker `ibsim`).
+
+Every routed fabric is checked by walking the switches' tables as dump_fts read them back from the
+simulated switches (tests/plugin/hdor_walk.py): every HCA pair delivered on a minimal path in one
+dimension order, acyclic channel dependencies, switch LIDs reached minimally."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import ibtool
+from hdor_walk import check_routes, fat_tree, libhdor, read_hdor_dump, rebuild  # noqa: F401
+from ibtool.formats import ibnetdiscover
+from ibtool.topologies.kns import kns
+
+pytestmark = [pytest.mark.ibsim, pytest.mark.usefixtures("libhdor")]
+
+DECLINE = re.compile(r"hdor: not a KNS fabric: (.+)")
+ROUTED = re.compile(r"hdor: routed k=(\d+) n=(\d+) s=(\d+): (\d+) switches, (\d+) LIDs, (\d+) us")
+
+
+def sim(tmp_path: Path, net: Path, engines="hdor,minhop", *extra, check=0) -> tuple[dict, str, Path]:
+    run = tmp_path / "run"
+    ibtool("sim", "run", net, "--engine", engines, "--out", run, *extra, check=check)
+    s = json.loads((run / "summary.json").read_text())
+    return s, (run / "opensm.log").read_text(errors="replace"), run
+
+
+def plan(tmp_path: Path, *args) -> Path:
+    out = tmp_path / "plan"
+    ibtool("topo", "kns", *args, "--out", out, check=0)
+    return out / "topology.net"
+
+
+def assert_hdor_routed(s: dict, log: str, k: int, n: int, switches: int, hcas: int, lids: int | None = None):
+    assert s["subnet_up"], s
+    assert s["engine"] == "hdor" and not s["fallback"] and s["declined"] == [], s
+    assert "hdor tables configured on all switches" in log
+    assert not DECLINE.search(log), DECLINE.search(log).group(0)
+    m = ROUTED.search(log)
+    assert m, "no hdor summary line"
+    assert (int(m.group(1)), int(m.group(2)), int(m.group(4))) == (k, n, switches)
+    if lids is not None:
+        assert int(m.group(5)) == lids
+    assert s["fabric"]["hcas"] == hcas
+
+
+@pytest.mark.parametrize("args,k,n,s_,switches,hcas", [
+    (["--k", "4", "--n", "2"], 4, 2, 1, 24, 16),
+    (["--k", "6", "--n", "2", "--radix", "8"], 6, 2, 1, 48, 36),
+    (["--k", "3", "--n", "3"], 3, 3, 1, 54, 27),
+    (["--k", "4", "--n", "3", "--hcas-per-router", "2", "--multiplicity", "2"], 4, 3, 1, 112, 128),
+    (["--k", "4", "--n", "2", "--s", "2", "--radix", "8"], 4, 2, 2, 48, 16),
+], ids=["kns-4-2", "kns-6-2-radix8", "kns-3-3", "kns-4-3-h2-m2", "kns-4-2-s2"])
+def test_hdor_routes_kns(tmp_path, args, k, n, s_, switches, hcas):
+    net = plan(tmp_path, *args)
+    s, log, run = sim(tmp_path, net)
+    assert_hdor_routed(s, log, k, n, switches, hcas, lids=switches + hcas)
+    assert int(ROUTED.search(log).group(3)) == s_
+    res = check_routes(run)
+    assert res["hca_paths"] == hcas * (hcas - 1)
+    assert res["switch_paths"] == switches * switches
+    d = res["dump"]
+    assert d["header"] == {"k": k, "n": n, "routers": k ** n, "switches": switches - k ** n, "hcas": hcas,
+                           "lids": switches + hcas}
+    # the engine's coordinates are the plan's: router R[c] got c (the plan numbers positions by
+    # GUID order, as the spec does)
+    for guid, c in d["router"].items():
+        assert d["names"][guid] == "R[" + ",".join(map(str, c)) + "]"
+    if "--multiplicity" in args:
+        # parallel router-switch links: every router-dimension pair reported, spread evenly
+        assert len(d["spread"]) == k ** n * n
+        for guid, dim, ports in d["spread"]:
+            assert len(ports) == 2 and min(ports.values()) > 0, (hex(guid), dim, ports)
+            assert max(ports.values()) - min(ports.values()) <= 1, (hex(guid), dim, ports)
+    else:
+        assert d["spread"] == []
+
+
+def test_hdor_shuffled_ports_and_node_order(tmp_path):
+    """Wiring needs no port order: shuffled ports and node order give the same coordinates."""
+    f = kns(k=4, n=2, hcas_per_router=2, multiplicity=2, radix=12)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    plain, shuffled = tmp_path / "a" / "plain.net", tmp_path / "b" / "shuffled.net"
+    ibnetdiscover.write(f, plain)
+    ibnetdiscover.write(rebuild(f, seed=7), shuffled)
+    assert plain.read_text() != shuffled.read_text()
+    s1, log1, run1 = sim(tmp_path / "a", plain)
+    s2, log2, run2 = sim(tmp_path / "b", shuffled)
+    assert_hdor_routed(s2, log2, 4, 2, 24, 32)
+    res = check_routes(run2)
+    assert res["hca_paths"] == 32 * 31
+    d1 = read_hdor_dump(run1 / "osm" / "opensm-hdor.dump")
+    d2 = res["dump"]
+    for key in ("header", "router", "switch", "hca"):
+        assert d1[key] == d2[key], key
+    # the ports moved, so the spread lines name other ports, but every pair is still reported
+    assert len(d2["spread"]) == 16 * 2
+    assert {(g, dim) for g, dim, _ in d1["spread"]} == {(g, dim) for g, dim, _ in d2["spread"]}
+
+
+def test_hdor_lmc(tmp_path):
+    """Every LID of an LMC range is routed (lmc 1: two LIDs per HCA port)."""
+    net = plan(tmp_path, "--k", "3", "--n", "2")
+    s, log, run = sim(tmp_path, net, "hdor,minhop", "--conf", "lmc=1")
+    assert_hdor_routed(s, log, 3, 2, 15, 9)
+    res = check_routes(run)
+    assert res["hca_paths"] == 2 * 9 * 8
+
+
+def test_fat_tree_declined_falls_back_to_minhop(tmp_path):
+    net = tmp_path / "fattree.net"
+    ibnetdiscover.write(fat_tree(), net)
+    s, log, run = sim(tmp_path, net)
+    assert s["subnet_up"] and s["engine"] == "minhop", s
+    assert "hdor" in s["declined"], s
+    m = DECLINE.search(log)
+    assert m, "no decline line from hdor"
+    assert "4 routers, but k^n = 4^2" in m.group(1)
+    assert "ERROR" in log[max(0, m.start() - 200):m.start()] or " 0x01 " in log[max(0, m.start() - 200):m.start()]
+    assert not (run / "osm" / "opensm-hdor.dump").exists()
+    assert not ROUTED.search(log)
+
+
+def test_kns_with_a_missing_router_link_declined(tmp_path):
+    f = kns(k=4, n=2)
+    g = rebuild(f, drop_link=lambda a, b: {a, b} == {"R[2,1]", "S[0,2]"})
+    assert g.num_links == f.num_links - 1
+    net = tmp_path / "broken.net"
+    ibnetdiscover.write(g, net)
+    s, log, run = sim(tmp_path, net)
+    assert s["subnet_up"] and s["engine"] == "minhop" and "hdor" in s["declined"], s
+    m = DECLINE.search(log)
+    assert m, "no decline line from hdor"
+    assert "'R[2,1]' is in 1 group(s), others in 2" in m.group(1), m.group(1)
+    assert not (run / "osm" / "opensm-hdor.dump").exists()
+
+
+def test_kns_with_a_missing_router_declined(tmp_path):
+    f = kns(k=3, n=2)
+    g = rebuild(f, drop_link=lambda a, b: "R[1,1]" in (a, b))  # router and its HCA cut off
+    net = tmp_path / "norouter.net"
+    ibnetdiscover.write(g, net)
+    s, log, run = sim(tmp_path, net)
+    assert s["engine"] == "minhop" and "hdor" in s["declined"], s
+    m = DECLINE.search(log)
+    # check 3 of the spec: the two lines that lost R[1,1] have 2 members, the others 3
+    assert m and re.search(r"indirect network of switch 0x[0-9a-f]{16} 'S\[[01],1\]' has [23] member router\(s\), "
+                           r"others [23]$", m.group(1)), m and m.group(1)
+
+
+def test_hdor_alone_declining_leaves_subnet_to_default(tmp_path):
+    """routing_engine hdor alone on a fat tree: OpenSM's default minhop still brings it up."""
+    net = tmp_path / "fattree.net"
+    ibnetdiscover.write(fat_tree(leaves=3, spines=3, hcas=1), net)
+    s, log, run = sim(tmp_path, net, "hdor", check=1)  # the runner reports the fallback
+    assert s["subnet_up"] and s["engine"] == "minhop" and s["fallback"], s
+    assert DECLINE.search(log)
