@@ -1,0 +1,1 @@
+"""Benchmarks: one module per benchmark, each registering itself with @BENCHMARKS.register(name)."""

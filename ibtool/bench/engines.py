@@ -1,0 +1,93 @@
+"""Routing-engine switching: restart OpenSM on the SM node with one engine and prove it routed.
+
+OpenSM falls back to minhop silently when an engine fails, so "OpenSM is up" is not enough:
+the log must say ``<engine> tables configured on all switches`` for the requested engine.
+The log is read by ibtool.sim.opensm.routing_outcome (shared with ``ibtool sim``).
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+
+from ibtool.bench.runners.base import Local, Transport
+from ibtool.errors import CheckFailed, InputError
+from ibtool.sim.opensm import routing_outcome
+
+ENGINE_NAME = "abcdefghijklmnopqrstuvwxyz0123456789-_"
+
+
+def sm_transport(inv, runner) -> Transport:
+    if inv.sm is None:
+        raise InputError("--engines needs an 'sm' section in the inventory (the SM node and how to start OpenSM)",
+                         path=inv.path)
+    host = inv.sm["host"]
+    return Local() if host == "local" else runner.transport(inv.host(host))
+
+
+def stop(t: Transport, sm: dict) -> None:
+    """Stop the OpenSM a previous switch started (pid file), then run the inventory's `stop` command."""
+    pidfile = shlex.quote(f"{sm['workdir']}/opensm.pid")
+    t.run(f"if [ -f {pidfile} ]; then p=$(cat {pidfile}); kill $p 2>/dev/null; "
+          f"for i in 1 2 3 4 5 6 7 8 9 10; do kill -0 $p 2>/dev/null || break; sleep 0.5; done; "
+          f"kill -9 $p 2>/dev/null; rm -f {pidfile}; fi", 60)
+    if sm.get("stop"):
+        t.run(sm["stop"], 120)
+
+
+def switch(t: Transport, sm: dict, engine: str, say=lambda msg: None) -> dict:
+    """Restart OpenSM with `engine`; return what its log says. A configuration given in sm.args
+    (-F FILE) must set force_log_flush TRUE, or the log is only written when OpenSM exits. Raises CheckFailed when the subnet
+    did not come up or another engine (a fallback) configured the tables."""
+    if not engine or any(ch not in ENGINE_NAME for ch in engine.lower()):
+        raise InputError(f"invalid routing engine name {engine!r}")
+    d = sm["workdir"]
+    log = f"{d}/opensm-{engine}.log"
+    pidfile = f"{d}/opensm.pid"
+    t.mkdirs(d)
+    stop(t, sm)
+    t.run(f"rm -f {shlex.quote(log)}", 30)
+    args = list(sm["args"])
+    if not any(a in ("-F", "--config") for a in args):
+        # OpenSM buffers its log unless force_log_flush is set: SUBNET UP would appear only at exit
+        conf = f"{d}/ibtool-opensm.conf"
+        t.put(conf, "# written by ibtool bench\nforce_log_flush TRUE\n")
+        args = ["-F", conf, *args]
+    argv = [sm["opensm"], "-R", engine, "-f", log, *args]
+    env = " ".join(shlex.quote(f"{k}={v}") for k, v in sorted(sm["env"].items()))
+    start = (f"cd {shlex.quote(d)} && nohup env {env} {' '.join(shlex.quote(a) for a in argv)} "
+             f"</dev/null >{shlex.quote(d + '/opensm.out')} 2>&1 & echo $! > {shlex.quote(pidfile)}")
+    say(f"restarting OpenSM with routing engine {engine}")
+    rc, _, err = t.run(start, 60)
+    if rc != 0:
+        raise CheckFailed(f"cannot start OpenSM on the SM node: {err.strip()}")
+    deadline = time.monotonic() + sm["timeout"]
+    text = ""
+    alive = True
+    while time.monotonic() < deadline:
+        _, text, _ = t.run(f"cat {shlex.quote(log)} 2>/dev/null", 30)
+        if "SUBNET UP" in text:
+            break
+        rc, _, _ = t.run(f"kill -0 $(cat {shlex.quote(pidfile)}) 2>/dev/null", 30)
+        if rc != 0:
+            alive = False
+            _, text, _ = t.run(f"cat {shlex.quote(log)} 2>/dev/null", 30)
+            break
+        time.sleep(0.5)
+    outcome = routing_outcome(text, [engine]).as_dict()
+    outcome["requested_engine"] = engine
+    outcome["log"] = log
+    outcome["command"] = start
+    if not outcome["subnet_up"]:
+        why = "OpenSM exited" if not alive else f"no SUBNET UP within {sm['timeout']:g} s"
+        outcome["error"] = f"{why} with routing engine {engine}"
+    elif outcome["engine"] != engine:
+        got = outcome["engine"] or "no engine"
+        outcome["error"] = (f"OpenSM fell back: {got} configured the tables, not {engine} "
+                            f"(see {log} on the SM node)")
+    return outcome
+
+
+def require(outcome: dict) -> None:
+    if outcome.get("error"):
+        raise CheckFailed(outcome["error"])

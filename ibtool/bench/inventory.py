@@ -1,0 +1,276 @@
+"""The inventory: which hosts, how to reach them, how to launch MPI, where the benchmarks are.
+
+Loaded from YAML and validated on load; every message names the key that is wrong
+(``inv.yaml: hosts[1].slots: must be a positive integer``). See docs/bench.md for the format.
+Passwords are refused: authentication is by key or SSH agent only.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from ibtool.errors import InputError
+
+SECRET_WORDS = re.compile(r"pass(word|phrase)?|secret|token", re.I)
+
+
+@dataclass
+class SSHConfig:
+    user: str | None = None
+    port: int = 22
+    key: str | None = None
+    known_hosts: str | None = None  # None: the user's ~/.ssh/known_hosts (and the system's)
+    jump: str | None = None  # a host name of the inventory, or [user@]address[:port]
+    connect_timeout: float = 10.0
+
+
+@dataclass
+class Host:
+    name: str
+    address: str
+    slots: int = 1
+    ssh: SSHConfig = field(default_factory=SSHConfig)
+
+    def where(self) -> str:
+        return f"{self.name} ({self.address}:{self.ssh.port})"
+
+
+@dataclass
+class BenchConfig:
+    name: str  # the name used on the command line
+    type: str  # the registered benchmark
+    binary: str | None
+    params: dict
+    nprocs: int | None
+    hosts: list[str] | None
+    timeout: float
+
+
+@dataclass
+class Inventory:
+    path: str
+    hosts: list[Host]
+    runner: str = "ssh"
+    workdir: str = "/tmp/ibtool-bench"
+    launch_host: str | None = None
+    parallel: int = 16
+    mpi: dict = field(default_factory=dict)
+    slurm: dict = field(default_factory=dict)
+    sm: dict | None = None
+    benchmarks: dict[str, BenchConfig] = field(default_factory=dict)
+    raw: dict = field(default_factory=dict)
+
+    def host(self, name: str) -> Host:
+        for h in self.hosts:
+            if h.name == name:
+                return h
+        raise InputError(f"unknown host {name!r} (inventory hosts: {', '.join(h.name for h in self.hosts)})",
+                         path=self.path)
+
+    def bench(self, name: str) -> BenchConfig:
+        if name in self.benchmarks:
+            return self.benchmarks[name]
+        from ibtool.bench.registry import BENCHMARKS
+        BENCHMARKS.get(name)  # raises for unknown names
+        return BenchConfig(name, name, None, {}, None, None, 3600.0)
+
+    def run_hosts(self, cfg: BenchConfig) -> list[Host]:
+        return [self.host(n) for n in cfg.hosts] if cfg.hosts else list(self.hosts)
+
+    def nprocs(self, cfg: BenchConfig) -> int:
+        if cfg.nprocs:
+            return cfg.nprocs
+        if self.mpi.get("nprocs"):
+            return int(self.mpi["nprocs"])
+        return sum(h.slots for h in self.run_hosts(cfg))
+
+    def public(self) -> dict:
+        """The inventory as stored with results: no secrets (there are none to begin with)."""
+        return redact(self.raw)
+
+
+def redact(obj):
+    if isinstance(obj, dict):
+        return {k: ("<redacted>" if SECRET_WORDS.search(str(k)) else redact(v)) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [redact(v) for v in obj]
+    return obj
+
+
+class _Checker:
+    def __init__(self, path: str):
+        self.path = path
+
+    def fail(self, key: str, msg: str):
+        raise InputError(f"{key}: {msg}", path=self.path)
+
+    def mapping(self, obj, key: str, allowed: set[str]) -> dict:
+        if obj is None:
+            return {}
+        if not isinstance(obj, dict):
+            self.fail(key, f"must be a mapping, got {type(obj).__name__}")
+        for k in obj:
+            if SECRET_WORDS.search(str(k)):
+                self.fail(f"{key}.{k}", "passwords and secrets are not accepted; use an SSH key or agent")
+            if k not in allowed:
+                self.fail(f"{key}.{k}" if key else str(k), f"unknown key (allowed: {', '.join(sorted(allowed))})")
+        return obj
+
+    def integer(self, v, key: str, minimum: int = 1) -> int:
+        if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
+            self.fail(key, f"must be an integer >= {minimum}, got {v!r}")
+        return v
+
+    def number(self, v, key: str) -> float:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
+            self.fail(key, f"must be a positive number, got {v!r}")
+        return float(v)
+
+    def string(self, v, key: str) -> str:
+        if not isinstance(v, str) or not v:
+            self.fail(key, f"must be a non-empty string, got {v!r}")
+        return v
+
+    def strings(self, v, key: str) -> list[str]:
+        if not isinstance(v, list) or not all(isinstance(x, (str, int, float)) for x in v):
+            self.fail(key, f"must be a list of strings, got {v!r}")
+        return [str(x) for x in v]
+
+    def env(self, v, key: str) -> dict[str, str]:
+        if v is None:
+            return {}
+        if not isinstance(v, dict):
+            self.fail(key, "must be a mapping NAME: value")
+        for k in v:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(k)):
+                self.fail(f"{key}.{k}", "not a valid environment variable name")
+            if SECRET_WORDS.search(str(k)):
+                self.fail(f"{key}.{k}", "secrets are not accepted in the inventory")
+        return {str(k): str(x) for k, x in v.items()}
+
+    def ssh(self, obj, key: str, base: SSHConfig) -> SSHConfig:
+        o = self.mapping(obj, key, {"user", "port", "key", "known_hosts", "jump", "connect_timeout"})
+        c = SSHConfig(**vars(base))
+        if "user" in o:
+            c.user = self.string(o["user"], f"{key}.user")
+        if "port" in o:
+            c.port = self.integer(o["port"], f"{key}.port")
+        for k in ("key", "known_hosts"):
+            if k in o:
+                p = os.path.expanduser(self.string(o[k], f"{key}.{k}"))
+                if not Path(p).exists():
+                    self.fail(f"{key}.{k}", f"no such file: {p}")
+                setattr(c, k, p)
+        if "jump" in o:
+            c.jump = self.string(o["jump"], f"{key}.jump")
+        if "connect_timeout" in o:
+            c.connect_timeout = self.number(o["connect_timeout"], f"{key}.connect_timeout")
+        return c
+
+
+LAUNCHER_KEYS = {"launcher", "mpirun", "args", "env", "nprocs"}
+SLURM_KEYS = {"login", "options", "poll", "srun_args", "env", "sbatch", "squeue", "sacct", "scontrol"}
+SM_KEYS = {"host", "opensm", "args", "env", "log", "pidfile", "stop", "timeout", "workdir"}
+BENCH_KEYS = {"type", "binary", "params", "nprocs", "hosts", "timeout"}
+TOP_KEYS = {"hosts", "ssh", "runner", "workdir", "launch_host", "parallel", "mpi", "slurm", "sm", "benchmarks"}
+
+
+def load(path: str | Path) -> Inventory:
+    path = str(path)
+    try:
+        with open(path) as fh:
+            data = yaml.safe_load(fh)
+    except FileNotFoundError:
+        raise InputError("no such inventory file", path=path) from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        raise InputError(f"not valid YAML: {getattr(e, 'problem', e)}", path=path,
+                         line=mark.line + 1 if mark else None) from None
+    return parse(data, path)
+
+
+def parse(data, path: str = "<inventory>") -> Inventory:
+    from ibtool.bench.registry import BENCHMARKS, RUNNERS
+
+    c = _Checker(path)
+    if not isinstance(data, dict):
+        c.fail("(top level)", "the inventory must be a YAML mapping with at least 'hosts'")
+    c.mapping(data, "", TOP_KEYS)
+    base = c.ssh(data.get("ssh"), "ssh", SSHConfig())
+    raw_hosts = data.get("hosts")
+    if not isinstance(raw_hosts, list) or not raw_hosts:
+        c.fail("hosts", "must be a non-empty list of hosts ({name: ..., address: ..., slots: ...})")
+    hosts: list[Host] = []
+    for i, h in enumerate(raw_hosts):
+        key = f"hosts[{i}]"
+        if isinstance(h, str):
+            h = {"name": h}
+        h = c.mapping(h, key, {"name", "address", "slots", "ssh"})
+        name = c.string(h.get("name"), f"{key}.name")
+        if any(x.name == name for x in hosts):
+            c.fail(f"{key}.name", f"duplicate host name {name!r}")
+        hosts.append(Host(name, c.string(h.get("address", name), f"{key}.address"),
+                          c.integer(h.get("slots", 1), f"{key}.slots"), c.ssh(h.get("ssh"), f"{key}.ssh", base)))
+    inv = Inventory(path, hosts, raw=data)
+    names = {h.name for h in hosts}
+    inv.runner = c.string(data.get("runner", "ssh"), "runner")
+    if inv.runner not in RUNNERS.names():
+        c.fail("runner", f"unknown runner {inv.runner!r} (known: {', '.join(RUNNERS.names())})")
+    inv.workdir = c.string(data.get("workdir", inv.workdir), "workdir")
+    if not inv.workdir.startswith("/"):
+        c.fail("workdir", "must be an absolute path (it is used on every host)")
+    if "launch_host" in data:
+        inv.launch_host = c.string(data["launch_host"], "launch_host")
+        if inv.launch_host not in names:
+            c.fail("launch_host", f"{inv.launch_host!r} is not one of the hosts")
+    inv.parallel = c.integer(data.get("parallel", 16), "parallel")
+    mpi = c.mapping(data.get("mpi"), "mpi", LAUNCHER_KEYS)
+    inv.mpi = {"launcher": c.string(mpi.get("launcher", "openmpi"), "mpi.launcher"),
+               "mpirun": c.string(mpi.get("mpirun", ""), "mpi.mpirun") if "mpirun" in mpi else None,
+               "args": c.strings(mpi.get("args", []), "mpi.args"), "env": c.env(mpi.get("env"), "mpi.env"),
+               "nprocs": c.integer(mpi["nprocs"], "mpi.nprocs") if "nprocs" in mpi else None}
+    from ibtool.bench.launchers import LAUNCHERS
+    if inv.mpi["launcher"] not in LAUNCHERS.names():
+        c.fail("mpi.launcher", f"unknown launcher {inv.mpi['launcher']!r} (known: {', '.join(LAUNCHERS.names())})")
+    sl = c.mapping(data.get("slurm"), "slurm", SLURM_KEYS)
+    inv.slurm = {"login": sl.get("login"), "options": c.strings(sl.get("options", []), "slurm.options"),
+                 "poll": c.number(sl.get("poll", 2), "slurm.poll"),
+                 "srun_args": c.strings(sl.get("srun_args", []), "slurm.srun_args"),
+                 "env": c.env(sl.get("env"), "slurm.env")}
+    for tool in ("sbatch", "squeue", "sacct", "scontrol"):
+        inv.slurm[tool] = c.string(sl.get(tool, tool), f"slurm.{tool}")
+    if inv.slurm["login"] is not None and inv.slurm["login"] not in names:
+        c.fail("slurm.login", f"{inv.slurm['login']!r} is not one of the hosts (add the login node to hosts)")
+    if data.get("sm") is not None:
+        sm = c.mapping(data["sm"], "sm", SM_KEYS)
+        host = c.string(sm.get("host", "local"), "sm.host")
+        if host != "local" and host not in names:
+            c.fail("sm.host", f"{host!r} is neither 'local' nor one of the hosts")
+        inv.sm = {"host": host, "opensm": c.string(sm.get("opensm", "opensm"), "sm.opensm"),
+                  "args": c.strings(sm.get("args", []), "sm.args"), "env": c.env(sm.get("env"), "sm.env"),
+                  "workdir": c.string(sm.get("workdir", "/tmp/ibtool-opensm"), "sm.workdir"),
+                  "stop": c.string(sm["stop"], "sm.stop") if "stop" in sm else None,
+                  "timeout": c.number(sm.get("timeout", 120), "sm.timeout")}
+    benches = c.mapping(data.get("benchmarks"), "benchmarks", set(data.get("benchmarks") or {}))
+    for name, b in benches.items():
+        key = f"benchmarks.{name}"
+        b = c.mapping(b, key, BENCH_KEYS)
+        btype = c.string(b.get("type", name), f"{key}.type")
+        if btype not in BENCHMARKS.names():
+            c.fail(f"{key}.type" if "type" in b else key,
+                   f"unknown benchmark {btype!r} (known: {', '.join(BENCHMARKS.names())})")
+        params = c.mapping(b.get("params"), f"{key}.params", set(BENCHMARKS.get(btype).defaults))
+        run_hosts = c.strings(b["hosts"], f"{key}.hosts") if "hosts" in b else None
+        for hn in run_hosts or []:
+            if hn not in names:
+                c.fail(f"{key}.hosts", f"{hn!r} is not one of the hosts")
+        inv.benchmarks[name] = BenchConfig(
+            name, btype, c.string(b["binary"], f"{key}.binary") if "binary" in b else None, dict(params),
+            c.integer(b["nprocs"], f"{key}.nprocs") if "nprocs" in b else None, run_hosts,
+            c.number(b.get("timeout", 3600), f"{key}.timeout"))
+    return inv

@@ -1,0 +1,84 @@
+"""MPI launchers: how a mapping and a benchmark command become one launch command line.
+
+Each launcher is a small class registered with ``@LAUNCHERS.register(name)``; the inventory
+names one in ``mpi.launcher``.
+"""
+
+from __future__ import annotations
+
+from ibtool.bench.mapping import Mapping
+from ibtool.bench.registry import Registry
+
+LAUNCHERS = Registry("launcher", "ibtool.bench.launchers")
+
+
+class Launcher:
+    default = "mpirun"
+
+    def __init__(self, mpi: dict):
+        self.exe = mpi.get("mpirun") or self.default
+        self.args = list(mpi.get("args") or [])
+
+    def files(self, mapping: Mapping) -> dict[str, str]:
+        return {}
+
+    def argv(self, mapping: Mapping, command: list[str], env: dict[str, str]) -> list[str]:
+        raise NotImplementedError
+
+    def env(self, mapping: Mapping) -> dict[str, str]:
+        return {}
+
+
+@LAUNCHERS.register("openmpi")
+class OpenMPI(Launcher):
+    """Open MPI mpirun with a rankfile: any permutation of ranks over hosts and slots."""
+
+    def files(self, mapping):
+        return {"rankfile.txt": mapping.rankfile()}
+
+    def argv(self, mapping, command, env):
+        xs = [a for name in sorted(env) for a in ("-x", name)]
+        return [self.exe, "-np", str(mapping.nprocs), "--rankfile", "rankfile.txt", *self.args, *xs, *command]
+
+
+@LAUNCHERS.register("openmpi-seq")
+class OpenMPISeq(Launcher):
+    """Open MPI mpirun with an ordered hostfile and --map-by seq (rank i on line i)."""
+
+    def files(self, mapping):
+        return {"hostfile.txt": mapping.hostfile()}
+
+    def argv(self, mapping, command, env):
+        xs = [a for name in sorted(env) for a in ("-x", name)]
+        return [self.exe, "-np", str(mapping.nprocs), "--hostfile", "hostfile.txt", "--map-by", "seq",
+                *self.args, *xs, *command]
+
+
+@LAUNCHERS.register("mpich")
+class MPICH(Launcher):
+    """MPICH / Hydra mpiexec with an ordered hostfile (`host:1` per rank)."""
+
+    default = "mpiexec"
+
+    def files(self, mapping):
+        return {"hostfile.txt": "".join(f"{h.address}:1\n" for h, _ in mapping.ranks)}
+
+    def argv(self, mapping, command, env):
+        genv = ["-genvlist", ",".join(sorted(env))] if env else []
+        return [self.exe, "-n", str(mapping.nprocs), "-f", "hostfile.txt", *genv, *self.args, *command]
+
+
+@LAUNCHERS.register("srun")
+class Srun(Launcher):
+    """Slurm srun with SLURM_HOSTFILE and --distribution=arbitrary (inside an allocation)."""
+
+    default = "srun"
+
+    def files(self, mapping):
+        return {"slurm_hostfile.txt": mapping.slurm_hostfile()}
+
+    def env(self, mapping):
+        return {"SLURM_HOSTFILE": "slurm_hostfile.txt"}
+
+    def argv(self, mapping, command, env):
+        return [self.exe, "--distribution=arbitrary", "-n", str(mapping.nprocs), *self.args, *command]

@@ -1,0 +1,1 @@
+"""Runners: one module per backend, each registering itself with @RUNNERS.register(name)."""

@@ -1,0 +1,133 @@
+"""What a runner gets (a Job) and gives back (an Outcome), and the local transport.
+
+A *transport* runs a shell command on one machine and moves files there and back (``Local``
+here, ``SSH`` in ssh.py). A *runner* (registered with ``@RUNNERS.register``) turns a Job into
+an Outcome with transports: stage the input files, launch, wait, collect.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import shlex
+import signal
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ibtool.errors import EnvironmentProblem
+
+
+@dataclass
+class Job:
+    run_id: str
+    hosts: list  # inventory Hosts taking part, launch host first
+    files: dict[str, str]  # input files to stage in the run directory
+    argv: list[str]  # the launch command (launcher + benchmark)
+    env: dict[str, str]  # environment of the launch command
+    collect: tuple[str, ...]  # globs of output files to bring back
+    timeout: float
+    nprocs: int
+    remote_dir: str = ""
+
+
+@dataclass
+class Outcome:
+    exit_code: int | None
+    stdout: str = ""
+    stderr: str = ""
+    files: dict[str, bytes] = field(default_factory=dict)
+    error: str | None = None  # the runner could not do its part (host unreachable, job lost ...)
+    command: str = ""  # the exact command line, as run
+    info: dict = field(default_factory=dict)
+
+
+def shell_command(argv: list[str], env: dict[str, str] | None = None, cwd: str | None = None,
+                  timeout: float | None = None) -> str:
+    """One POSIX shell line; every argument quoted with shlex.quote."""
+    parts = []
+    if cwd:
+        parts.append(f"cd {shlex.quote(cwd)} &&")
+    if timeout:
+        parts.append(f"exec timeout --kill-after=10 {int(timeout)}")
+    if env:
+        parts.append("env " + " ".join(shlex.quote(f"{k}={v}") for k, v in sorted(env.items())))
+    parts.append(" ".join(shlex.quote(a) for a in argv))
+    return " ".join(parts)
+
+
+class Transport:
+    """Run commands on one machine and move files there and back."""
+
+    label = "?"
+
+    def run(self, command: str, timeout: float) -> tuple[int | None, str, str]:
+        raise NotImplementedError
+
+    def put(self, path: str, data: str | bytes) -> None:
+        raise NotImplementedError
+
+    def get(self, path: str) -> bytes:
+        raise NotImplementedError
+
+    def listdir(self, path: str) -> list[str]:
+        raise NotImplementedError
+
+    def mkdirs(self, path: str) -> None:
+        rc, _, err = self.run(f"mkdir -p {shlex.quote(path)}", 30)
+        if rc != 0:
+            raise EnvironmentProblem(f"{self.label}: cannot create {path}: {err.strip()}")
+
+    def collect(self, directory: str, globs: tuple[str, ...]) -> dict[str, bytes]:
+        names = self.listdir(directory)
+        return {n: self.get(f"{directory}/{n}") for n in sorted(names) if any(fnmatch.fnmatch(n, g) for g in globs)}
+
+    def close(self) -> None:
+        pass
+
+
+class Local(Transport):
+    label = "local"
+
+    def run(self, command: str, timeout: float) -> tuple[int | None, str, str]:
+        p = subprocess.Popen(["/bin/sh", "-c", command], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, start_new_session=True)
+        try:
+            out, err = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            out, err = p.communicate()
+            return None, out.decode(errors="replace"), err.decode(errors="replace")
+        return p.returncode, out.decode(errors="replace"), err.decode(errors="replace")
+
+    def put(self, path: str, data: str | bytes) -> None:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_bytes(data.encode() if isinstance(data, str) else data)
+
+    def get(self, path: str) -> bytes:
+        return Path(path).read_bytes()
+
+    def listdir(self, path: str) -> list[str]:
+        return [p.name for p in Path(path).iterdir() if p.is_file()]
+
+
+class Runner:
+    """Base of the registered runners. `inventory` is the loaded Inventory."""
+
+    name = "?"
+
+    def __init__(self, inventory):
+        self.inv = inventory
+
+    def transport(self, host) -> Transport:
+        """A transport to `host` (an inventory Host), or the local machine for None."""
+        return Local()
+
+    def execute(self, job: Job) -> Outcome:
+        raise NotImplementedError
+
+    def describe(self) -> dict:
+        return {"runner": self.name}
+
+    def close(self) -> None:
+        pass
