@@ -1,0 +1,77 @@
+"""OpenSM's `opensm-sl2vl.dump` (written with log flag 0x40 when QoS is on or the engine sets SL2VL):
+
+    Switch 0x0002c90000000010, base LID 1, "R[0,0]"
+    #in out : 0  1  2  3  4  5  6  7  8  9  10 11 12 13 14 15
+    #--------------------------------------------------------
+    0   1   : 0  1  2  3  4  5  6  7  0  1  2  3  4  5  6  7
+    ...
+
+A Channel Adapter block has one row per port (`0 <port> : ...`). The result maps a node GUID
+to {(in port, out port): 16 VLs indexed by SL}.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ibtool.errors import InputError
+
+_NODE = re.compile(r'^(Switch|Channel Adapter|Router)\s+(0x[0-9a-fA-F]+)\b')
+_ROW = re.compile(r"^(\d+)\s+(\d+)\s*:\s*((?:\d+\s*){16})$")
+
+
+class SL2VL(dict):
+    """node GUID -> {(in_port, out_port): tuple of 16 VLs}; `kind` GUID -> 'Switch'/'Channel Adapter'."""
+
+    def __init__(self):
+        super().__init__()
+        self.kind: dict[int, str] = {}
+        self.path: str | None = None
+        self.lines: dict[int, int] = {}
+
+    def vl(self, guid: int, in_port: int, out_port: int, sl: int = 0) -> int:
+        """The VL for SL `sl` from in_port to out_port; the SL itself when the dump says nothing."""
+        t = self.get(guid)
+        if t is None:
+            return sl & 7
+        row = t.get((in_port, out_port))
+        return row[sl] if row is not None else sl & 7
+
+
+def read(path: str | Path) -> SL2VL:
+    path = str(path)
+    out = SL2VL()
+    out.path = path
+    try:
+        fh = open(path, encoding="utf-8", errors="replace")
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror}", path=path) from None
+    cur: dict | None = None
+    with fh:
+        for ln, raw in enumerate(fh, 1):
+            s = raw.strip()
+            if not s or s.startswith("#"):
+                continue
+            m = _NODE.match(s)
+            if m:
+                g = int(m.group(2), 16)
+                if g in out:
+                    raise InputError(f"node {g:#018x} listed twice (first at line {out.lines[g]})", path=path, line=ln)
+                cur = out[g] = {}
+                out.kind[g] = m.group(1)
+                out.lines[g] = ln
+                continue
+            m = _ROW.match(s)
+            if m:
+                if cur is None:
+                    raise InputError("SL2VL row before any 'Switch'/'Channel Adapter' line", path=path, line=ln)
+                vls = tuple(int(x) for x in m.group(3).split())
+                if any(v > 15 for v in vls):
+                    raise InputError(f"VL out of range 0..15 in {s[:60]!r}", path=path, line=ln)
+                cur[(int(m.group(1)), int(m.group(2)))] = vls
+                continue
+            raise InputError(f"unrecognised line {s[:60]!r} (not an opensm-sl2vl.dump?)", path=path, line=ln)
+    if not out:
+        raise InputError("no SL2VL tables found (not an opensm-sl2vl.dump?)", path=path)
+    return out

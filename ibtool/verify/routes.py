@@ -1,0 +1,619 @@
+"""Every route of a fabric, traced from its forwarding tables: delivery, length, dimension order,
+deadlock freedom (channel dependency graph per VL) and balance.
+
+Routing in InfiniBand is by destination: a packet for LID L at switch W leaves by LFT_W[L], so
+the route from any source port to L is the route from the switch it is cabled to. We trace
+(origin switch, destination LID) pairs for every switch and every assigned LID (each LID of an
+LMC range) at once, one hop per numpy step over all pairs still in flight, and weigh each pair
+by the source ports behind it (the switch's own port 0 and the CA ports cabled to it). So the
+counts are over (source port, destination LID) pairs, as a per-pair trace would give them.
+
+Channels are directed links, named by the egress slot of `Fabric.ports()`. The channel
+dependency graph (Dally & Seitz) gets an edge (c_in, vl_in) -> (c_out, vl_out) wherever a CA-to-CA
+route arrives on c_in and leaves on c_out; the VL on each hop comes from the SL2VL dump when given
+(SL 0, the SL every path uses without a path-SL engine), else VL 0. The fabric is free of credit
+loops when this graph is acyclic; otherwise a concrete cycle is printed. As ibdmchk does, traffic
+to switch LIDs (management) is left out of the deadlock analysis.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ibtool.errors import InputError
+from ibtool.fabric import CA, SWITCH, Fabric
+from ibtool.formats.lft import NO_ROUTE, Tables
+
+ACTIVE, DELIVERED, NO_ENTRY, DEAD_PORT, LOOP, WRONG = 0, 1, 2, 3, 4, 5
+STATUS = {DELIVERED: "delivered", NO_ENTRY: "black hole (no LFT entry)",
+          DEAD_PORT: "black hole (port not cabled or not present)", LOOP: "loop",
+          WRONG: "delivered to the wrong port"}
+EXAMPLES = 5
+
+
+@dataclass
+class Bound:
+    """The fabric and its tables as arrays: what the tracer walks."""
+
+    fabric: Fabric
+    sw_nodes: np.ndarray  # switch node indices, row order of `lft`
+    row: np.ndarray  # node -> row in lft (-1 for CAs)
+    lft: np.ndarray  # (switches, max_lid + 1) uint8
+    offset: np.ndarray
+    peer: np.ndarray
+    peer_port: np.ndarray
+    types: np.ndarray
+    nports: np.ndarray
+    own_node: np.ndarray  # LID -> node (-1 unassigned)
+    own_port: np.ndarray  # LID -> port
+    base: np.ndarray  # LID -> is the base LID of its port
+    lids: np.ndarray  # every assigned LID, ascending
+    att_sw: np.ndarray  # LID -> the switch a CA port is cabled to (-1 for switch LIDs / uncabled)
+    ca_ports: np.ndarray  # per switch node: CA ports (with LIDs) cabled to it
+    ca_in_port: np.ndarray  # per switch node: the lowest switch port facing such a CA (0 if none)
+    missing_tables: list[int] = field(default_factory=list)
+
+    @property
+    def is_ca_lid(self) -> np.ndarray:
+        return self.att_sw >= 0
+
+
+def bind(fabric: Fabric, tables: Tables) -> Bound:
+    """Check that tables and fabric belong together and build the arrays; InputError if they do not."""
+    path = tables.path or "LFT dump"
+    if not fabric.port_lids:
+        raise InputError("the fabric has no LIDs (a plan, not an ibnetdiscover dump of a running fabric?)",
+                         path=None)
+    unknown = [g for g in tables.lft if fabric.by_guid(g) is None or not fabric.is_switch(fabric.by_guid(g))]
+    if unknown:
+        g = min(unknown, key=lambda x: tables.lines.get(x, 0))
+        raise InputError(f"switch {g:#018x} {tables.names.get(g, '')!r} is not a switch of the fabric "
+                         f"({len(unknown)} of {len(tables.lft)} tables are unknown): forwarding tables of "
+                         f"another fabric?", path=path, line=tables.lines.get(g))
+    sw_nodes = np.asarray([i for i in range(fabric.num_nodes) if fabric.types[i] == SWITCH], dtype=np.int32)
+    owners = fabric.lid_owners()
+    top = max(owners)
+    guids = [fabric.guids[i] for i in sw_nodes]
+    lft = tables.matrix(guids, top)
+    missing = [int(i) for i, g in zip(sw_nodes, guids) if g not in tables.lft]
+    row = np.full(fabric.num_nodes, -1, dtype=np.int32)
+    row[sw_nodes] = np.arange(len(sw_nodes), dtype=np.int32)
+    # Each switch routes its own LID to port 0: if most do not, the tables are of another run.
+    own_bad = []
+    for i in sw_nodes:
+        lp = fabric.port_lids.get((int(i), 0))
+        g = fabric.guids[i]
+        if lp and g in tables.lft and lft[row[i], lp[0]] not in (0,):
+            own_bad.append(int(i))
+    have = sum(1 for i in sw_nodes if fabric.guids[i] in tables.lft and (int(i), 0) in fabric.port_lids)
+    if have and len(own_bad) * 2 > have:
+        i = own_bad[0]
+        g = fabric.guids[i]
+        lid = fabric.port_lids[(i, 0)][0]
+        raise InputError(f"switch {fabric.names[i]!r} ({g:#018x}) has LID {lid} in the fabric but its table "
+                         f"does not route that LID to port 0 (nor do {len(own_bad) - 1} other switches): the tables "
+                         f"and the fabric dump are from different runs", path=path, line=tables.lines.get(g))
+    ports = fabric.ports()
+    own_node = np.full(top + 1, -1, dtype=np.int32)
+    own_port = np.full(top + 1, -1, dtype=np.int32)
+    base = np.zeros(top + 1, dtype=bool)
+    for (node, port), (lid, lmc) in fabric.port_lids.items():
+        own_node[lid:lid + (1 << lmc)] = node
+        own_port[lid:lid + (1 << lmc)] = port
+        base[lid] = True
+    lids = np.flatnonzero(own_node >= 0).astype(np.int32)
+    types = np.asarray(fabric.types, dtype=np.int8)
+    att = np.full(top + 1, -1, dtype=np.int32)
+    ca_ports = np.zeros(fabric.num_nodes, dtype=np.int64)
+    ca_in = np.zeros(fabric.num_nodes, dtype=np.int32)
+    for (node, port), (lid, lmc) in fabric.port_lids.items():
+        if types[node] != CA:
+            continue
+        p = fabric.peer(node, port)
+        if p is None or types[p[0]] != SWITCH:
+            continue
+        att[lid:lid + (1 << lmc)] = p[0]
+        ca_ports[p[0]] += 1
+        if ca_in[p[0]] == 0 or p[1] < ca_in[p[0]]:
+            ca_in[p[0]] = p[1]
+    return Bound(fabric, sw_nodes, row, lft, ports.offset, ports.peer, ports.peer_port, types,
+                 np.asarray(fabric.nports, dtype=np.int32), own_node, own_port, base, lids, att, ca_ports,
+                 ca_in, missing)
+
+
+# ------------------------------------------------------------------------------------ distances
+
+def switch_distances(b: Bound) -> np.ndarray:
+    """Hops between switches over cabled switch-switch links (int16, -1 unreachable): multi-source
+    BFS over bit-packed frontiers, one numpy step per BFS level."""
+    ns = len(b.sw_nodes)
+    src, dst = [], []
+    for r, i in enumerate(b.sw_nodes):
+        lo, hi = int(b.offset[i]) + 1, int(b.offset[i + 1])
+        pe = b.peer[lo:hi]
+        pe = pe[(pe >= 0)]
+        pe = pe[b.types[pe] == SWITCH]
+        src.append(np.full(len(pe), r, dtype=np.int32))
+        dst.append(b.row[pe])
+    src = np.concatenate(src) if src else np.zeros(0, np.int32)
+    dst = np.concatenate(dst) if dst else np.zeros(0, np.int32)
+    order = np.argsort(dst, kind="stable")
+    src, dst = src[order], dst[order]
+    dist = np.full((ns, ns), -1, dtype=np.int16)  # dist[target, source]
+    nbytes = (ns + 7) // 8
+    eye = np.packbits(np.eye(ns, dtype=bool), axis=1) if ns <= 20000 else None
+    if eye is None:
+        raise InputError(f"{ns} switches: too many for the all-pairs distance table")
+    seen = eye.copy()
+    front = eye
+    np.fill_diagonal(dist, 0)
+    starts = np.searchsorted(dst, np.arange(ns))
+    has = np.bincount(dst, minlength=ns) > 0
+    level = 0
+    while front.any():
+        level += 1
+        nxt = np.zeros((ns, nbytes), dtype=np.uint8)
+        if len(src):
+            red = np.bitwise_or.reduceat(front[src], starts[has], axis=0)
+            nxt[has] = red
+        nxt &= ~seen
+        if not nxt.any():
+            break
+        seen |= nxt
+        newly = np.unpackbits(nxt, axis=1, count=ns).astype(bool)
+        dist[newly] = level
+        front = nxt
+    return dist.T.copy()  # dist[source, target]
+
+
+# ------------------------------------------------------------------------------------ tracing
+
+@dataclass
+class Walk:
+    """Options for one tracing pass."""
+
+    vl: "VLMap | None" = None
+    dim: np.ndarray | None = None  # per node: dimension of an indirect switch, -1 otherwise
+    router: np.ndarray | None = None  # per node: is a router
+    dist: np.ndarray | None = None
+
+
+class VLMap:
+    """SL2VL for SL 0 as an array: vl[row, in_port, out_port] (switches), and the CA's own VL."""
+
+    def __init__(self, b: Bound, sl2vl, sl: int = 0):
+        f = b.fabric
+        maxp = int(b.nports.max()) + 1
+        self.table = np.zeros((len(b.sw_nodes), maxp, maxp), dtype=np.int8)
+        self.ca = np.zeros(f.num_nodes, dtype=np.int8)
+        unknown = []
+        for g, rows in sl2vl.items():
+            i = f.by_guid(g)
+            if i is None:
+                unknown.append(g)
+                continue
+            for (pi, po), vls in rows.items():
+                if b.types[i] == SWITCH and pi < maxp and po < maxp:
+                    self.table[b.row[i], pi, po] = vls[sl]
+                elif b.types[i] == CA:
+                    self.ca[i] = vls[sl]
+        if unknown and len(unknown) * 2 > len(sl2vl):
+            g = unknown[0]
+            raise InputError(f"node {g:#018x} is not in the fabric ({len(unknown)} of {len(sl2vl)} nodes are "
+                             f"unknown): an SL2VL dump of another fabric?", path=sl2vl.path,
+                             line=sl2vl.lines.get(g))
+        self.nvl = int(max(self.table.max(initial=0), self.ca.max(initial=0))) + 1
+
+
+def trace(b: Bound, origins: np.ndarray, lids: np.ndarray, *, cap: int | None = None, hop_cb=None,
+          vl: VLMap | None = None, dims: tuple | None = None):
+    """Walk pairs (origin switch node, LID) to the end. Returns (status, hops, end node, dim_violation).
+
+    hop_cb(idx, cur, slot, nxt, vl_in, vl_out, in_slot) is called after each hop between switches
+    with the pair indices that made it; `in_slot` is -1 on the first hop.
+    """
+    n = len(origins)
+    status = np.zeros(n, dtype=np.int8)
+    hops = np.zeros(n, dtype=np.int16)
+    end = np.full(n, -1, dtype=np.int32)
+    dviol = np.zeros(n, dtype=bool) if dims is not None else None
+    cap = cap or (len(b.sw_nodes) + 2)
+    idx = np.arange(n, dtype=np.int64)
+    cur = origins.astype(np.int32)
+    L = lids.astype(np.int32)
+    in_slot = np.full(n, -1, dtype=np.int64)
+    mark = cur.copy()
+    vlc = None
+    if vl is not None:
+        vlc = np.zeros(n, dtype=np.int8)
+    if dims is not None:
+        dim, router = dims
+        last = np.full(n, -1, dtype=np.int8)
+    h = 0
+    maxp = b.nports
+    while len(idx):
+        port = b.lft[b.row[cur], L].astype(np.int32)
+        # ends here?
+        st = np.zeros(len(idx), dtype=np.int8)
+        st[port == NO_ROUTE] = NO_ENTRY
+        zero = port == 0
+        st[zero & (b.own_node[L] == cur)] = DELIVERED
+        st[zero & (b.own_node[L] != cur)] = WRONG
+        bad = (port != NO_ROUTE) & (port > maxp[cur])
+        st[bad] = DEAD_PORT
+        live = st == 0
+        slot = np.where(live, b.offset[cur] + np.where(live, port, 0), 0)
+        nxt = np.where(live, b.peer[slot], -1)
+        st[live & (nxt < 0)] = DEAD_PORT
+        live = st == 0
+        to_ca = live & (b.types[np.maximum(nxt, 0)] == CA)
+        ok_ca = to_ca & (b.own_node[L] == nxt) & (b.own_port[L] == b.peer_port[slot])
+        st[ok_ca] = DELIVERED
+        st[to_ca & ~ok_ca] = WRONG
+        hops[idx[to_ca]] = h + 1
+        fin = st != 0
+        status[idx[fin]] = st[fin]
+        end[idx[fin]] = np.where(to_ca, nxt, cur)[fin]
+        hops[idx[fin & ~to_ca]] = h
+        go = ~fin
+        if not go.any():
+            break
+        gi, gcur, gslot, gnxt, gL = idx[go], cur[go], slot[go], nxt[go], L[go]
+        gin = in_slot[go]
+        if vl is not None:
+            vin = vlc[go]
+            inport = np.where(gin >= 0, b.peer_port[np.maximum(gin, 0)], b.ca_in_port[gcur])
+            vout = vl.table[b.row[gcur], inport, port[go]]
+        else:
+            vin = vout = None
+        if dims is not None:
+            lst = last[go]
+            entering = router[gcur] & (dim[gnxt] >= 0)
+            dv = entering & (dim[gnxt] <= lst)
+            dviol[gi[dv]] = True
+            lst = np.where(entering, dim[gnxt], lst).astype(np.int8)
+            last = lst
+        if hop_cb is not None:
+            hop_cb(gi, gcur, gslot, gnxt, vin, vout, gin)
+        h += 1
+        idx, cur, L, in_slot = gi, gnxt, gL, gslot
+        if vl is not None:
+            vlc = vout
+        m = mark[go]
+        looped = cur == m
+        if h & (h - 1) == 0:  # Brent: move the mark at powers of two
+            m = cur.copy()
+        if looped.any() or h >= cap:
+            stop = looped | (h >= cap)
+            status[idx[stop]] = LOOP
+            end[idx[stop]] = cur[stop]
+            hops[idx[stop]] = h
+            keep = ~stop
+            idx, cur, L, in_slot, m = idx[keep], cur[keep], L[keep], in_slot[keep], m[keep]
+            if vl is not None:
+                vlc = vlc[keep]
+            if dims is not None:
+                last = last[keep]
+        mark = m
+    return status, hops, end, dviol
+
+
+def path_of(b: Bound, origin: int, lid: int, limit: int = 64) -> tuple[list[tuple[int, int]], int]:
+    """The hops of one route for printing: [(node, egress port)], and its status."""
+    out = []
+    cur = origin
+    seen = set()
+    for _ in range(limit):
+        port = int(b.lft[b.row[cur], lid])
+        out.append((cur, port))
+        if port == NO_ROUTE:
+            return out, NO_ENTRY
+        if port == 0:
+            return out, DELIVERED if b.own_node[lid] == cur else WRONG
+        if port > b.nports[cur] or b.peer[b.offset[cur] + port] < 0:
+            return out, DEAD_PORT
+        slot = int(b.offset[cur] + port)
+        nxt = int(b.peer[slot])
+        if b.types[nxt] == CA:
+            ok = b.own_node[lid] == nxt and b.own_port[lid] == b.peer_port[slot]
+            out.append((nxt, int(b.peer_port[slot])))
+            return out, DELIVERED if ok else WRONG
+        if nxt in seen:
+            out.append((nxt, -1))
+            return out, LOOP
+        seen.add(cur)
+        cur = nxt
+    return out, LOOP
+
+
+def fmt_path(b: Bound, hops: list[tuple[int, int]]) -> str:
+    names = b.fabric.names
+    parts = []
+    for node, port in hops:
+        parts.append(f"{names[node]}" + (f"[{port}]" if port not in (-1, NO_ROUTE) else
+                                          ("[no entry]" if port == NO_ROUTE else " (again)")))
+    return " -> ".join(parts)
+
+
+def lid_name(b: Bound, lid: int) -> str:
+    node, port = int(b.own_node[lid]), int(b.own_port[lid])
+    n = b.fabric.names[node]
+    return f"LID {lid} ({n}" + (f" port {port})" if b.types[node] == CA else ")")
+
+
+def chan_name(b: Bound, slot: int) -> str:
+    """A directed link by its egress slot: 'A[p] -> B[q]'."""
+    node = int(np.searchsorted(b.offset, slot, side="right") - 1)
+    port = int(slot - b.offset[node])
+    nb, pb = int(b.peer[slot]), int(b.peer_port[slot])
+    names = b.fabric.names
+    return f"{names[node]}[{port}] -> {names[nb]}[{pb}]"
+
+
+# ------------------------------------------------------------------------------------ checks
+
+def find_cycle(keys: np.ndarray, nnodes: int) -> list[int] | None:
+    """A cycle of the directed graph with edges keys = src * nnodes + dst, or None if acyclic.
+
+    Peel nodes without incoming or without outgoing edges until nothing changes (numpy, one pass
+    over the edges a round); if anything is left, every remaining node has a successor among the
+    rest, so walking successors must revisit one: that closed walk is the cycle."""
+    src = (keys // nnodes).astype(np.int64)
+    dst = (keys % nnodes).astype(np.int64)
+    alive = np.ones(len(src), dtype=bool)
+    while True:
+        s, d = src[alive], dst[alive]
+        indeg = np.bincount(d, minlength=nnodes)
+        outdeg = np.bincount(s, minlength=nnodes)
+        keep = (indeg[s] > 0) & (outdeg[d] > 0)
+        if keep.all():
+            break
+        idx = np.flatnonzero(alive)
+        alive[idx[~keep]] = False
+        if not alive.any():
+            return None
+    s, d = src[alive], dst[alive]
+    if not len(s):
+        return None
+    succ = dict(zip(s.tolist(), d.tolist()))
+    node = int(s[0])
+    order: dict[int, int] = {}
+    walk = []
+    while node not in order:
+        order[node] = len(walk)
+        walk.append(node)
+        node = succ[node]
+    return walk[order[node]:]
+
+
+def verify(fabric: Fabric, tables: Tables, sl2vl=None, expect: str | None = None, reference=None,
+           permutations: int = 16, seed: int = 1, progress=None) -> dict:
+    """All route checks; returns the 'routes' section of the report (see docs/verify.md)."""
+    say = progress or (lambda m: None)
+    t0 = time.monotonic()
+    b = bind(fabric, tables)
+    vl = VLMap(b, sl2vl) if sl2vl is not None else None
+    nvl = vl.nvl if vl is not None else 1
+    ns = len(b.sw_nodes)
+    nslots = int(b.offset[-1])
+    say(f"tracing {ns} switch origins x {len(b.lids)} LIDs")
+    dist = switch_distances(b) if ns <= 20000 else None
+
+    dims = None
+    if expect == "hdor" and reference is not None:
+        dim = np.full(fabric.num_nodes, -1, dtype=np.int8)
+        router = np.zeros(fabric.num_nodes, dtype=bool)
+        for i, r in enumerate(reference.role):
+            if r == "router":
+                router[i] = True
+        for i, d in reference.dim.items():
+            dim[i] = d
+        dims = (dim, router)
+
+    status_w = np.zeros(6, dtype=np.int64)  # by source ports
+    hist_len: dict[int, int] = {}
+    hist_extra: dict[int, int] = {}
+    examples: dict[int, list] = {k: [] for k in STATUS if k != DELIVERED}
+    routes_per_chan = np.zeros(nslots, dtype=np.int64)
+    a2a = np.zeros(nslots, dtype=np.int64)
+    edges: list[np.ndarray] = []
+    nch = nslots * nvl
+    dim_viol = 0
+    dim_checked = 0
+    dim_example = None
+    pairs = 0
+
+    w_sw = b.ca_ports[b.sw_nodes]  # CA source ports behind each origin switch
+    chunk = max(1, 6_000_000 // max(ns, 1))
+    lids = b.lids
+    last_say = time.monotonic()
+    for c0 in range(0, len(lids), chunk):
+        cl = lids[c0:c0 + chunk]
+        o = np.repeat(b.sw_nodes, len(cl))
+        L = np.tile(cl, ns)
+        # source ports behind each pair: the switch itself, plus its CAs (not the destination itself)
+        wca = np.repeat(w_sw, len(cl)) - (b.att_sw[L] == o)
+        wsw = (b.own_node[L] != o).astype(np.int64)
+        cadest = b.att_sw[L] >= 0
+        cabase = cadest & b.base[L]
+
+        def on_hop(gi, gcur, gslot, gnxt, vin, vout, gin):
+            wt = wsw[gi] + wca[gi]
+            routes_per_chan[:] += np.bincount(gslot, weights=wt, minlength=nslots).astype(np.int64)
+            sel = cabase[gi]
+            if sel.any():
+                a2a[:] += np.bincount(gslot[sel], weights=wca[gi][sel], minlength=nslots).astype(np.int64)
+            dep = (gin >= 0) & cadest[gi] & (wca[gi] > 0)
+            if dep.any():
+                ci = gin[dep] * nvl + (vin[dep] if vin is not None else 0)
+                co = gslot[dep] * nvl + (vout[dep] if vout is not None else 0)
+                edges.append(np.unique(ci * nch + co))
+
+        st, hp, end, dv = trace(b, o, L, hop_cb=on_hop, vl=vl, dims=dims)
+        pairs += len(o)
+        wt = wsw + wca
+        status_w += np.bincount(st, weights=wt, minlength=6).astype(np.int64)
+        ok = st == DELIVERED
+        lens = hp.astype(np.int64)
+        # length counted from the source port: CA sources add their own link
+        sw_ok = ok & (wsw > 0)
+        for val, cnt in zip(*np.unique(lens[sw_ok], return_counts=True)):
+            hist_len[int(val)] = hist_len.get(int(val), 0) + int(cnt)
+        sel_ca = ok & (wca > 0)
+        cal = np.bincount(lens[sel_ca] + 1, weights=wca[sel_ca]).astype(np.int64) if sel_ca.any() else []
+        for val, cnt in enumerate(cal):
+            if cnt:
+                hist_len[val] = hist_len.get(val, 0) + int(cnt)
+        if dist is not None:
+            tgt = np.where(cadest, b.att_sw[L], b.own_node[L])
+            sp = dist[b.row[o], b.row[np.maximum(tgt, 0)]].astype(np.int64) + cadest
+            extra = np.where(ok, lens - sp, 0)
+            ex = np.bincount(extra[ok] - extra[ok].min(initial=0), weights=wt[ok]).astype(np.int64) \
+                if ok.any() else []
+            base_ex = int(extra[ok].min(initial=0)) if ok.any() else 0
+            for val, cnt in enumerate(ex):
+                if cnt:
+                    hist_extra[val + base_ex] = hist_extra.get(val + base_ex, 0) + int(cnt)
+        for k in examples:
+            if len(examples[k]) < EXAMPLES:
+                for j in np.flatnonzero(st == k)[:EXAMPLES - len(examples[k])]:
+                    examples[k].append((int(o[j]), int(L[j])))
+        if dims is not None:
+            dim, router = dims
+            chk = router[o] & ok & ((b.types[b.own_node[L]] == CA) | router[b.own_node[L]])
+            dim_checked += int((np.where(chk, wsw + wca, 0)).sum())
+            bad = chk & dv
+            dim_viol += int(np.where(bad, wsw + wca, 0).sum())
+            if dim_example is None and bad.any():
+                j = int(np.flatnonzero(bad)[0])
+                dim_example = (int(o[j]), int(L[j]))
+        if time.monotonic() - last_say > 2:
+            say(f"  {min(c0 + chunk, len(lids))}/{len(lids)} LIDs traced")
+            last_say = time.monotonic()
+
+    # --- deadlock
+    say("channel dependency graph")
+    cycle = None
+    nedges = 0
+    if edges:
+        allk = np.unique(np.concatenate(edges))
+        nedges = len(allk)
+        cyc = find_cycle(allk, nch)
+        if cyc is not None:
+            cycle = [(c // nvl, c % nvl) for c in cyc]
+    # --- balance
+    isl = np.zeros(nslots, dtype=bool)
+    for i in b.sw_nodes:
+        lo, hi = int(b.offset[i]) + 1, int(b.offset[i + 1])
+        pe = b.peer[lo:hi]
+        isl[lo:hi] = (pe >= 0) & (b.types[np.maximum(pe, 0)] == SWITCH)
+    rpl = routes_per_chan[isl]
+    perm = permutation_load(b, isl, permutations, seed) if permutations else None
+
+    n_src = ns + int(b.ca_ports.sum())
+    total = int(status_w.sum())
+    undelivered = {STATUS[k]: int(status_w[k]) for k in STATUS if k != DELIVERED}
+    res = {
+        "pairs": total,
+        "source_ports": n_src,
+        "lids": int(len(b.lids)),
+        "switches": ns,
+        "switches_without_table": [fabric.names[i] for i in b.missing_tables],
+        "delivered": int(status_w[DELIVERED]),
+        "undelivered": undelivered,
+        "undelivered_examples": {STATUS[k]: [_example(b, o, L) for o, L in v] for k, v in examples.items() if v},
+        "length_histogram": {str(k): v for k, v in sorted(hist_len.items())},
+        "extra_hops_histogram": {str(k): v for k, v in sorted(hist_extra.items())} if dist is not None else None,
+        "minimal": (dist is not None and all(k <= 0 for k in hist_extra)),
+        "deadlock": {
+            "vls": nvl,
+            "sl2vl": bool(sl2vl is not None),
+            "channels": int(nch),
+            "dependencies": int(nedges),
+            "free": cycle is None,
+            "cycle": [f"{chan_name(b, c)} (VL{v})" for c, v in cycle] if cycle else None,
+        },
+        "balance": {
+            "inter_switch_channels": int(isl.sum()),
+            "routes_per_link": _mmm(rpl),
+            "all_to_all_max_link_load": int(a2a[isl].max(initial=0)),
+            "all_to_all_links": _mmm(a2a[isl]),
+            "permutations": perm,
+        },
+        "seconds": round(time.monotonic() - t0, 3),
+    }
+    if expect == "hdor":
+        res["expect"] = _expect_hdor(fabric, tables, b, reference, dim_checked, dim_viol, dim_example)
+    res["ok"] = bool(total == res["delivered"] and res["deadlock"]["free"] and not b.missing_tables
+                     and (expect != "hdor" or res["expect"]["ok"]))
+    return res
+
+
+def _example(b: Bound, origin: int, lid: int) -> str:
+    hops, st = path_of(b, origin, lid)
+    return f"{b.fabric.names[origin]} to {lid_name(b, lid)}: {fmt_path(b, hops)}"
+
+
+def _mmm(a: np.ndarray) -> dict:
+    if not len(a):
+        return {"min": 0, "mean": 0.0, "max": 0}
+    return {"min": int(a.min()), "mean": round(float(a.mean()), 2), "max": int(a.max())}
+
+
+def _expect_hdor(fabric, tables, b, reference, checked, viol, example) -> dict:
+    if reference is None:
+        return {"ok": False, "error": "no hdor reference available (ibtool.routing.hdor missing or fabric not KNS)"}
+    from ibtool.routing import hdor as hd
+    diffs = hd.compare_tables(reference.tables, tables)
+    out = {
+        "k": reference.k, "n": reference.n, "s": reference.s,
+        "tables_equal": not diffs,
+        "table_differences": len(diffs),
+        "table_difference_examples": diffs[:10],
+        "dimension_order": {"checked_pairs": checked, "violations": viol,
+                            "example": _example(b, *example) if example else None},
+    }
+    out["ok"] = not diffs and viol == 0
+    return out
+
+
+def permutation_load(b: Bound, isl: np.ndarray, count: int, seed: int) -> dict | None:
+    """Random permutations of the CA ports (base LIDs): each flow's route, the most loaded link per
+    permutation, and the mean over flows of 1 / (the highest load on its route): a static estimate
+    of the effective bisection bandwidth that Netgauge's ebb measures (fraction of link speed)."""
+    ca_l = np.flatnonzero(b.base & (b.att_sw >= 0)).astype(np.int32)
+    if len(ca_l) < 2:
+        return None
+    rng = np.random.default_rng(seed)
+    nslots = len(isl)
+    maxes, ebbs = [], []
+    for _ in range(count):
+        dst = rng.permutation(ca_l)
+        keep = dst != ca_l
+        src_l, dst_l = ca_l[keep], dst[keep]
+        origins = b.att_sw[src_l]
+        rec_f, rec_s = [], []
+
+        def on_hop(gi, gcur, gslot, gnxt, vin, vout, gin):
+            rec_f.append(gi)
+            rec_s.append(gslot)
+
+        st, _, _, _ = trace(b, origins, dst_l, hop_cb=on_hop)
+        if not rec_f:
+            maxes.append(0)
+            ebbs.append(1.0)
+            continue
+        fl = np.concatenate(rec_f)
+        sl = np.concatenate(rec_s)
+        load = np.bincount(sl, minlength=nslots)
+        worst = np.ones(len(src_l))
+        np.maximum.at(worst, fl, load[sl].astype(float))
+        bw = np.where(st == DELIVERED, 1.0 / worst, 0.0)
+        maxes.append(int(load[isl].max(initial=0)))
+        ebbs.append(float(bw.mean()))
+    return {"count": count, "seed": seed, "max_link_load": {"min": min(maxes), "mean": round(float(np.mean(maxes)), 2),
+                                                           "max": max(maxes)},
+            "ebb_estimate": round(float(np.mean(ebbs)), 4)}
