@@ -1,8 +1,229 @@
-"""`ibtool plugin`."""
+"""`ibtool plugin`: build and install the hdor routing engine for Debian's stock OpenSM."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
 
 import click
+
+from ibtool.errors import EnvironmentProblem, InputError
+from ibtool.sim import opensm
+
+PLUGIN_DIR = opensm.PLUGIN_DIR
+LIB = "libhdor.so"
+DEFAULT_CONF = Path("/etc/opensm/opensm.conf")
+LDCONF = Path("/etc/ld.so.conf.d/ibtool-hdor.conf")
+
+
+def _make(target: str | None = None, quiet: bool = False) -> None:
+    if not shutil.which("make"):
+        raise EnvironmentProblem("make not found; install build-essential (make setup does)")
+    if not Path("/usr/include/infiniband/opensm/osm_opensm.h").exists():
+        raise EnvironmentProblem("OpenSM headers not found; install the Debian packages libopensm-dev "
+                                 "and libibumad-dev (make setup does)")
+    argv = ["make", "-C", str(PLUGIN_DIR)] + ([target] if target else [])
+    p = subprocess.run(argv, capture_output=quiet, text=True)
+    if p.returncode != 0:
+        tail = ((p.stdout or "") + (p.stderr or "")).strip().splitlines()[-15:] if quiet else []
+        raise EnvironmentProblem(f"{' '.join(argv)} failed (exit {p.returncode})" +
+                                 ("\n" + "\n".join(tail) if tail else ""))
+
+
+def multiarch_libdir() -> Path:
+    """Where Debian's dynamic loader looks by default (/usr/lib/<multiarch triplet>)."""
+    for argv in (["dpkg-architecture", "-qDEB_HOST_MULTIARCH"], ["gcc", "-print-multiarch"]):
+        try:
+            out = subprocess.run(argv, capture_output=True, text=True, timeout=10).stdout.strip()
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if out:
+            return Path("/usr/lib") / out
+    return Path("/usr/lib/x86_64-linux-gnu")
+
+
+def _root(destdir: Path | None, p: Path) -> Path:
+    return destdir / p.relative_to("/") if destdir else p
+
+
+_KEY = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(.*?)\s*$")
+
+
+def update_conf(text: str, engines: list[str], plugin: str = "hdor") -> tuple[str, list[str]]:
+    """Set routing_engine and add `plugin` to event_plugin_name in an opensm.conf text.
+
+    The first active line of each key is rewritten in place; later active duplicates (OpenSM would
+    take the last one) are commented out. Missing keys are appended. Returns (text, changes)."""
+    lines = text.splitlines()
+    changes: list[str] = []
+    want = {"routing_engine": ",".join(engines)}
+    seen: dict[str, int] = {}
+    for i, ln in enumerate(lines):
+        if ln.lstrip().startswith("#"):
+            continue
+        m = _KEY.match(ln)
+        if not m or m.group(1) not in ("routing_engine", "event_plugin_name"):
+            continue
+        key, val = m.group(1), m.group(2)
+        if key in seen:
+            lines[i] = f"# {ln}  # superseded by line {seen[key] + 1} (ibtool plugin install)"
+            changes.append(f"commented out duplicate '{ln.strip()}' (line {i + 1})")
+            continue
+        seen[key] = i
+        if key == "event_plugin_name":
+            names = [x for x in re.split(r"[,\s]+", val) if x and x != "(null)"]
+            if plugin in names:
+                continue
+            new = " ".join(names + [plugin])  # OpenSM splits later plugin names on spaces only
+        else:
+            new = want[key]
+            if val == new:
+                continue
+        lines[i] = f"{key} {new}"
+        changes.append(f"{key}: '{val}' -> '{new}' (line {i + 1})")
+    add = []
+    if "event_plugin_name" not in seen:
+        add.append(f"event_plugin_name {plugin}")
+    if "routing_engine" not in seen:
+        add.append(f"routing_engine {want['routing_engine']}")
+    if add:
+        if lines and lines[-1].strip():
+            lines.append("")
+        lines.append("# hdor routing engine (ibtool plugin install): OpenSM tries the engines in order")
+        lines.extend(add)
+        changes.extend(f"added '{a}'" for a in add)
+    return "\n".join(lines) + "\n", changes
 
 
 @click.group(name="plugin")
 def group():
-    """(being built)"""
+    """Build and install the hdor OpenSM routing engine (libhdor.so, an OpenSM event plugin).
+
+    \b
+    ibtool plugin build                       # make -C opensm_plugin -> opensm_plugin/libhdor.so
+    ibtool plugin install --dry-run           # show what would change
+    ibtool plugin install                     # /usr/lib/<triplet>/libhdor.so + /etc/opensm/opensm.conf
+    systemctl restart opensm                  # Debian's unit reads /etc/opensm/opensm.conf
+    """
+
+
+@group.command(name="build")
+@click.option("--intree", is_flag=True,
+              help="Also build OpenSM 3.3.23 with hdor built in (fetches the Debian source package; "
+                   "about 3 minutes on 2 cores) -> build/opensm-intree/opensm.")
+def build_cmd(intree):
+    """Build opensm_plugin/libhdor.so against Debian's libopensm-dev."""
+    _make()
+    so = PLUGIN_DIR / LIB
+    if not so.is_file():
+        raise EnvironmentProblem(f"make succeeded but {so} is missing")
+    click.echo(f"built {so} ({so.stat().st_size} bytes)")
+    if intree:
+        _make("intree")
+
+
+@group.command(name="install")
+@click.option("--prefix", type=click.Path(path_type=Path),
+              help="Install the library into PREFIX/lib and register PREFIX/lib with the loader "
+                   f"({LDCONF} + ldconfig) instead of the multiarch libdir.")
+@click.option("--conf", type=click.Path(path_type=Path), default=DEFAULT_CONF, show_default=True,
+              help="opensm.conf to create or update (Debian's opensm.service reads /etc/opensm/opensm.conf).")
+@click.option("--engines", default="hdor,minhop", show_default=True,
+              help="routing_engine list written into the conf (OpenSM tries them in order).")
+@click.option("--destdir", type=click.Path(path_type=Path),
+              help="Stage every file under this root (packaging); ldconfig is not run.")
+@click.option("--dry-run", is_flag=True, help="Print what would change; change nothing.")
+def install_cmd(prefix, conf, engines, destdir, dry_run):
+    """Install libhdor.so where Debian's opensm finds it and enable it in opensm.conf.
+
+    OpenSM dlopens lib<name>.so by bare name, so the library must be on the loader's default path
+    (or in a directory registered with ldconfig); `event_plugin_name` exists only in the config file.
+    """
+    names = opensm.parse_engines(engines)
+    if "hdor" not in names:
+        raise InputError(f"--engines {engines!r} does not list hdor")
+    if names[-1] == "hdor":
+        click.echo("note: hdor is last in routing_engine; a fabric hdor declines then gets OpenSM's "
+                   "default minhop", err=True)
+    src = PLUGIN_DIR / LIB
+    if not dry_run:
+        _make(quiet=True)  # no-op when up to date
+    elif not src.is_file():
+        click.echo(f"would build {src} (make -C {PLUGIN_DIR})")
+    pre = "would " if dry_run else ""
+    if destdir is not None:
+        destdir = destdir.resolve()
+    libdir = (prefix.resolve() / "lib") if prefix else multiarch_libdir()
+    dst = _root(destdir, libdir / LIB)
+
+    # 1. the library
+    data = src.read_bytes() if src.is_file() else None
+    if data is not None and dst.is_file() and dst.read_bytes() == data:
+        click.echo(f"unchanged {dst}")
+    else:
+        click.echo(f"{pre}install {dst} (from {src}{f', {len(data)} bytes' if data else ''})")
+        if not dry_run:
+            try:
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                tmp = dst.with_name(f".{LIB}.tmp")
+                shutil.copyfile(src, tmp)
+                os.chmod(tmp, 0o644)
+                os.replace(tmp, dst)
+            except OSError as e:
+                raise EnvironmentProblem(f"cannot install {dst}: {e.strerror} (run as root, or use "
+                                         "--prefix/--destdir)") from None
+
+    # 2. loader path for --prefix
+    if prefix:
+        ldconf = _root(destdir, LDCONF)
+        line = f"{libdir}\n"
+        if ldconf.is_file() and ldconf.read_text() == line:
+            click.echo(f"unchanged {ldconf}")
+        else:
+            click.echo(f"{pre}write {ldconf}: {libdir}")
+            if not dry_run:
+                try:
+                    ldconf.parent.mkdir(parents=True, exist_ok=True)
+                    ldconf.write_text(line)
+                except OSError as e:
+                    raise EnvironmentProblem(f"cannot write {ldconf}: {e.strerror}") from None
+    if destdir is None:
+        click.echo(f"{pre}run ldconfig")
+        if not dry_run:
+            ldc = shutil.which("ldconfig", path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin")
+            if not ldc or subprocess.run([ldc]).returncode != 0:
+                raise EnvironmentProblem("ldconfig failed")
+
+    # 3. opensm.conf
+    cpath = _root(destdir, conf.resolve() if not conf.is_absolute() else conf)
+    old = cpath.read_text() if cpath.is_file() else None
+    new, changes = update_conf(old or "", names)
+    if old is None:
+        click.echo(f"{pre}create {cpath}:")
+        for c in changes:
+            click.echo(f"  {c}")
+    elif not changes:
+        click.echo(f"unchanged {cpath} (already has event_plugin_name hdor, routing_engine {','.join(names)})")
+    else:
+        click.echo(f"{pre}update {cpath}:")
+        for c in changes:
+            click.echo(f"  {c}")
+    if (old is None or changes) and not dry_run:
+        try:
+            cpath.parent.mkdir(parents=True, exist_ok=True)
+            if old is not None:
+                backup = cpath.with_name(cpath.name + ".ibtool-bak")
+                if not backup.exists():
+                    backup.write_text(old)
+                    click.echo(f"  saved the previous file as {backup}")
+            tmp = cpath.with_name(f".{cpath.name}.tmp")
+            tmp.write_text(new)
+            os.replace(tmp, cpath)
+        except OSError as e:
+            raise EnvironmentProblem(f"cannot write {cpath}: {e.strerror}") from None
+    if not dry_run and destdir is None:
+        click.echo("restart OpenSM to load it (systemctl restart opensm); check its log for "
+                   "'hdor tables configured on all switches'")

@@ -1,0 +1,63 @@
+#!/bin/sh
+# Build OpenSM 3.3.23 (Debian's source package) with hdor as a built-in routing engine.
+# usage: build.sh <build dir>      (make -C opensm_plugin intree: build/opensm-intree)
+# Result: <build dir>/opensm (a symlink to <build dir>/inst/sbin/opensm), runnable as
+#   <build dir>/opensm -R hdor ...
+# Steps: fetch + unpack the .orig tarball (fetch.sh), apply intree/*.patch (enum, static
+# routing module row, Makefile.am, file ids, opensm/osm_ucast_hdor.c), copy ../hdor.c next to
+# osm_ucast_hdor.c, autoreconf, configure, make -j2, make install. Re-running rebuilds only what
+# changed (e.g. after editing hdor.c).
+set -eu
+HERE=$(cd "$(dirname "$0")" && pwd)
+PLUGIN=$(dirname "$HERE")
+BUILD=$1
+mkdir -p "$BUILD"
+BUILD=$(cd "$BUILD" && pwd)
+JOBS=${JOBS:-2}
+
+need=""
+for tool in gcc make autoconf automake libtoolize libtool bison flex dpkg-source; do
+    command -v "$tool" >/dev/null 2>&1 || need="$need $tool"
+done
+[ -e /usr/include/infiniband/umad.h ] || need="$need umad.h"
+if [ -n "$need" ]; then
+    echo "intree: missing:$need -> apt-get install (needs root)"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q build-essential autoconf automake libtool \
+        libtool-bin bison flex dpkg-dev libibumad-dev
+fi
+
+SRC=$(ls -d "$BUILD"/src/opensm-* 2>/dev/null | head -n1 || true)
+if [ -z "$SRC" ] || [ ! -f "$SRC/.hdor-patched" ]; then
+    rm -rf "$BUILD/src"
+    "$HERE/fetch.sh" "$BUILD" >/dev/null
+    SRC=$(ls -d "$BUILD"/src/opensm-* | head -n1)
+    for p in "$HERE"/*.patch; do
+        echo "intree: applying $(basename "$p")"
+        patch -d "$SRC" -p1 --forward --quiet < "$p"
+    done
+    touch "$SRC/.hdor-patched"
+fi
+# the same routing source as the plugin; copied only when it changed (keeps make incremental)
+cmp -s "$PLUGIN/hdor.c" "$SRC/opensm/hdor.c" || cp "$PLUGIN/hdor.c" "$SRC/opensm/hdor.c"
+
+cd "$SRC"
+if [ ! -x configure ]; then
+    echo "intree: autoreconf"
+    aclocal -I config && libtoolize --force --copy >/dev/null && autoheader &&
+        automake --foreign --add-missing --copy 2>/dev/null && autoconf
+fi
+if [ ! -f Makefile ]; then
+    echo "intree: configure"
+    ./configure --prefix="$BUILD/inst" --sysconfdir="$BUILD/inst/etc" >"$BUILD/configure.log" 2>&1 ||
+        { tail -n 30 "$BUILD/configure.log"; exit 1; }
+fi
+echo "intree: make -j$JOBS (log: $BUILD/make.log)"
+# opensm/hdor.c is #included by osm_ucast_hdor.c: make its object depend on it explicitly
+touch -r opensm/hdor.c opensm/hdor.c
+if [ opensm/hdor.c -nt opensm/osm_ucast_hdor.c ]; then touch opensm/osm_ucast_hdor.c; fi
+make -j"$JOBS" >"$BUILD/make.log" 2>&1 || { grep -E "error|Error" "$BUILD/make.log" | tail -n 30; exit 1; }
+make install >"$BUILD/install.log" 2>&1 || { tail -n 30 "$BUILD/install.log"; exit 1; }
+ln -sf inst/sbin/opensm "$BUILD/opensm"
+"$BUILD/opensm" --version 2>/dev/null | head -n 3 || true
+grep -q '"hdor"' opensm/osm_opensm.c
+echo "intree: built $BUILD/opensm (routing engine hdor built in: -R hdor)"

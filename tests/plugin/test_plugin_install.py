@@ -1,0 +1,104 @@
+"""`ibtool plugin build` / `ibtool plugin install`: staged installs (--destdir), conf updates,
+and a staged install that Debian's opensm actually loads under ibsim."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ibtool
+from hdor_walk import PLUGIN, libhdor  # noqa: F401
+from ibtool.cli.plugin import multiarch_libdir, update_conf
+from ibtool.formats import ibnetdiscover
+from ibtool.sim.runner import ibsim
+from ibtool.topologies.kns import kns
+
+pytestmark = pytest.mark.usefixtures("libhdor")
+
+
+def test_update_conf_adds_keys_to_empty():
+    text, changes = update_conf("", ["hdor", "minhop"])
+    assert "event_plugin_name hdor\n" in text and "routing_engine hdor,minhop\n" in text
+    assert changes == ["added 'event_plugin_name hdor'", "added 'routing_engine hdor,minhop'"]
+
+
+def test_update_conf_rewrites_in_place_and_keeps_other_plugins():
+    old = "# site\nrouting_engine minhop\nlmc 1\n#event_plugin_name x\nevent_plugin_name foo\nrouting_engine updn\n"
+    text, changes = update_conf(old, ["hdor", "updn"])
+    lines = text.splitlines()
+    assert lines[1] == "routing_engine hdor,updn"
+    assert lines[2] == "lmc 1" and lines[3] == "#event_plugin_name x"
+    assert lines[4] == "event_plugin_name foo hdor"  # later plugin names are split on spaces only
+    assert lines[5].startswith("# routing_engine updn")  # a later duplicate would win in OpenSM
+    active = [ln for ln in lines if ln.startswith("routing_engine")]
+    assert active == ["routing_engine hdor,updn"]
+    assert len(changes) == 3
+    again, none = update_conf(text, ["hdor", "updn"])
+    assert again == text and none == []
+
+
+def test_build_command(tmp_path):
+    r = ibtool("plugin", "build", check=0)
+    assert f"built {PLUGIN / 'libhdor.so'}" in r.stdout
+    # warning-free with the flags of the Makefile (-Wall -Wextra), from scratch
+    p = subprocess.run(["make", "-B", "-C", str(PLUGIN), "libhdor.so"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert "warning" not in (p.stdout + p.stderr).lower(), p.stderr
+    nm = subprocess.run(["nm", "-D", "--defined-only", str(PLUGIN / "libhdor.so")], capture_output=True, text=True)
+    assert " osm_event_plugin" in nm.stdout
+
+
+def test_install_dry_run_changes_nothing(tmp_path):
+    root = tmp_path / "root"
+    r = ibtool("plugin", "install", "--destdir", root, "--dry-run", check=0)
+    assert f"would install {root}{multiarch_libdir()}/libhdor.so" in r.stdout
+    assert f"would create {root}/etc/opensm/opensm.conf" in r.stdout
+    assert "added 'event_plugin_name hdor'" in r.stdout
+    assert not root.exists()
+
+
+def test_install_staged_then_unchanged(tmp_path):
+    root = tmp_path / "root"
+    (root / "etc/opensm").mkdir(parents=True)
+    conf = root / "etc/opensm/opensm.conf"
+    conf.write_text("routing_engine updn\nroot_guid_file /etc/opensm/roots\n")
+    r = ibtool("plugin", "install", "--destdir", root, "--prefix", "/opt/ibtool", "--engines", "hdor,updn", check=0)
+    lib = root / "opt/ibtool/lib/libhdor.so"
+    assert lib.read_bytes() == (PLUGIN / "libhdor.so").read_bytes()
+    assert (root / "etc/ld.so.conf.d/ibtool-hdor.conf").read_text() == "/opt/ibtool/lib\n"
+    assert conf.read_text().splitlines()[:2] == ["routing_engine hdor,updn", "root_guid_file /etc/opensm/roots"]
+    assert "event_plugin_name hdor" in conf.read_text()
+    assert (root / "etc/opensm/opensm.conf.ibtool-bak").read_text() == "routing_engine updn\nroot_guid_file /etc/opensm/roots\n"
+    assert "routing_engine: 'updn' -> 'hdor,updn' (line 1)" in r.stdout
+    r2 = ibtool("plugin", "install", "--destdir", root, "--prefix", "/opt/ibtool", "--engines", "hdor,updn", check=0)
+    assert r2.stdout.count("unchanged") == 3, r2.stdout
+    bad = ibtool("plugin", "install", "--destdir", root, "--engines", "minhop", check=2)
+    assert "does not list hdor" in bad.stderr
+
+
+@pytest.mark.ibsim
+def test_staged_install_is_loaded_by_debian_opensm(tmp_path):
+    """The staged conf + library, used as OpenSM would find them (config file, loader path)."""
+    root = tmp_path / "root"
+    ibtool("plugin", "install", "--destdir", root, check=0)
+    libdir = root / multiarch_libdir().relative_to("/")
+    conf = root / "etc/opensm/opensm.conf"
+    f = kns(k=3, n=2)
+    net = tmp_path / "kns.net"
+    ibnetdiscover.write(f, net)
+    osm = tmp_path / "osm"
+    osm.mkdir()
+    log = tmp_path / "opensm.log"
+    with ibsim(net, tmp_path / "work", f) as sim:
+        env = sim.env(OSM_TMP_DIR=str(osm), OSM_CACHE_DIR=str(osm), LD_LIBRARY_PATH=str(libdir))
+        p = subprocess.run(["/usr/sbin/opensm", "-o", "-F", str(conf), "-f", str(log), "-D", "0x03"],
+                           cwd=sim.work, env=env, capture_output=True, timeout=120)
+    text = log.read_text(errors="replace")
+    assert p.returncode == 0, text[-2000:]
+    assert "hdor tables configured on all switches" in text
+    assert "SUBNET UP" in text
+    assert (osm / "opensm-hdor.dump").read_text().startswith("# hdor k=3 n=2 routers=9 switches=6 hcas=9 lids=24")
