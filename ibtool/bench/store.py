@@ -1,0 +1,108 @@
+"""The result store of a campaign directory.
+
+    OUT/campaign.json          the manifest: what the campaign runs (benchmarks, mappings, engines,
+                               repeats, seed), the inventory it used (no secrets), its run ids
+    OUT/runs/<run id>/         one finished run:
+        run.json               what ran: command, environment, mapping, engine, exit code, status
+        metrics.json           the parse result: status, reasons, metrics with units
+        inputs/                input files as staged (hpccinf.txt, rankfile.txt, job.sh ...)
+        outputs/               stdout.txt, stderr.txt and the benchmark's own output files
+    OUT/engines/<engine>.json  the routing-engine check made before that engine's runs
+    OUT/.partial/              runs being written; a run appears in runs/ only complete, by rename
+
+A run directory is written under .partial/ and renamed into runs/ in one step, so an
+interrupted campaign never leaves a half-written run where a finished one is expected.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+from ibtool.errors import InputError
+
+MANIFEST = "campaign.json"
+COMPARED = ("benchmarks", "mappings", "engines", "repeat", "seed")
+
+
+def write_json(path: Path, data) -> None:
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+    os.replace(tmp, path)
+
+
+def read_json(path: Path):
+    return json.loads(Path(path).read_text())
+
+
+class Store:
+    def __init__(self, out: str | Path):
+        self.out = Path(out)
+        self.runs_dir = self.out / "runs"
+        self.partial = self.out / ".partial"
+        self.engines_dir = self.out / "engines"
+
+    def open(self, manifest: dict) -> dict:
+        """Create the campaign, or resume it when OUT holds the same campaign; returns the manifest."""
+        self.out.mkdir(parents=True, exist_ok=True)
+        path = self.out / MANIFEST
+        if path.exists():
+            old = read_json(path)
+            diff = [k for k in COMPARED if old.get(k) != manifest.get(k)]
+            if diff:
+                raise InputError(f"{self.out} holds another campaign (different {', '.join(diff)}); "
+                                 "use a new --out directory, or the same options to resume it")
+            manifest = {**manifest, "campaign_id": old["campaign_id"], "created": old["created"]}
+        else:
+            manifest = {**manifest, "campaign_id": uuid.uuid4().hex[:12]}
+        for d in (self.runs_dir, self.engines_dir):
+            d.mkdir(exist_ok=True)
+        if self.partial.exists():
+            shutil.rmtree(self.partial)  # runs interrupted last time: redone, never half-kept
+        self.partial.mkdir()
+        write_json(path, manifest)
+        return manifest
+
+    def manifest(self) -> dict:
+        path = self.out / MANIFEST
+        if not path.exists():
+            raise InputError(f"not a campaign directory (no {MANIFEST})", path=str(self.out))
+        return read_json(path)
+
+    def status(self, run_id: str) -> str | None:
+        p = self.runs_dir / run_id / "run.json"
+        return read_json(p).get("status") if p.exists() else None
+
+    def begin(self, run_id: str) -> Path:
+        d = self.partial / f"{run_id}.{uuid.uuid4().hex[:8]}"
+        (d / "inputs").mkdir(parents=True)
+        (d / "outputs").mkdir()
+        return d
+
+    def commit(self, tmp: Path, run_id: str) -> Path:
+        final = self.runs_dir / run_id
+        if final.exists():  # a failed run being redone (--retry-failed): swap, then drop the old one
+            old = self.partial / f"{run_id}.old.{uuid.uuid4().hex[:8]}"
+            os.rename(final, old)
+            os.rename(tmp, final)
+            shutil.rmtree(old)
+        else:
+            os.rename(tmp, final)
+        return final
+
+    def runs(self) -> list[dict]:
+        """Every finished run: run.json with its parse result under 'result'."""
+        out = []
+        for d in sorted(self.runs_dir.glob("*/run.json")):
+            run = read_json(d)
+            m = d.parent / "metrics.json"
+            run["result"] = read_json(m) if m.exists() else {}
+            run["dir"] = str(d.parent)
+            out.append(run)
+        return out
+
+    def save_engine(self, engine: str, outcome: dict) -> None:
+        write_json(self.engines_dir / f"{engine}.json", outcome)
