@@ -229,8 +229,8 @@ def _body(text: str, r: ParseResult) -> None:
                     detailed["pingpong_bandwidth_GBs"] = [v / 1000.0 for v in vals]
             g = _RING.search(line)
             if g:
-                detailed[f"{g.group(1)}_ring"] = {"latency_us": float(g.group(2)) * 1000.0,
-                                                  "bandwidth_GBs": float(g.group(3)) / 1000.0}
+                ring = "natural_ring" if g.group(1) == "naturally" else "random_ring"
+                detailed[ring] = {"latency_us": float(g.group(2)) * 1000.0, "bandwidth_GBs": float(g.group(3)) / 1000.0}
     if gups:
         r.details["random_access_body_GUPs"] = gups
     if wall:
