@@ -259,3 +259,26 @@ def fat_tree(leaves: int = 4, spines: int = 2, hcas: int = 2, radix: int = 8) ->
         for s in sp:
             f.add_link(lf, s)
     return f
+
+
+def run_opensm(net: Path, run: Path, opensm: str, conf: str, args=(), env=None, wrap=(),
+               discover: bool = True, timeout: float = 300):
+    """One `opensm -o` sweep of `net` under a fresh ibsim, laid out like `ibtool sim run`:
+    run/opensm.log, run/osm/ (dump files), run/ibnetdiscover.out, run/dump_fts.out. `wrap` prefixes
+    the command (e.g. valgrind). Returns (returncode, log text)."""
+    from ibtool.sim.runner import ibsim
+
+    run.mkdir(parents=True, exist_ok=True)
+    osm = run / "osm"
+    osm.mkdir(exist_ok=True)
+    (run / "opensm.conf").write_text(conf)
+    log = run / "opensm.log"
+    fab = ibnetdiscover.read(net)
+    with ibsim(net, run / ".work", fab) as sim:
+        e = sim.env(OSM_TMP_DIR=str(osm), OSM_CACHE_DIR=str(osm), **(env or {}))
+        p = subprocess.run([*wrap, opensm, "-o", "-F", str(run / "opensm.conf"), "-f", str(log), "-D", "0x43",
+                            *args], cwd=sim.work, env=e, capture_output=True, timeout=timeout)
+        if discover:
+            sim.client(["ibnetdiscover"], run / "ibnetdiscover.out", timeout)
+            sim.client(["dump_fts"], run / "dump_fts.out", timeout)
+    return p.returncode, log.read_text(errors="replace"), p

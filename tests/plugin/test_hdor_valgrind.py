@@ -1,0 +1,125 @@
+"""hdor under valgrind in Debian's opensm (daemon mode, ibsim): three routing passes (start-up,
+SIGHUP re-sweeps), then shutdown; no memory error and no leak may involve hdor's code. OpenSM and
+umad2sim have their own reports (umad2sim's reads past its buffers, a strdup in
+osm_subn_set_default_opt, a MAD in the vendor layer); those are not hdor's and are not counted."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from hdor_walk import PLUGIN, fat_tree, libhdor  # noqa: F401
+from ibtool.formats import ibnetdiscover
+from ibtool.sim.runner import ibsim
+from ibtool.topologies.kns import kns
+
+pytestmark = [pytest.mark.ibsim, pytest.mark.slow, pytest.mark.usefixtures("libhdor")]
+
+RECORD = re.compile(r"^==\d+==\s+(\S.*)$")
+
+
+def valgrind_records(text: str) -> list[list[str]]:
+    """valgrind's report split into records (a headline and its stack lines)."""
+    recs, cur = [], []
+    for ln in text.splitlines():
+        m = RECORD.match(ln)
+        if not m:
+            continue
+        body = m.group(1)
+        if body.startswith(("at ", "by ", "Address ", "Block ", "Uninitialised")):
+            if cur:
+                cur.append(body)
+        else:
+            if cur:
+                recs.append(cur)
+            cur = [body]
+    if cur:
+        recs.append(cur)
+    return recs
+
+
+def hdor_problems(text: str) -> list[str]:
+    bad = []
+    for rec in valgrind_records(text):
+        head = rec[0]
+        if not re.match(r"(Invalid|Conditional|Use of uninit|Syscall param|Mismatched|Source and dest|"
+                        r"\d[\d,]* bytes in [\d,]+ blocks are (definitely|indirectly|possibly) lost)", head):
+            continue
+        if any("hdor" in ln for ln in rec[1:]):
+            bad.append("\n".join(rec))
+    return bad
+
+
+def sweeps(net: Path, tmp: Path, fab, conf: str, passes: int, marker: str) -> tuple[str, str]:
+    osm = tmp / "osm"
+    osm.mkdir()
+    (tmp / "opensm.conf").write_text(conf + "force_log_flush TRUE\n")
+    log = tmp / "opensm.log"
+    vg = tmp / "valgrind.txt"
+    with ibsim(net, tmp / "work", fab) as sim:
+        env = sim.env(OSM_TMP_DIR=str(osm), OSM_CACHE_DIR=str(osm), LD_LIBRARY_PATH=str(PLUGIN))
+        p = subprocess.Popen(["valgrind", "--leak-check=full", "--keep-debuginfo=yes", "--num-callers=40",
+                              f"--log-file={vg}", "/usr/sbin/opensm", "-F", str(tmp / "opensm.conf"),
+                              "-f", str(log), "-D", "0x03", "-s", "0"],
+                             cwd=sim.work, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True)
+        try:
+            def count():
+                return log.read_text(errors="replace").count(marker) if log.exists() else 0
+
+            deadline = time.monotonic() + 240
+            for i in range(passes):
+                if i:
+                    p.send_signal(signal.SIGHUP)  # heavy sweep: re-route from scratch
+                while count() <= i and time.monotonic() < deadline and p.poll() is None:
+                    time.sleep(0.2)
+                assert count() > i, f"pass {i + 1} never logged {marker!r}"
+            p.send_signal(signal.SIGTERM)
+            p.wait(timeout=120)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    return log.read_text(errors="replace"), vg.read_text(errors="replace")
+
+
+def test_valgrind_three_passes_no_hdor_errors_or_leaks(tmp_path):
+    f = kns(k=3, n=2, multiplicity=2)
+    net = tmp_path / "kns.net"
+    ibnetdiscover.write(f, net)
+    log, vg = sweeps(net, tmp_path, f, "event_plugin_name hdor\nrouting_engine hdor,minhop\n", 3,
+                     "hdor tables configured on all switches")
+    assert "ERROR SUMMARY" in vg and "LEAK SUMMARY" in vg, vg[-2000:]
+    passes = re.findall(r"hdor: routed k=3 n=2 s=1: 15 switches, 24 LIDs, \d+ us \(pass (\d+)", log)
+    assert len(passes) >= 3 and passes[:3] == ["1", "2", "3"], passes
+    assert hdor_problems(vg) == []
+
+
+def test_valgrind_declining_passes_no_hdor_errors_or_leaks(tmp_path):
+    """The decline path (analysis abandoned half way) frees everything too."""
+    f = fat_tree()
+    net = tmp_path / "ft.net"
+    ibnetdiscover.write(f, net)
+    log, vg = sweeps(net, tmp_path, f, "event_plugin_name hdor\nrouting_engine hdor,minhop\n", 2,
+                     "hdor: not a KNS fabric")
+    assert "minhop tables configured on all switches" in log
+    assert "LEAK SUMMARY" in vg
+    assert hdor_problems(vg) == []
+
+
+def test_record_parser_finds_an_hdor_leak():
+    text = """==1== 24 bytes in 1 blocks are definitely lost in loss record 2 of 6
+==1==    at 0x48417B4: malloc (vg_replace_malloc.c:381)
+==1==    by 0x5A1B2C3: hdor_build_lid_matrices (hdor.c:900)
+==1==
+==1== 20 bytes in 1 blocks are definitely lost in loss record 1 of 6
+==1==    at 0x48417B4: malloc (in /usr/libexec/valgrind/vgpreload_memcheck-amd64-linux.so)
+==1==    by 0x15EA10: osm_subn_set_default_opt (in /usr/sbin/opensm)
+"""
+    bad = hdor_problems(text)
+    assert len(bad) == 1 and "hdor_build_lid_matrices" in bad[0]
