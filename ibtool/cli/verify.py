@@ -1,4 +1,4 @@
-"""`ibtool verify`: compare a fabric with its plan."""
+"""`ibtool verify`: the fabric against its plan, device coordinates, and every route."""
 
 from __future__ import annotations
 
@@ -7,16 +7,53 @@ from pathlib import Path
 
 import click
 
+from ibtool.errors import InputError
 from ibtool.formats import ibnetdiscover, node_name_map
-from ibtool.verify.topology import diff_by_name
+from ibtool.verify import report
 
 
 @click.group(name="verify")
 def group():
-    """Verify a fabric (emulated or real) against its plan.
+    """Verify a fabric (emulated or real) against its plan, its coordinates and its routes.
+
+    Every command prints a short summary first (PASS/FAIL per check), details after; --json
+    prints the report in a stable schema (docs/verify.md), --html FILE writes a web page.
 
     Exit status: 0 when every check passes, 1 when a check fails, 2 on bad input.
     """
+
+
+def _opts(f):
+    f = click.option("--html", "html_out", type=click.Path(path_type=Path), help="Also write an HTML report.")(f)
+    f = click.option("--json", "as_json", is_flag=True, help="Machine-readable report (stable schema).")(f)
+    return f
+
+
+def _say(as_json: bool):
+    return (lambda m: None) if as_json else (lambda m: click.echo(f"  {m}", err=True))
+
+
+def _emit(rep: dict, as_json: bool, html_out: Path | None, flat: str | None = None) -> None:
+    if html_out:
+        report.write_html(rep, html_out)
+    if as_json:
+        out = dict(rep)
+        if flat:  # single-section commands also put that section's fields at the top level
+            out = {**rep[flat], **{k: v for k, v in rep.items()}}
+        click.echo(json.dumps(out, indent=2))
+    else:
+        click.echo(report.text(rep))
+    if not rep["ok"]:
+        raise SystemExit(1)
+
+
+def _topology(plan: Path, discovered: Path, nnm: Path | None):
+    from ibtool.verify import topology
+    names = node_name_map.read(nnm) if nnm else None
+    p = ibnetdiscover.read(plan)
+    f = ibnetdiscover.read(discovered, names)
+    rep = topology.compare(p, f, names=bool(names))
+    return p, f, rep
 
 
 @group.command(name="topology")
@@ -25,37 +62,173 @@ def group():
 @click.option("--discovered", type=click.Path(path_type=Path), required=True,
               help="ibnetdiscover output of the fabric as cabled.")
 @click.option("--node-name-map", "nnm", type=click.Path(path_type=Path),
-              help="Names for the discovered nodes by GUID (infiniband-diags format).")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable report.")
-def topology_cmd(plan, discovered, nnm, as_json):
-    """Report missing, extra and differently-wired links, by node name and port.
+              help="Plan names for the discovered nodes by GUID (infiniband-diags format); without it devices "
+                   "are matched by structure alone.")
+@_opts
+def topology_cmd(plan, discovered, nnm, as_json, html_out):
+    """Plan vs. what is cabled, matched by structure (GUIDs and names are not trusted).
+
+    Names each miswired cable (where its ends are, where they belong, the move or swap that fixes
+    it), missing and extra cables, missing and extra devices, and links narrower or slower than
+    the rest of the fabric; says so when the fabric is not the planned topology at all.
 
     \b
     Example:
       ibtool verify topology --plan cellia/topology.net --discovered run/ibnetdiscover.out
     """
+    _p, _f, t = _topology(plan, discovered, nnm)
+    rep = report.build({"plan": str(plan), "discovered": str(discovered), "node_name_map": str(nnm) if nnm else None},
+                       {"topology": t.as_dict()})
+    _emit(rep, as_json, html_out, flat="topology")
+
+
+@group.command(name="coords")
+@click.option("--fabric", type=click.Path(path_type=Path), required=True, help="ibnetdiscover output of the fabric.")
+@click.option("--dump", type=click.Path(path_type=Path), help="hdor's opensm-hdor.dump to check against the reference.")
+@click.option("--plan", type=click.Path(path_type=Path), help="The plan's net file: compare coordinates up to relabeling.")
+@click.option("--node-name-map", "nnm", type=click.Path(path_type=Path), help="Plan names for the fabric's GUIDs.")
+@_opts
+def coords_cmd(fabric, dump, plan, nnm, as_json, html_out):
+    """Device coordinates: hdor's dump vs. the Python reference vs. the plan.
+
+    \b
+    Example:
+      ibtool verify coords --fabric run/ibnetdiscover.out --dump run/osm/opensm-hdor.dump \\
+          --plan cellia/topology.net
+    """
+    from ibtool.formats import hdor_dump
+    from ibtool.verify import coords, topology
     names = node_name_map.read(nnm) if nnm else None
-    p = ibnetdiscover.read(plan)
-    f = ibnetdiscover.read(discovered, names)
-    d = diff_by_name(p, f)
-    if as_json:
-        click.echo(json.dumps({"plan": str(plan), "discovered": str(discovered),
-                               "links_planned": p.num_links, "links_found": f.num_links, **d.as_dict()}, indent=2))
+    f = ibnetdiscover.read(fabric, names)
+    d = hdor_dump.read(dump) if dump else None
+    p = to_plan = None
+    if plan:
+        p = ibnetdiscover.read(plan)
+        to_plan = topology.match(p, f, names=bool(names)).to_plan
+    c = coords.verify(f, d, p, to_plan)
+    rep = report.build({"fabric": str(fabric), "dump": str(dump) if dump else None, "plan": str(plan) if plan else None},
+                       {"coords": c})
+    _emit(rep, as_json, html_out)
+
+
+def _routes(fabric: Path, lfts: Path, sl2vl_path: Path | None, expect: str | None, permutations: int, say,
+            f=None, ref=None) -> dict:
+    from ibtool.formats import lft, sl2vl
+    from ibtool.verify import routes
+    f = f or ibnetdiscover.read(fabric)
+    say(f"reading {lfts}")
+    t = lft.read(lfts)
+    s = sl2vl.read(sl2vl_path) if sl2vl_path else None
+    if expect == "hdor" and ref is None:
+        from ibtool.routing import hdor
+        try:
+            ref = hdor.compute(f)
+        except hdor.NotKNS as e:
+            ref = None
+            say(str(e))
+    return routes.verify(f, t, s, expect, ref, permutations=permutations, progress=say)
+
+
+@group.command(name="routes")
+@click.option("--fabric", type=click.Path(path_type=Path), required=True, help="ibnetdiscover output of the fabric.")
+@click.option("--lfts", type=click.Path(path_type=Path), required=True,
+              help="Forwarding tables: dump_fts or ibroute output, or OpenSM's opensm-lfts.dump.")
+@click.option("--sl2vl", "sl2vl_path", type=click.Path(path_type=Path),
+              help="OpenSM's opensm-sl2vl.dump: the deadlock check per VL (default: everything on VL0).")
+@click.option("--expect", type=click.Choice(["hdor"]),
+              help="Also require exactly the hdor reference tables and dimension-ordered routes.")
+@click.option("--permutations", default=16, show_default=True, help="Random permutations for the load estimate.")
+@_opts
+def routes_cmd(fabric, lfts, sl2vl_path, expect, permutations, as_json, html_out):
+    """Trace every (source port, destination LID) pair through the forwarding tables.
+
+    Reports undelivered pairs (black hole, loop, wrong port) with their paths, route lengths
+    against the shortest, deadlock freedom from the channel dependency graph (printing a cycle
+    when there is one), and balance: routes per link and the max link load under all-to-all and
+    random permutations.
+
+    \b
+    Example:
+      ibtool verify routes --fabric run/ibnetdiscover.out --lfts run/dump_fts.out --expect hdor
+    """
+    r = _routes(fabric, lfts, sl2vl_path, expect, permutations, _say(as_json))
+    rep = report.build({"fabric": str(fabric), "lfts": str(lfts), "sl2vl": str(sl2vl_path) if sl2vl_path else None,
+                        "expect": expect}, {"routes": r})
+    _emit(rep, as_json, html_out)
+
+
+@group.command(name="all")
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("--plan", type=click.Path(path_type=Path),
+              help="The plan's net file (default: the net file named in RUN_DIR/summary.json, if it is there).")
+@click.option("--node-name-map", "nnm", type=click.Path(path_type=Path), help="Plan names for the fabric's GUIDs.")
+@click.option("--expect", type=click.Choice(["hdor", "none"]),
+              help="Expected routing (default: hdor when hdor configured the tables).")
+@click.option("--permutations", default=16, show_default=True, help="Random permutations for the load estimate.")
+@_opts
+def all_cmd(run_dir, plan, nnm, expect, permutations, as_json, html_out):
+    """Every check on the output directory of `ibtool sim run`.
+
+    Topology against the plan (when known), coordinates (when hdor wrote its dump), and routes
+    from dump_fts.out (or osm/opensm-lfts.dump), with osm/opensm-sl2vl.dump when present.
+
+    \b
+    Example:
+      ibtool verify all run
+    """
+    say = _say(as_json)
+    run_dir = Path(run_dir)
+    disc = run_dir / "ibnetdiscover.out"
+    if not disc.is_file():
+        raise InputError("no ibnetdiscover.out here (not an `ibtool sim run` output directory?)", path=str(run_dir))
+    summary = {}
+    if (run_dir / "summary.json").is_file():
+        try:
+            summary = json.loads((run_dir / "summary.json").read_text())
+        except json.JSONDecodeError as e:
+            raise InputError(f"not JSON: {e.msg}", path=str(run_dir / "summary.json"), line=e.lineno) from None
+    if plan is None and summary.get("net"):
+        for cand in (Path(summary["net"]), run_dir / summary["net"], run_dir.parent / summary["net"]):
+            if cand.is_file():
+                plan = cand
+                break
+    lfts = run_dir / "dump_fts.out"
+    if not lfts.is_file() or lfts.stat().st_size == 0:
+        lfts = run_dir / "osm" / "opensm-lfts.dump"
+    sl = run_dir / "osm" / "opensm-sl2vl.dump"
+    dump = run_dir / "osm" / "opensm-hdor.dump"
+    engine = summary.get("engine")
+    if expect is None:
+        expect = "hdor" if engine == "hdor" else "none"
+    names = node_name_map.read(nnm) if nnm else None
+    f = ibnetdiscover.read(disc, names)
+    sections: dict = {}
+    inputs = {"run": str(run_dir), "plan": str(plan) if plan else None, "lfts": str(lfts),
+              "sl2vl": str(sl) if sl.is_file() else None, "engine": engine, "expect": expect}
+    to_plan = p = None
+    if plan:
+        from ibtool.verify import topology
+        say(f"topology against {plan}")
+        p = ibnetdiscover.read(plan)
+        t = topology.compare(p, f, names=bool(names))
+        sections["topology"] = t.as_dict()
+        to_plan = t.to_plan
+    ref = None
+    if dump.is_file() or expect == "hdor":
+        from ibtool.formats import hdor_dump
+        from ibtool.verify import coords
+        say("coordinates")
+        c = coords.verify(f, hdor_dump.read(dump) if dump.is_file() else None, p, to_plan)
+        ref = c.get("_reference")
+        sections["coords"] = c
+    if lfts.is_file():
+        sections["routes"] = _routes(disc, lfts, sl if sl.is_file() else None, expect if expect == "hdor" else None,
+                                     permutations, say, f=f, ref=ref)
     else:
-        r = d.as_dict()
-        verdict = "PASS" if d.ok else "FAIL"
-        click.echo(f"topology: {verdict}  planned {p.num_links} links, found {f.num_links}; "
-                   f"{len(r['miswired'])} miswired, {len(r['missing'])} missing, {len(r['extra'])} extra; "
-                   f"{len(r['missing_nodes'])} missing nodes, {len(r['extra_nodes'])} extra nodes")
-        for m in r["miswired"]:
-            click.echo(f"  miswired: {m['port']} goes to {m['found']}, plan says {m['expected']}")
-        for e in r["missing"]:
-            click.echo(f"  missing:  {e}")
-        for e in r["extra"]:
-            click.echo(f"  extra:    {e}")
-        for n in r["missing_nodes"]:
-            click.echo(f"  missing node: {n}")
-        for n in r["extra_nodes"]:
-            click.echo(f"  extra node:   {n}")
-    if not d.ok:
-        raise SystemExit(1)
+        raise InputError("no dump_fts.out nor osm/opensm-lfts.dump: no forwarding tables to verify", path=str(run_dir))
+    if summary:
+        ok = bool(summary.get("ok", summary.get("subnet_up")))
+        sections["run"] = {"ok": ok, "engine": engine, "subnet_up": summary.get("subnet_up"),
+                           "fallback": summary.get("fallback")}
+    rep = report.build(inputs, sections)
+    _emit(rep, as_json, html_out)

@@ -1,57 +1,447 @@
-"""Plan vs. discovered, by node name and port: missing, extra and differently-wired links."""
+"""Plan vs. discovered, without trusting names or GUIDs.
+
+1. **Match** every discovered device to a planned one by structure:
+   * anchors: names from a node-name-map (`--node-name-map`) when given; devices whose
+     neighbourhood (type, and for each cabled port: the far end's port and type) occurs exactly
+     once in the plan and once in the fabric;
+   * propagation (percolation graph matching): a matched pair votes for the pairs of devices
+     cabled to the same port numbers on both sides (2 votes when the far ports agree too, 1 when
+     only the near ports do); the pair with the most votes is matched next. A few wrong cables only
+     take votes away from a few pairs, so the rest of the fabric still matches;
+   * what is left is paired by local agreement (then by equal name, only as a tie-break).
+   When there are no anchors (a fabric whose every device looks alike), a few seeds are tried and
+   the matching that explains the most cables wins.
+2. **Diff** the cables in plan terms and explain each difference as a technician's action: move
+   one end (a cable in the wrong port whose right port is free), swap two ends (a swapped pair),
+   add a missing cable, remove an extra one; devices not found; links narrower or slower than the
+   rest of the fabric.
+"""
 
 from __future__ import annotations
 
+import heapq
+import re
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from ibtool.fabric import Fabric
+from ibtool.fabric import CA, SWITCH, Fabric
+
+SPEEDS = ["SDR", "DDR", "QDR", "FDR10", "FDR", "EDR", "HDR", "NDR", "XDR"]
+_RATE = re.compile(r"^(\d+)x(\w+)$")
+
+
+# ------------------------------------------------------------------------------------ matching
+
+def _adj(f: Fabric) -> list[dict[int, tuple[int, int]]]:
+    adj: list[dict[int, tuple[int, int]]] = [dict() for _ in range(f.num_nodes)]
+    for a, pa, b, pb in zip(f.link_a, f.link_pa, f.link_b, f.link_pb):
+        adj[a][pa] = (b, pb)
+        adj[b][pb] = (a, pa)
+    return adj
+
+
+def _signature(f: Fabric, adj, i: int) -> tuple:
+    return (f.types[i], tuple(sorted((p, q, f.types[j]) for p, (j, q) in adj[i].items())))
 
 
 @dataclass
-class TopologyDiff:
-    missing: list[tuple] = field(default_factory=list)  # in plan, not discovered: ((a, pa), (b, pb))
-    extra: list[tuple] = field(default_factory=list)  # discovered, not in plan
-    miswired: list[dict] = field(default_factory=list)  # same port, other far end
-    missing_nodes: list[str] = field(default_factory=list)
-    extra_nodes: list[str] = field(default_factory=list)
+class Matching:
+    to_plan: dict[int, int]  # discovered node -> plan node
+    anchors: int
+    method: str
+
+
+def match(plan: Fabric, found: Fabric, names: bool = False) -> Matching:
+    """Map discovered nodes to plan nodes.
+
+    names=True (a node-name-map was given): equal names are anchors. Otherwise names are not
+    trusted; they only break ties: when the devices named like planned ones give a matching that
+    explains as many cables as the purely structural one, the named one is kept (two swapped
+    cables at one switch and two swapped routers look the same to structure alone).
+    """
+    pa, fa = _adj(plan), _adj(found)
+    by_name = {n: i for i, n in enumerate(plan.names)}
+    named = [(by_name[n], j) for j, n in enumerate(found.names)
+             if n in by_name and plan.types[by_name[n]] == found.types[j]]
+    if names and named:
+        return Matching(_percolate(plan, found, pa, fa, named), len(named), "node-name-map + structure")
+    cands: list[tuple[int, int, Matching]] = []
+    ps = Counter(_signature(plan, pa, i) for i in range(plan.num_nodes))
+    fs: dict[tuple, list[int]] = defaultdict(list)
+    for j in range(found.num_nodes):
+        fs[_signature(found, fa, j)].append(j)
+    seeds = []
+    for i in range(plan.num_nodes):
+        sg = _signature(plan, pa, i)
+        if ps[sg] == 1 and len(fs.get(sg, ())) == 1:
+            seeds.append((i, fs[sg][0]))
+    if seeds:
+        m = _percolate(plan, found, pa, fa, seeds)
+        cands.append((_agree(pa, fa, m), 0, Matching(m, len(seeds), "structure")))
+    else:
+        best, best_score = {}, -1
+        deg_p = sorted(range(plan.num_nodes), key=lambda i: (-len(pa[i]), plan.types[i] != SWITCH, i))
+        for i in deg_p[:2]:
+            tries = [j for j in range(found.num_nodes)
+                     if found.types[j] == plan.types[i] and len(fa[j]) == len(pa[i])][:24]
+            for j in tries:
+                m = _percolate(plan, found, pa, fa, [(i, j)])
+                sc = _agree(pa, fa, m)
+                if sc > best_score:
+                    best, best_score = m, sc
+        cands.append((best_score, 0, Matching(best, 0, "structure (seed search)")))
+    if named:
+        m = _percolate(plan, found, pa, fa, named)
+        cands.append((_agree(pa, fa, m), 1, Matching(m, len(named), "structure, names as tie-break")))
+    cands.sort(key=lambda c: (-c[0], -c[1]))
+    return cands[0][2]
+
+
+def _agree(pa, fa, m: dict[int, int]) -> int:
+    n = 0
+    for j, i in m.items():
+        for p, (j2, q) in fa[j].items():
+            t = pa[i].get(p)
+            if t is not None and m.get(j2) == t[0] and t[1] == q:
+                n += 1
+    return n // 2
+
+
+def _percolate(plan: Fabric, found: Fabric, pa, fa, seeds) -> dict[int, int]:
+    """Percolation matching from seed pairs (plan node, found node); returns found -> plan."""
+    to_plan: dict[int, int] = {}
+    to_found: dict[int, int] = {}
+    votes: dict[tuple[int, int], int] = defaultdict(int)
+    heap: list[tuple[int, int, int]] = []
+    pt, ft = plan.types, found.types
+
+    def accept(i: int, j: int):
+        to_plan[j] = i
+        to_found[i] = j
+        for p, (i2, q) in pa[i].items():
+            t = fa[j].get(p)
+            if t is None:
+                continue
+            j2, q2 = t
+            if i2 in to_found or j2 in to_plan or pt[i2] != ft[j2]:
+                continue
+            key = (i2, j2)
+            votes[key] += 2 if q == q2 else 1
+            heapq.heappush(heap, (-votes[key], i2, j2))
+
+    for i, j in seeds:
+        if i not in to_found and j not in to_plan and pt[i] == ft[j]:
+            accept(i, j)
+    while heap:
+        v, i, j = heapq.heappop(heap)
+        if i in to_found or j in to_plan or -v != votes[(i, j)]:
+            continue
+        if -v < 2:
+            break
+        accept(i, j)
+    # left over: pair by local agreement, names as a tie-break, then by order
+    for _round in range(3):
+        left_p = [i for i in range(plan.num_nodes) if i not in to_found]
+        left_f = [j for j in range(found.num_nodes) if j not in to_plan]
+        if not left_p or not left_f:
+            break
+        cand = []
+        for j in left_f:
+            for i in left_p:
+                if pt[i] != ft[j]:
+                    continue
+                sc = 0
+                for p, (j2, q) in fa[j].items():
+                    t = pa[i].get(p)
+                    if t is not None and to_plan.get(j2) == t[0]:
+                        sc += 2 if t[1] == q else 1
+                # how many of i's planned neighbours sit on ports of j's matched neighbours
+                for p, (i2, q) in pa[i].items():
+                    j2 = to_found.get(i2)
+                    if j2 is not None and fa[j2].get(q, (None,))[0] == j:
+                        sc += 1
+                same = plan.names[i] == found.names[j]
+                cand.append((-sc, not same, i, j))
+        cand.sort()
+        progress = False
+        for negsc, _, i, j in cand:
+            if i in to_found or j in to_plan:
+                continue
+            if negsc == 0 and _round < 2:
+                continue  # first pair what has evidence; evidence may appear for the rest
+            to_plan[j] = i
+            to_found[i] = j
+            progress = True
+        if not progress and _round >= 2:
+            break
+    return to_plan
+
+
+# ------------------------------------------------------------------------------------ diff
+
+def parse_rate(rate: str | None) -> tuple[int, int] | None:
+    """'4xEDR' -> (4, index of EDR); None when unknown."""
+    if not rate:
+        return None
+    m = _RATE.match(rate)
+    if not m:
+        return None
+    sp = m.group(2).upper()
+    return int(m.group(1)), (SPEEDS.index(sp) if sp in SPEEDS else -1)
+
+
+@dataclass
+class TopologyReport:
+    plan_name: str
+    found_name: str
+    planned: dict
+    found: dict
+    method: str = ""
+    anchors: int = 0
+    matched_devices: int = 0
+    correct_cables: int = 0
+    not_planned_topology: bool = False
+    reason: str = ""
+    miswired: list[dict] = field(default_factory=list)  # one entry per wrongly placed cable
+    fixes: list[dict] = field(default_factory=list)  # one per action: a move or a swap
+    missing_cables: list[dict] = field(default_factory=list)
+    extra_cables: list[dict] = field(default_factory=list)
+    missing_devices: list[dict] = field(default_factory=list)
+    extra_devices: list[dict] = field(default_factory=list)
+    degraded_links: list[dict] = field(default_factory=list)
+    fabric_rate: str | None = None
+    device_names: dict = field(default_factory=dict)  # plan name -> discovered identity, when they differ
+    to_plan: dict = field(default_factory=dict, repr=False)  # the matching: discovered node -> plan node
+
 
     @property
     def ok(self) -> bool:
-        return not (self.missing or self.extra or self.miswired or self.missing_nodes or self.extra_nodes)
+        return not (self.not_planned_topology or self.miswired or self.missing_cables or self.extra_cables
+                    or self.missing_devices or self.extra_devices or self.degraded_links)
 
     def as_dict(self) -> dict:
-        fmt = lambda e: f"{e[0][0]}[{e[0][1]}] <-> {e[1][0]}[{e[1][1]}]"  # noqa: E731
-        return {"ok": self.ok, "missing": [fmt(e) for e in self.missing], "extra": [fmt(e) for e in self.extra],
-                "miswired": self.miswired, "missing_nodes": self.missing_nodes, "extra_nodes": self.extra_nodes}
+        return {
+            "ok": self.ok,
+            "plan": self.planned, "discovered": self.found,
+            "matching": {"method": self.method, "anchors": self.anchors, "matched_devices": self.matched_devices},
+            "not_planned_topology": self.not_planned_topology, "reason": self.reason,
+            "correct_cables": self.correct_cables,
+            "counts": {"miswired_cables": len(self.miswired), "fixes": len(self.fixes),
+                       "missing_cables": len(self.missing_cables), "extra_cables": len(self.extra_cables),
+                       "missing_devices": len(self.missing_devices), "extra_devices": len(self.extra_devices),
+                       "degraded_links": len(self.degraded_links)},
+            "miswired": self.miswired, "fixes": self.fixes,
+            "missing_cables": self.missing_cables, "extra_cables": self.extra_cables,
+            "missing_devices": self.missing_devices, "extra_devices": self.extra_devices,
+            "degraded_links": self.degraded_links, "fabric_rate": self.fabric_rate,
+            # the short forms of the first version of this report (kept for scripts)
+            "links_planned": self.planned["cables"], "links_found": self.found["cables"],
+            "missing": [" <-> ".join(c["ends"]) for c in self.missing_cables],
+            "extra": [" <-> ".join(c["ends"]) for c in self.extra_cables],
+            "missing_nodes": [d["device"] for d in self.missing_devices],
+            "extra_nodes": [d["device"] for d in self.extra_devices],
+        }
 
 
-def diff_by_name(plan: Fabric, found: Fabric) -> TopologyDiff:
-    d = TopologyDiff()
-    pn, fn = set(plan.names), set(found.names)
-    d.missing_nodes = sorted(pn - fn)
-    d.extra_nodes = sorted(fn - pn)
-    ps, fs = plan.link_set(), found.link_set()
-    only_plan = [tuple(sorted(e)) for e in ps - fs]
-    only_found = [tuple(sorted(e)) for e in fs - ps]
-    # A port that appears on both sides with different far ends is one miswired cable end.
-    found_at = {}
-    for e in only_found:
-        for i in (0, 1):
-            found_at[e[i]] = (e, e[1 - i])
-    used_found = set()
-    for e in sorted(only_plan):
-        hit = None
-        for i in (0, 1):
-            if e[i] in found_at:
-                hit = (e[i], e[1 - i], found_at[e[i]])
+def _counts(f: Fabric) -> dict:
+    return {"switches": f.count(kind=SWITCH), "hcas": f.count(kind=CA), "cables": f.num_links}
+
+
+def compare(plan: Fabric, found: Fabric, names: bool = False) -> TopologyReport:
+    """Match `found` to `plan` and explain every difference (see the module docstring)."""
+    rep = TopologyReport(plan.name, found.name, _counts(plan), _counts(found))
+    m = match(plan, found, names)
+    rep.method, rep.anchors = m.method, m.anchors
+    to_plan = rep.to_plan = m.to_plan
+    rep.matched_devices = len(to_plan)
+    to_found = {i: j for j, i in to_plan.items()}
+
+    def ident(j: int) -> str:
+        """How the technician finds a discovered device: its plan name, and what it calls itself."""
+        i = to_plan.get(j)
+        desc = found.names[j]
+        g = f"{found.guids[j]:#018x}"
+        if i is None:
+            return f"unplanned device {desc!r} (GUID {g})"
+        return plan.names[i] if desc == plan.names[i] else f"{plan.names[i]} (found as {desc!r}, GUID {g})"
+
+    # ends in plan terms: ("p", plan node, port) or ("f", found node, port) for unmatched devices
+    def fend(j: int, p: int):
+        i = to_plan.get(j)
+        return ("p", i, p) if i is not None else ("f", j, p)
+
+    def end_name(e) -> str:
+        kind, n, p = e
+        if kind == "p":
+            return f"{plan.names[n]} port {p}"
+        return f"{found.names[n]} (GUID {found.guids[n]:#018x}, not in the plan) port {p}"
+
+    P = {frozenset((("p", a, pa), ("p", b, pb))) for a, pa, b, pb in
+         zip(plan.link_a, plan.link_pa, plan.link_b, plan.link_pb)}
+    F: dict[frozenset, int] = {}
+    for li, (a, pa_, b, pb) in enumerate(zip(found.link_a, found.link_pa, found.link_b, found.link_pb)):
+        F[frozenset((fend(a, pa_), fend(b, pb)))] = li
+    common = P & set(F)
+    rep.correct_cables = len(common)
+    only_p = P - common
+    only_f = set(F) - common
+
+    # devices
+    missing_nodes = [i for i in range(plan.num_nodes) if i not in to_found]
+    for i in missing_nodes:
+        cables = sorted(end_name(e) for c in P if any(x[:2] == ("p", i) for x in c) for e in c if e[:2] != ("p", i))
+        rep.missing_devices.append({"device": plan.names[i], "type": "switch" if plan.types[i] == SWITCH else "HCA",
+                                    "cabled_to": cables,
+                                    "text": f"{plan.names[i]} not found" + (f" (planned cables to {', '.join(cables)})"
+                                                                             if cables else "")})
+    for j in range(found.num_nodes):
+        if j not in to_plan:
+            nb = [f"{ident(k)} port {q}" for p, k, q in found.neighbors(j)]
+            rep.extra_devices.append({"device": found.names[j], "guid": f"{found.guids[j]:#018x}",
+                                      "cabled_to": nb,
+                                      "text": f"unplanned device {found.names[j]!r} (GUID {found.guids[j]:#018x})"
+                                              + (f" cabled to {', '.join(nb)}" if nb else "")})
+    gone = {("p", i) for i in missing_nodes}
+    only_p = {c for c in only_p if not any(e[:2] in gone for e in c)}
+    only_f_extra_dev = {c for c in only_f if any(e[0] == "f" for e in c)}
+    only_f = only_f - only_f_extra_dev
+
+    def short(e) -> str:
+        kind, n, p = e
+        return f"{plan.names[n]}[{p}]" if kind == "p" else f"{found.names[n]}[{p}]"
+
+    _explain(rep, only_p, only_f, end_name, short)
+
+    # not the planned topology at all?
+    if plan.num_links and (rep.correct_cables < 0.5 * plan.num_links or len(to_plan) < 0.5 * plan.num_nodes):
+        rep.not_planned_topology = True
+        rep.reason = (f"only {rep.correct_cables} of {plan.num_links} planned cables could be found "
+                      f"({len(to_plan)} of {plan.num_nodes} devices matched): the fabric is not the planned "
+                      f"topology (plan: {rep.planned['switches']} switches, {rep.planned['hcas']} HCAs, "
+                      f"{rep.planned['cables']} cables; found: {rep.found['switches']} switches, "
+                      f"{rep.found['hcas']} HCAs, {rep.found['cables']} cables)")
+
+    # degraded links: narrower or slower than the rest of the fabric
+    rates = [parse_rate(r) for r in found.link_rate]
+    known = [r for r in rates if r is not None]
+    if known:
+        width = Counter(r[0] for r in known).most_common(1)[0][0]
+        speed = Counter(r[1] for r in known).most_common(1)[0][0]
+        rep.fabric_rate = Counter(r for r in found.link_rate if parse_rate(r)).most_common(1)[0][0]
+        for li, r in enumerate(rates):
+            if r is None or (r[0] >= width and r[1] >= speed):
+                continue
+            a, pa_, b, pb = found.link_a[li], found.link_pa[li], found.link_b[li], found.link_pb[li]
+            what = []
+            if r[0] < width:
+                what.append(f"{r[0]}x wide instead of {width}x")
+            if r[1] < speed:
+                what.append(f"{SPEEDS[r[1]] if r[1] >= 0 else '?'} instead of {SPEEDS[speed]}")
+            ends = f"{_fmt_end(ident(a), pa_)} - {_fmt_end(ident(b), pb)}"
+            rep.degraded_links.append({"cable": ends, "rate": found.link_rate[li], "fabric_rate": rep.fabric_rate,
+                                       "text": f"{ends} came up {found.link_rate[li]}: {' and '.join(what)} "
+                                               f"(the rest of the fabric runs {rep.fabric_rate}); reseat or "
+                                               f"replace the cable, check both ports"})
+    for j, i in to_plan.items():
+        if found.names[j] != plan.names[i]:
+            rep.device_names[plan.names[i]] = f"{found.names[j]} ({found.guids[j]:#018x})"
+    return rep
+
+
+def _fmt_end(dev: str, port: int) -> str:
+    return f"{dev} port {port}"
+
+
+def _explain(rep: TopologyReport, only_p: set, only_f: set, end_name, short) -> None:
+    """Turn the cables only in the plan and only in the fabric into moves, swaps, adds and removals."""
+    plan_at: dict = {}
+    for c in only_p:
+        a, b = tuple(c)
+        plan_at[a] = b
+        plan_at[b] = a
+    cur: dict = {}  # port -> far end: the differing cables as they are now
+    for c in only_f:
+        a, b = tuple(c)
+        cur[a] = b
+        cur[b] = a
+
+    def key(e):
+        return (str(e[0]), e[1], e[2])
+
+    def cable(u, v) -> str:
+        return f"{end_name(u)} - {end_name(v)}"
+
+    def cables_now():
+        return sorted({tuple(sorted((a, b), key=key)) for a, b in cur.items()}, key=lambda c: (key(c[0]), key(c[1])))
+
+    def wrong(anchor, now, should, fix, kind):
+        rep.miswired.append({"kind": kind, "port": short(anchor), "found": short(now), "expected": short(should),
+                             "cable": cable(anchor, now), "should_be": cable(anchor, should), "fix": fix,
+                             "text": f"cable {cable(anchor, now)} should go to {end_name(should)}; fix: {fix}"})
+
+    done_p: set = set()
+    changed = True
+    while changed:
+        changed = False
+        # 1. moves: a cable with one end right (u), the other end (v) where the plan wants nothing or
+        #    something else, and u's planned partner w free now
+        for a, b in cables_now():
+            if cur.get(a) != b:
+                continue
+            options = []
+            for u, v in ((a, b), (b, a)):
+                w = plan_at.get(u)
+                if w is None or w == v or w in cur:
+                    continue
+                # prefer an end that slipped on the same device, then one whose port the plan leaves empty
+                options.append((w[:2] != v[:2], v in plan_at, key(u), u, v, w))
+            if not options:
+                continue
+            options.sort(key=lambda o: o[:3])
+            u, v, w = options[0][3:]
+            del cur[u], cur[v]
+            fix = f"move the end at {end_name(v)} to {end_name(w)}"
+            wrong(u, v, w, fix, "move")
+            rep.fixes.append({"kind": "move", "cables": 1, "fix": fix, "from": short(v), "to": short(w),
+                              "text": f"cable {cable(u, v)} is in the wrong port: {fix}"})
+            done_p.add(frozenset((u, w)))
+            changed = True
+        # 2. swapped pairs: A-D and B-C where the plan has A-B and C-D: exchange the ends at D and B
+        #    (or, equivalently, at A and C: whichever two sit on the same device)
+        for a, d in cables_now():
+            if cur.get(a) != d:
+                continue
+            for A, D in ((a, d), (d, a)):
+                B = plan_at.get(A)
+                if B is None or B == D or B not in cur:
+                    continue
+                C = cur[B]
+                if plan_at.get(C) != D or C == A:
+                    continue
+                opts = sorted([(D, B, A, C), (A, C, D, B)], key=lambda o: (o[0][:2] != o[1][:2], key(o[0])))
+                x, y, k1, k2 = opts[0]
+                for e in (A, B, C, D):
+                    cur.pop(e, None)
+                fix = f"swap the cable ends at {end_name(x)} and {end_name(y)}"
+                wrong(k1, x, y, fix, "swap")
+                wrong(k2, y, x, fix, "swap")
+                rep.fixes.append({"kind": "swap", "cables": 2, "fix": fix, "ends": [short(x), short(y)],
+                                  "text": f"swapped pair: cables {cable(k1, x)} and {cable(k2, y)} should be "
+                                          f"{cable(k1, y)} and {cable(k2, x)}; fix: {fix}"})
+                done_p.add(frozenset((A, B)))
+                done_p.add(frozenset((C, D)))
+                changed = True
                 break
-        if hit:
-            end, want, (fe, got) = hit
-            d.miswired.append({"port": f"{end[0]}[{end[1]}]", "expected": f"{want[0]}[{want[1]}]",
-                               "found": f"{got[0]}[{got[1]}]"})
-            used_found.add(fe)
-        else:
-            d.missing.append(e)
-    d.extra = sorted(e for e in only_found if e not in used_found)
-    d.missing.sort()
-    return d
+            if changed:
+                break
+    for a, b in cables_now():
+        wants = [f"the plan wants {end_name(e)} cabled to {end_name(plan_at[e])}" for e in (a, b) if e in plan_at]
+        fix = f"remove the cable {cable(a, b)}"
+        rep.extra_cables.append({"cable": cable(a, b), "ends": [short(a), short(b)], "fix": fix,
+                                 "text": f"cable {cable(a, b)} is not in the plan"
+                                         + (f" ({'; '.join(wants)})" if wants else "") + f"; fix: {fix}"})
+    for c in sorted(only_p - done_p, key=lambda c: sorted(key(e) for e in c)):
+        a, b = sorted(c, key=key)
+        fix = f"connect {end_name(a)} to {end_name(b)}"
+        rep.missing_cables.append({"cable": cable(a, b), "ends": [short(a), short(b)], "fix": fix,
+                                   "text": f"cable {cable(a, b)} is missing; fix: {fix}"})

@@ -1,0 +1,81 @@
+"""hdor's coordinates dump, `opensm-hdor.dump` (docs/hdor.md section 5):
+
+    # hdor k=6 n=2 routers=36 switches=12 hcas=36 lids=84
+    router 0x0002c90000010000 [0,0] "R[0,0]"
+    switch 0x0002c90000020000 dim=0 [0] "S[0,0]"
+    hca    0x0002c90000030000 [0,0] "H[0,0]"
+    spread 0x0002c90000010000 dim=0 ports=2:21,3:21
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ibtool.errors import InputError
+
+_HEAD = re.compile(r"^#\s*hdor\s+(.*)$")
+_KV = re.compile(r"(\w+)=(\d+)")
+_NODE = re.compile(r'^(router|switch|hca)\s+(0x[0-9a-fA-F]+)\s+(?:dim=(\d+)\s+)?\[([0-9,\s-]*)\]\s*(?:"(.*)")?\s*$')
+_SPREAD = re.compile(r"^spread\s+(0x[0-9a-fA-F]+)\s+dim=(\d+)\s+ports=((?:\d+:\d+,?)+)\s*$")
+
+
+@dataclass
+class HdorDump:
+    header: dict = field(default_factory=dict)  # k, n, routers, switches, hcas, lids
+    role: dict[int, str] = field(default_factory=dict)  # GUID -> router/switch/hca
+    coords: dict[int, tuple] = field(default_factory=dict)
+    dim: dict[int, int] = field(default_factory=dict)  # switch GUID -> dimension
+    names: dict[int, str] = field(default_factory=dict)
+    lines: dict[int, int] = field(default_factory=dict)
+    spread: dict[tuple[int, int], dict[int, int]] = field(default_factory=dict)
+    path: str | None = None
+
+
+def read(path: str | Path) -> HdorDump:
+    path = str(path)
+    d = HdorDump(path=path)
+    try:
+        fh = open(path, encoding="utf-8", errors="replace")
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror}", path=path) from None
+    with fh:
+        for ln, raw in enumerate(fh, 1):
+            s = raw.strip()
+            if not s:
+                continue
+            m = _HEAD.match(s)
+            if m:
+                d.header.update({k: int(v) for k, v in _KV.findall(m.group(1))})
+                continue
+            if s.startswith("#"):
+                continue
+            m = _NODE.match(s)
+            if m:
+                role, g, dim, coords, name = m.groups()
+                g = int(g, 16)
+                if g in d.role:
+                    raise InputError(f"GUID {g:#018x} listed twice (first at line {d.lines[g]})", path=path, line=ln)
+                try:
+                    c = tuple(int(x) for x in coords.split(",") if x.strip()) if coords.strip() else ()
+                except ValueError:
+                    raise InputError(f"bad coordinates [{coords}]", path=path, line=ln) from None
+                if role == "switch" and dim is None:
+                    raise InputError("switch line without dim=", path=path, line=ln)
+                d.role[g] = role
+                d.coords[g] = c
+                d.names[g] = name or ""
+                d.lines[g] = ln
+                if dim is not None:
+                    d.dim[g] = int(dim)
+                continue
+            m = _SPREAD.match(s)
+            if m:
+                d.spread[(int(m.group(1), 16), int(m.group(2)))] = {
+                    int(p): int(c) for p, c in (x.split(":") for x in m.group(3).strip(",").split(","))}
+                continue
+            raise InputError(f"unrecognised line {s[:60]!r} (not an opensm-hdor.dump?)", path=path, line=ln)
+    if not d.role:
+        raise InputError("no router/switch/hca lines (not an opensm-hdor.dump?)", path=path)
+    return d

@@ -1,0 +1,223 @@
+"""Verification reports: a short human summary first (PASS/FAIL per check, counts), details after;
+JSON with a stable schema (docs/verify.md); a self-contained HTML page.
+
+A report is a dict:
+
+    {"schema": "ibtool-verify/1", "ok": bool, "inputs": {...},
+     "checks": [{"name": "topology", "ok": bool, "summary": "..."}, ...],
+     "topology": {...}, "coords": {...}, "routes": {...}}     # the sections that ran
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+
+SCHEMA = "ibtool-verify/1"
+MAX_LINES = 40  # per list in the text report; JSON has everything
+
+
+def build(inputs: dict, sections: dict) -> dict:
+    checks = []
+    for name, sec in sections.items():
+        checks.extend(_checks(name, sec))
+    rep = {"schema": SCHEMA, "ok": all(c["ok"] for c in checks), "inputs": inputs, "checks": checks}
+    for name, sec in sections.items():
+        rep[name] = _clean(sec)
+    return rep
+
+
+def _clean(x):
+    if isinstance(x, dict):
+        return {k: _clean(v) for k, v in x.items() if not str(k).startswith("_")}
+    if isinstance(x, (list, tuple)):
+        return [_clean(v) for v in x]
+    return x
+
+
+def _checks(name: str, s: dict) -> list[dict]:
+    if name == "topology":
+        c = s["counts"]
+        if s["not_planned_topology"]:
+            summ = "NOT THE PLANNED TOPOLOGY: " + s["reason"]
+        else:
+            summ = (f"{s['correct_cables']} of {s['plan']['cables']} planned cables right; {c['miswired_cables']} "
+                    f"miswired ({c['fixes']} fixes), {c['missing_cables']} missing, {c['extra_cables']} extra cables; "
+                    f"{c['missing_devices']} missing, {c['extra_devices']} extra devices; "
+                    f"{c['degraded_links']} degraded links")
+        return [{"name": "topology", "ok": s["ok"], "summary": summ}]
+    if name == "coords":
+        if "error" in s:
+            return [{"name": "coords", "ok": False, "summary": s["error"]}]
+        out = []
+        if "dump_vs_reference" in s:
+            d = s["dump_vs_reference"]
+            out.append({"name": "coords: dump vs reference", "ok": d["ok"],
+                        "summary": f"{d['devices']} devices, {len(d['problems'])} inconsistent"})
+        if "reference_vs_plan" in s:
+            d = s["reference_vs_plan"]
+            rl = d.get("relabeling")
+            out.append({"name": "coords: fabric vs plan", "ok": d["ok"],
+                        "summary": f"{d.get('routers_compared', 0)} routers compared"
+                                   + (f" under dimension order {rl['dimensions']}" if rl else "")
+                                   + f", {len(d['problems'])} inconsistent"})
+        if not out:
+            out.append({"name": "coords", "ok": s["ok"], "summary": f"KNS k={s['k']} n={s['n']} inferred"})
+        return out
+    if name == "routes":
+        und = sum(s["undelivered"].values())
+        out = [{"name": "routes: delivery", "ok": und == 0 and not s["switches_without_table"],
+                "summary": f"{s['delivered']} of {s['pairs']} (source port, LID) pairs delivered"
+                           + (f"; {', '.join(f'{v} {k}' for k, v in s['undelivered'].items() if v)}" if und else "")
+                           + (f"; {len(s['switches_without_table'])} switches without a table"
+                              if s["switches_without_table"] else "")}]
+        ex = s.get("extra_hops_histogram")
+        if ex is not None:
+            longer = sum(v for k, v in ex.items() if int(k) > 0)
+            out.append({"name": "routes: minimal", "ok": True, "info": True,
+                        "summary": f"{longer} routes longer than the shortest path"
+                                   + (f" (up to {max(int(k) for k in ex)} extra hops)" if longer else "")})
+        d = s["deadlock"]
+        out.append({"name": "routes: deadlock freedom", "ok": d["free"],
+                    "summary": (f"channel dependency graph acyclic ({d['dependencies']} dependencies, "
+                                f"{d['vls']} VL{'s' if d['vls'] > 1 else ''}, "
+                                f"{'SL2VL dump' if d['sl2vl'] else 'VL0 only'})") if d["free"] else
+                    f"credit loop: a cycle of {len(d['cycle'])} channels in the channel dependency graph"})
+        b = s["balance"]
+        perm = b.get("permutations")
+        out.append({"name": "routes: balance", "ok": True, "info": True,
+                    "summary": f"routes per inter-switch link min/mean/max {b['routes_per_link']['min']}/"
+                               f"{b['routes_per_link']['mean']}/{b['routes_per_link']['max']}; all-to-all max link "
+                               f"load {b['all_to_all_max_link_load']}"
+                               + (f"; {perm['count']} random permutations: max link load mean "
+                                  f"{perm['max_link_load']['mean']}, ebb estimate {perm['ebb_estimate']}"
+                                  if perm else "")})
+        if "expect" in s:
+            e = s["expect"]
+            if "error" in e:
+                out.append({"name": "routes: expect hdor", "ok": False, "summary": e["error"]})
+            else:
+                out.append({"name": "routes: hdor tables", "ok": e["tables_equal"],
+                            "summary": "identical to the reference" if e["tables_equal"] else
+                            f"{e['table_differences']} switches differ from the reference"})
+                dv = e["dimension_order"]
+                out.append({"name": "routes: dimension order", "ok": dv["violations"] == 0,
+                            "summary": f"{dv['violations']} of {dv['checked_pairs']} router/HCA routes leave "
+                                       f"dimension order"})
+        return out
+    if name == "run":
+        return [{"name": "run", "ok": bool(s.get("ok")),
+                 "summary": f"subnet {'up' if s.get('subnet_up') else 'NOT up'}, tables configured by "
+                            f"{s.get('engine') or 'no engine'}" + (" (FALLBACK)" if s.get("fallback") else "")}]
+    return [{"name": name, "ok": bool(s.get("ok")), "summary": ""}]
+
+
+# ------------------------------------------------------------------------------------ text
+
+def text(rep: dict) -> str:
+    lines = []
+    verdict = "PASS" if rep["ok"] else "FAIL"
+    lines.append(f"verify: {verdict}")
+    for c in rep["checks"]:
+        tag = "info" if c.get("info") else ("PASS" if c["ok"] else "FAIL")
+        lines.append(f"  {c['name']}: {tag}  {c['summary']}")
+    if "topology" in rep:
+        lines += _topology_text(rep["topology"])
+    if "coords" in rep:
+        lines += _coords_text(rep["coords"])
+    if "routes" in rep:
+        lines += _routes_text(rep["routes"])
+    return "\n".join(lines)
+
+
+def _cap(items: list[str], indent: str = "    ") -> list[str]:
+    out = [indent + x for x in items[:MAX_LINES]]
+    if len(items) > MAX_LINES:
+        out.append(f"{indent}... and {len(items) - MAX_LINES} more (see --json)")
+    return out
+
+
+def _topology_text(t: dict) -> list[str]:
+    out = ["", "topology details"]
+    if t["not_planned_topology"]:
+        out.append("  " + t["reason"])
+    for title, key in (("miswired cables (fixes)", "fixes"), ("missing cables", "missing_cables"),
+                       ("extra cables", "extra_cables"), ("missing devices", "missing_devices"),
+                       ("extra devices", "extra_devices"), ("degraded links", "degraded_links")):
+        items = t.get(key) or []
+        if items:
+            out.append(f"  {title}:")
+            out += _cap([x["text"] for x in items])
+    if t["ok"]:
+        out.append(f"  all {t['correct_cables']} cables as planned ({t['matching']['method']})")
+    return out
+
+
+def _coords_text(c: dict) -> list[str]:
+    out = ["", "coordinates details"]
+    if "error" in c:
+        return out + ["  " + c["error"]]
+    out.append(f"  KNS k={c['k']} n={c['n']} s={c['s']}: {c['routers']} routers, {c['switches']} indirect switches, "
+               f"{c['hcas']} HCAs")
+    for key, title in (("dump_vs_reference", "hdor dump vs reference"), ("reference_vs_plan", "fabric vs plan")):
+        if key in c:
+            d = c[key]
+            if key == "reference_vs_plan" and d.get("relabeling"):
+                dims = d["relabeling"]["dimensions"]
+                out.append("  relabeling: " + ", ".join(f"plan dimension {a} = found dimension {b}"
+                                                         for a, b in enumerate(dims)))
+            n_bad = len(d["problems"])
+            out.append(f"  {title}: " + ("consistent" if d["ok"] else f"{n_bad} inconsistent"))
+            out += _cap(d["problems"])
+    return out
+
+
+def _routes_text(r: dict) -> list[str]:
+    out = ["", "routes details",
+           f"  {r['source_ports']} source ports x {r['lids']} LIDs; {r['switches']} switches; {r['seconds']} s"]
+    for k, v in r.get("undelivered_examples", {}).items():
+        out.append(f"  {k}: {r['undelivered'][k]} pairs, e.g.")
+        out += _cap(v, "    ")
+    out.append("  route length (links from source port to destination port): "
+               + ", ".join(f"{k}: {v}" for k, v in r["length_histogram"].items()))
+    if r.get("extra_hops_histogram") is not None:
+        out.append("  hops beyond the shortest path: " + ", ".join(f"+{k}: {v}" for k, v in
+                                                                   r["extra_hops_histogram"].items()))
+    d = r["deadlock"]
+    if d["cycle"]:
+        out.append(f"  credit loop (channel dependency cycle, {len(d['cycle'])} channels; each channel's "
+                   f"routes wait for the next):")
+        out += _cap(d["cycle"], "    ")
+        out.append("    (and back to the first)")
+    e = r.get("expect")
+    if e and "error" not in e:
+        if e["table_difference_examples"]:
+            out.append("  tables differing from the hdor reference:")
+            out += _cap(e["table_difference_examples"], "    ")
+        if e["dimension_order"]["example"]:
+            out.append("  route out of dimension order, e.g. " + e["dimension_order"]["example"])
+    return out
+
+
+# ------------------------------------------------------------------------------------ html
+
+def write_html(rep: dict, path: str | Path) -> None:
+    esc = html.escape
+    rows = "".join(f"<tr class='{'info' if c.get('info') else ('ok' if c['ok'] else 'bad')}'>"
+                   f"<td>{'info' if c.get('info') else ('PASS' if c['ok'] else 'FAIL')}</td><td>{esc(c['name'])}</td>"
+                   f"<td>{esc(c['summary'])}</td></tr>" for c in rep["checks"])
+    details = esc(text(rep).split("\n", 1)[1] if "\n" in text(rep) else "")
+    doc = f"""<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>ibtool verify: {'PASS' if rep['ok'] else 'FAIL'}</title>
+<style>body{{font-family:sans-serif;margin:2em}} td{{padding:2px 8px;vertical-align:top}}
+tr.ok td:first-child{{color:#070;font-weight:bold}} tr.bad td:first-child{{color:#b00;font-weight:bold}}
+tr.info td:first-child{{color:#555}} pre{{background:#f4f4f4;padding:1em;overflow-x:auto}}</style></head>
+<body><h1>ibtool verify: {'PASS' if rep['ok'] else 'FAIL'}</h1>
+<p>{esc(', '.join(f'{k}: {v}' for k, v in rep['inputs'].items()))}</p>
+<table>{rows}</table>
+<h2>Details</h2><pre>{details}</pre>
+<h2>JSON</h2><pre>{esc(json.dumps(rep, indent=1))}</pre>
+</body></html>
+"""
+    Path(path).write_text(doc)
