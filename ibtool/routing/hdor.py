@@ -375,7 +375,7 @@ class _Topology:
         own = np.asarray(list(owners.values()), dtype=np.int64).reshape(-1, 2)
         onode, oport = own[:, 0], own[:, 1]
         otype = self.types[onode]
-        TC = np.full((NL, n), -1, dtype=np.int64)  # target coordinates (dimension index), -1 masked
+        TC = np.full((NL, n), -1, dtype=np.int32)  # target coordinates (dimension index), -1 masked
         T = np.full(NL, -1, dtype=np.int64)  # target router node (HCA/router targets)
         fin = np.zeros(NL, dtype=np.int64)  # port at T
         swlid = np.full(NL, -1, dtype=np.int64)  # indirect switch node (switch targets)
@@ -416,15 +416,17 @@ class _Topology:
         for lo in range(0, R, block):
             rows = self.routers[lo:lo + block]
             C = self.RC[lo:lo + block]
-            key = np.full((len(rows), NL), -1, dtype=np.int64)
-            for e in range(n - 1, -1, -1):
+            key = np.full((len(rows), NL), -1, dtype=np.int32)
+            differ = np.empty((len(rows), NL), dtype=bool)
+            for e in range(n - 1, -1, -1):  # the lowest differing dimension is written last
                 te = TC[:, e]
-                differ = (te[None, :] != C[:, e:e + 1]) & (te >= 0)[None, :]
-                key = np.where(differ, e * k + te[None, :], key)
+                np.not_equal(te[None, :], C[:, e:e + 1], out=differ)
+                differ &= (te >= 0)[None, :]
+                np.copyto(key, (e * k + te)[None, :], where=differ)
             plans = [self._router_plan(r, lids_of_switch, lids_of_router) for r in rows]
             table[lo:lo + len(rows)] = _fill(key, plans)
         # indirect switches: key = the target's coordinate in the switch's dimension (0 if masked)
-        keyd = np.where(TC >= 0, TC, 0)
+        keyd = np.where(TC >= 0, TC, 0).astype(np.int32)
         keyd[(~has_t) & (~is_sw)] = -1
         keyd = np.ascontiguousarray(keyd.T)  # (n, NL)
         for lo in range(0, len(self.indirect), block):
@@ -566,7 +568,21 @@ def _fill(key: np.ndarray, plans: list[_Plan]) -> np.ndarray:
     lut = np.full((b, K + 1), -1, dtype=np.int64)  # column K: key -1
     for i, p in enumerate(plans):
         lut[i, :len(p.lut)] = p.lut
-    ls = np.take_along_axis(lut, np.where(key >= 0, key, K), axis=1)
+    key = np.where(key >= 0, key, K)
+    if all(len(c) == 1 for p in plans for c in p.sets):  # no spreading: key -> port directly
+        S = max(len(p.sets) for p in plans)
+        first = np.full((b, S + 1), NO_ROUTE, dtype=np.uint8)
+        for i, p in enumerate(plans):
+            first[i, :len(p.sets)] = [c[0] for c in p.sets]
+        port_of_key = np.take_along_axis(first, np.where(lut >= 0, lut, S), axis=1)
+        out = np.take_along_axis(port_of_key, key, axis=1)
+        for i, p in enumerate(plans):
+            if p.fix_lids:
+                out[i, p.fix_lids] = first[i, p.fix_sets]
+            if p.fin_lids:
+                out[i, p.fin_lids] = p.fin_ports
+        return out
+    ls = np.take_along_axis(lut, key, axis=1)
     for i, p in enumerate(plans):
         if p.fix_lids:
             ls[i, p.fix_lids] = p.fix_sets
@@ -583,19 +599,20 @@ def _fill(key: np.ndarray, plans: list[_Plan]) -> np.ndarray:
                 multi.setdefault(sid, []).append(i)
     for sid, rows in multi.items():
         rows_a = np.asarray(rows)
-        mask = ls[rows_a] == sid
-        j = np.cumsum(mask, axis=1) - 1
+        r_idx, lids = np.nonzero(ls[rows_a] == sid)  # row-major: ascending LIDs within each row
+        if not len(r_idx):
+            continue
+        count = np.bincount(r_idx, minlength=len(rows))
+        start = np.concatenate(([0], np.cumsum(count)[:-1]))
+        j = np.arange(len(r_idx)) - start[r_idx]  # j-th LID with this set at this switch
         width = max(len(plans[i].sets[sid]) for i in rows)
         ptab = np.zeros((len(rows), width), dtype=np.uint8)
-        size = np.zeros((len(rows), 1), dtype=np.int64)
+        size = np.zeros(len(rows), dtype=np.int64)
         for r, i in enumerate(rows):
             c = plans[i].sets[sid]
             ptab[r, :len(c)] = c
-            size[r, 0] = len(c)
-        ports = np.take_along_axis(ptab, j % size, axis=1)
-        sub = out[rows_a]
-        sub[mask] = ports[mask]
-        out[rows_a] = sub
+            size[r] = len(c)
+        out[rows_a[r_idx], lids] = ptab[r_idx, j % size[r_idx]]
     for i, p in enumerate(plans):
         if p.fin_lids:
             out[i, p.fin_lids] = p.fin_ports
