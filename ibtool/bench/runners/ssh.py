@@ -8,6 +8,7 @@ Authentication is by key file (``ssh.key``) or SSH agent; passwords are not supp
 
 from __future__ import annotations
 
+import errno
 import posixpath
 import select
 import socket
@@ -72,6 +73,11 @@ class SSH(Transport):
             raise EnvironmentProblem(f"{self.label}: SSH failed: {e}") from None
         except (socket.timeout, TimeoutError):
             raise EnvironmentProblem(f"{self.label}: connection timed out after {c.connect_timeout:g} s") from None
+        except paramiko.ssh_exception.NoValidConnectionsError as e:
+            refused = all(isinstance(x, ConnectionRefusedError) or getattr(x, "errno", None) == errno.ECONNREFUSED
+                          for x in e.errors.values())
+            why = "connection refused (no SSH server on that port)" if refused else f"unreachable: {e}"
+            raise EnvironmentProblem(f"{self.label}: {why}") from None
         except ConnectionRefusedError:
             raise EnvironmentProblem(f"{self.label}: connection refused (no SSH server on that port)") from None
         except OSError as e:
