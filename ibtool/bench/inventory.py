@@ -175,7 +175,7 @@ class _Checker:
 
 LAUNCHER_KEYS = {"launcher", "mpirun", "args", "env", "nprocs"}
 SLURM_KEYS = {"login", "options", "poll", "srun_args", "env", "sbatch", "squeue", "sacct", "scontrol"}
-SM_KEYS = {"host", "opensm", "args", "env", "log", "pidfile", "stop", "timeout", "workdir"}
+SM_KEYS = {"host", "opensm", "args", "env", "stop", "timeout", "workdir"}
 BENCH_KEYS = {"type", "binary", "params", "nprocs", "hosts", "timeout"}
 TOP_KEYS = {"hosts", "ssh", "runner", "workdir", "launch_host", "parallel", "mpi", "slurm", "sm", "benchmarks"}
 
@@ -254,7 +254,7 @@ def parse(data, path: str = "<inventory>") -> Inventory:
         inv.sm = {"host": host, "opensm": c.string(sm.get("opensm", "opensm"), "sm.opensm"),
                   "args": c.strings(sm.get("args", []), "sm.args"), "env": c.env(sm.get("env"), "sm.env"),
                   "workdir": c.string(sm.get("workdir", "/tmp/ibtool-opensm"), "sm.workdir"),
-                  "stop": c.string(sm["stop"], "sm.stop") if "stop" in sm else None,
+                  "stop": c.string(sm["stop"], "sm.stop") if sm.get("stop") is not None else None,
                   "timeout": c.number(sm.get("timeout", 120), "sm.timeout")}
     benches = c.mapping(data.get("benchmarks"), "benchmarks", set(data.get("benchmarks") or {}))
     for name, b in benches.items():

@@ -1,0 +1,79 @@
+"""Routing-engine switching against a local ibsim fabric: OpenSM restarted with each engine,
+the engine that configured the tables read from its log, a silent fallback detected."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from benchkit import HPCC_PARAMS, OMPI_ENV, ibtool, write_yaml
+from ibtool.bench import engines
+from ibtool.bench.runners.base import Local
+from ibtool.errors import CheckFailed
+from ibtool.sim.runner import UMAD2SIM, ibsim
+
+pytestmark = pytest.mark.ibsim
+
+NET = "/usr/share/doc/ibsim-utils/net-examples/net.2sw2path4hca"
+
+
+def sm_config(sim, d: Path) -> dict:
+    return {"host": "local", "opensm": "opensm", "args": [], "timeout": 60, "stop": None, "workdir": str(d),
+            "env": {"IBSIM_SOCKNAME": sim.sockname, "LD_PRELOAD": UMAD2SIM, "OSM_TMP_DIR": str(d),
+                    "OSM_CACHE_DIR": str(d)}}
+
+
+def alive(pidfile: Path) -> bool:
+    try:
+        os.kill(int(pidfile.read_text()), 0)
+        return True
+    except (FileNotFoundError, ProcessLookupError, ValueError):
+        return False
+
+
+def test_switch_confirms_the_engine_and_detects_fallback(tmp_path):
+    with ibsim(NET, tmp_path / "sim") as sim:
+        sm = sm_config(sim, tmp_path / "osm")
+        t = Local()
+        ok = engines.switch(t, sm, "minhop")
+        assert ok["subnet_up"] and ok["engine"] == "minhop" and not ok["fallback"] and "error" not in ok
+        first_pid = (tmp_path / "osm" / "opensm.pid").read_text()
+        bad = engines.switch(t, sm, "updn")  # no root GUIDs on this fabric: updn declines, minhop routes
+        assert bad["subnet_up"] and bad["engine"] == "minhop" and bad["fallback"]
+        assert bad["error"].startswith("OpenSM fell back: minhop configured the tables, not updn")
+        assert (tmp_path / "osm" / "opensm.pid").read_text() != first_pid  # restarted, not reused
+        with pytest.raises(CheckFailed, match="fell back"):
+            engines.require(bad)
+        engines.stop(t, sm)
+        assert not (tmp_path / "osm" / "opensm.pid").exists()
+
+
+def test_campaign_switches_engines_and_fails_the_fallback_group(tmp_path):
+    with ibsim(NET, tmp_path / "sim") as sim:
+        inv = {
+            "hosts": [{"name": "local", "address": "127.0.0.1", "slots": 2}],
+            "runner": "local",
+            "workdir": str(tmp_path / "work"),
+            "mpi": {"launcher": "openmpi", "env": OMPI_ENV,
+                    "args": ["--oversubscribe", "--bind-to", "none", "--mca", "btl", "self,vader", "--mca", "pml", "ob1"]},
+            "sm": sm_config(sim, tmp_path / "osm"),
+            "benchmarks": {"hpcc": {"params": HPCC_PARAMS, "nprocs": 2, "timeout": 120}},
+        }
+        write_yaml(tmp_path / "inv.yaml", inv)
+        out = tmp_path / "camp"
+        p = ibtool("bench", "run", "-i", tmp_path / "inv.yaml", "-b", "hpcc", "-e", "minhop,updn", "-o", out,
+                   "--no-progress", check=1)
+        assert "ok 1, failed 1" in p.stdout
+        assert "engine updn: OpenSM fell back: minhop configured the tables, not updn" in p.stderr
+        good = json.loads((out / "runs/minhop--hpcc--linear--r1/run.json").read_text())
+        assert good["status"] == "ok" and good["engine"] == "minhop" and good["engine_check"] == "engines/minhop.json"
+        bad = json.loads((out / "runs/updn--hpcc--linear--r1/run.json").read_text())
+        assert bad["status"] == "failed" and "exit_code" not in bad  # never launched
+        assert bad["reasons"][0].startswith("routing engine updn not in effect: OpenSM fell back")
+        check = json.loads((out / "engines/updn.json").read_text())
+        assert check["fallback"] is True and check["engine"] == "minhop" and check["requested_engine"] == "updn"
+        assert json.loads((out / "engines/minhop.json").read_text())["engine"] == "minhop"
+        assert not alive(tmp_path / "osm" / "opensm.pid")  # the campaign stops the OpenSM it started
