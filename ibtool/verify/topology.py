@@ -44,6 +44,23 @@ def _signature(f: Fabric, adj, i: int) -> tuple:
     return (f.types[i], tuple(sorted((p, q, f.types[j]) for p, (j, q) in adj[i].items())))
 
 
+def _signatures(f: Fabric, adj, rounds: int) -> list:
+    """Colour refinement with port labels: round 1 is the node's own ports and the far ports;
+    each further round adds the neighbours' colours by port."""
+    sig = [_signature(f, adj, i) for i in range(f.num_nodes)]
+    for _ in range(rounds - 1):
+        sig = [(sig[i], tuple(sorted((p, q, hash(sig[j])) for p, (j, q) in adj[i].items())))
+               for i in range(f.num_nodes)]
+    return sig
+
+
+def _unique_pairs(plan: Fabric, found: Fabric, pa, fa, rounds: int) -> list[tuple[int, int]]:
+    sp, sf = _signatures(plan, pa, rounds), _signatures(found, fa, rounds)
+    cp, cf = Counter(sp), Counter(sf)
+    where = {s: j for j, s in enumerate(sf) if cf[s] == 1}
+    return [(i, where[s]) for i, s in enumerate(sp) if cp[s] == 1 and s in where]
+
+
 @dataclass
 class Matching:
     to_plan: dict[int, int]  # discovered node -> plan node
@@ -66,15 +83,11 @@ def match(plan: Fabric, found: Fabric, names: bool = False) -> Matching:
     if names and named:
         return Matching(_percolate(plan, found, pa, fa, named), len(named), "node-name-map + structure")
     cands: list[tuple[int, int, Matching]] = []
-    ps = Counter(_signature(plan, pa, i) for i in range(plan.num_nodes))
-    fs: dict[tuple, list[int]] = defaultdict(list)
-    for j in range(found.num_nodes):
-        fs[_signature(found, fa, j)].append(j)
-    seeds = []
-    for i in range(plan.num_nodes):
-        sg = _signature(plan, pa, i)
-        if ps[sg] == 1 and len(fs.get(sg, ())) == 1:
-            seeds.append((i, fs[sg][0]))
+    # anchors from two rounds of refinement (a wrong cable can make a device look like another
+    # one from its own ports, rarely from its neighbours' too); one round if that leaves too few
+    seeds = _unique_pairs(plan, found, pa, fa, 2)
+    if len(seeds) < 3:
+        seeds = _unique_pairs(plan, found, pa, fa, 1)
     if seeds:
         m = _percolate(plan, found, pa, fa, seeds)
         cands.append((_agree(pa, fa, m), 0, Matching(m, len(seeds), "structure")))
@@ -108,7 +121,16 @@ def _agree(pa, fa, m: dict[int, int]) -> int:
 
 
 def _percolate(plan: Fabric, found: Fabric, pa, fa, seeds) -> dict[int, int]:
-    """Percolation matching from seed pairs (plan node, found node); returns found -> plan."""
+    """Percolation matching from seed pairs (plan node, found node); returns found -> plan.
+
+    A: the pair with the most votes is matched next (votes come from matched neighbours on the
+       same port number; 2 when the far port agrees too);
+    B: when no pair has votes, devices next to matched ones are compared by how many of their
+       cables lead to the right matched devices, whatever the ports; the best pair is matched
+       and A resumes;
+    C: what is left (devices whose every cable is wrong, or missing) is paired by type, equal
+       names first.
+    """
     to_plan: dict[int, int] = {}
     to_found: dict[int, int] = {}
     votes: dict[tuple[int, int], int] = defaultdict(int)
@@ -129,52 +151,129 @@ def _percolate(plan: Fabric, found: Fabric, pa, fa, seeds) -> dict[int, int]:
             votes[key] += 2 if q == q2 else 1
             heapq.heappush(heap, (-votes[key], i2, j2))
 
+    def run_votes():
+        while heap:
+            v, i, j = heapq.heappop(heap)
+            if i in to_found or j in to_plan or -v != votes[(i, j)]:
+                continue
+            accept(i, j)
+
     for i, j in seeds:
         if i not in to_found and j not in to_plan and pt[i] == ft[j]:
             accept(i, j)
-    while heap:
-        v, i, j = heapq.heappop(heap)
-        if i in to_found or j in to_plan or -v != votes[(i, j)]:
-            continue
-        if -v < 2:
-            break
-        accept(i, j)
-    # left over: pair by local agreement, names as a tie-break, then by order
-    for _round in range(3):
-        left_p = [i for i in range(plan.num_nodes) if i not in to_found]
-        left_f = [j for j in range(found.num_nodes) if j not in to_plan]
-        if not left_p or not left_f:
-            break
-        cand = []
-        for j in left_f:
-            for i in left_p:
-                if pt[i] != ft[j]:
-                    continue
-                sc = 0
-                for p, (j2, q) in fa[j].items():
-                    t = pa[i].get(p)
-                    if t is not None and to_plan.get(j2) == t[0]:
-                        sc += 2 if t[1] == q else 1
-                # how many of i's planned neighbours sit on ports of j's matched neighbours
-                for p, (i2, q) in pa[i].items():
-                    j2 = to_found.get(i2)
-                    if j2 is not None and fa[j2].get(q, (None,))[0] == j:
-                        sc += 1
-                same = plan.names[i] == found.names[j]
-                cand.append((-sc, not same, i, j))
-        cand.sort()
-        progress = False
-        for negsc, _, i, j in cand:
-            if i in to_found or j in to_plan:
+    run_votes()
+    while True:  # B
+        best = None
+        for j in range(found.num_nodes):
+            if j in to_plan:
                 continue
-            if negsc == 0 and _round < 2:
-                continue  # first pair what has evidence; evidence may appear for the rest
+            sc: dict[int, int] = defaultdict(int)
+            for p, (j2, q) in fa[j].items():
+                i2 = to_plan.get(j2)
+                if i2 is None:
+                    continue
+                for p2, (i, q2) in pa[i2].items():
+                    if i in to_found or pt[i] != ft[j]:
+                        continue
+                    sc[i] += 1 + (q2 == p) + (p2 == q)
+            for i, v in sc.items():
+                cand = (v, plan.names[i] == found.names[j], -i, -j)
+                if best is None or cand > best:
+                    best = cand
+        if best is None:
+            break
+        accept(-best[2], -best[3])
+        run_votes()
+    # C
+    left_f = [j for j in range(found.num_nodes) if j not in to_plan]
+    left_p = [i for i in range(plan.num_nodes) if i not in to_found]
+    by_name = defaultdict(list)
+    for i in left_p:
+        by_name[plan.names[i]].append(i)
+    for j in list(left_f):
+        for i in by_name.get(found.names[j], ()):
+            if i not in to_found and pt[i] == ft[j]:
+                to_plan[j] = i
+                to_found[i] = j
+                break
+    for j in left_f:
+        if j in to_plan:
+            continue
+        for i in sorted(left_p, key=lambda i: abs(len(pa[i]) - len(fa[j]))):
+            if i not in to_found and pt[i] == ft[j]:
+                to_plan[j] = i
+                to_found[i] = j
+                break
+    _repair(plan, found, pa, fa, to_plan, to_found)
+    return to_plan
+
+
+def _repair(plan, found, pa, fa, to_plan, to_found, rounds: int = 4) -> None:
+    """Local search: re-assign a device to the plan device its matched neighbours say it is
+    (exchanging with the current holder) whenever that makes more cables agree. This undoes
+    anchors that a wrong cable made look like another device."""
+    pt, ft = plan.types, found.types
+
+    def local(nodes) -> int:
+        seen, n = set(), 0
+        for j in nodes:
+            if j is None or j not in to_plan:
+                continue
+            i = to_plan[j]
+            for p, (j2, q) in fa[j].items():
+                key = (min((j, p), (j2, q)), max((j, p), (j2, q)))
+                if key in seen:
+                    continue
+                seen.add(key)
+                i2 = to_plan.get(j2)
+                if i2 is not None and pa[i].get(p) == (i2, q):
+                    n += 1
+        return n
+
+    def assign(j, i):
+        if j is None:
+            return
+        if i is None:
+            to_plan.pop(j, None)
+        else:
             to_plan[j] = i
             to_found[i] = j
-            progress = True
-        if not progress and _round >= 2:
+
+    for _ in range(rounds):
+        improved = False
+        for j in range(found.num_nodes):
+            props: Counter = Counter()
+            for p, (j2, q) in fa[j].items():
+                i2 = to_plan.get(j2)
+                if i2 is None:
+                    continue
+                t = pa[i2].get(q)
+                if t is not None and t[1] == p:
+                    props[t[0]] += 1
+            for i_new, _cnt in props.most_common(2):
+                i_old = to_plan.get(j)
+                if i_new == i_old or pt[i_new] != ft[j]:
+                    continue
+                j_other = to_found.get(i_new)
+                before = local([j, j_other])
+                assign(j, i_new)
+                if j_other is not None:
+                    assign(j_other, i_old)
+                if i_old is not None and j_other is None:
+                    to_found.pop(i_old, None)
+                after = local([j, j_other])
+                if after > before:
+                    improved = True
+                    break
+                assign(j, i_old)  # revert
+                if j_other is not None:
+                    assign(j_other, i_new)
+                else:
+                    to_found.pop(i_new, None)
+                    if i_old is not None:
+                        to_found[i_old] = j
+        if not improved:
             break
-    return to_plan
 
 
 # ------------------------------------------------------------------------------------ diff
@@ -338,7 +437,8 @@ def compare(plan: Fabric, found: Fabric, names: bool = False) -> TopologyReport:
             if r[1] < speed:
                 what.append(f"{SPEEDS[r[1]] if r[1] >= 0 else '?'} instead of {SPEEDS[speed]}")
             ends = f"{_fmt_end(ident(a), pa_)} - {_fmt_end(ident(b), pb)}"
-            rep.degraded_links.append({"cable": ends, "rate": found.link_rate[li], "fabric_rate": rep.fabric_rate,
+            rep.degraded_links.append({"cable": ends, "ends": [short(fend(a, pa_)), short(fend(b, pb))],
+                                       "rate": found.link_rate[li], "fabric_rate": rep.fabric_rate,
                                        "text": f"{ends} came up {found.link_rate[li]}: {' and '.join(what)} "
                                                f"(the rest of the fabric runs {rep.fabric_rate}); reseat or "
                                                f"replace the cable, check both ports"})

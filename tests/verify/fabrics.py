@@ -39,6 +39,7 @@ class Cabling:
         self.links = links_of(plan)
         self.rates: dict[int, str] = {}
         self.rng = random.Random(seed)
+        self.seed = seed
         self.done: list[tuple] = []
         self.touched: set[int] = set()  # link indices already faulted
         self.removed: set[int] = set()
@@ -58,7 +59,9 @@ class Cabling:
         if (self.plan.names[x], px) != (a, pa):
             x, px, y, py = y, py, x, px
         dest = self.plan.index(to) if to else y
-        port = to_port or free_ports(self.plan, self.links, dest)[0]
+        # a port free in the plan and still free now
+        port = to_port or [p for p in free_ports(self.plan, self.links, dest)
+                           if p in free_ports(self.plan, links_of(self.plan), dest)][0]
         self.links[li] = [x, px, dest, port]
         self.touched.add(li)
         self.done.append(("move", f"{a}[{pa}]", f"{self.plan.names[dest]}[{port}]", f"{self.plan.names[y]}[{py}]"))
@@ -97,7 +100,7 @@ class Cabling:
         links = [self.links[li] for li in keep]
         rates = {k: self.rates.get(li, rate) for k, li in enumerate(keep)}
         order = list(range(self.plan.num_nodes))
-        self.rng.shuffle(order)
+        random.Random(self.seed).shuffle(order)  # the same disguise every time
         newid = {i: k for k, i in enumerate(order)}
         if disguise:
             def rename(i):
@@ -123,3 +126,28 @@ def fat_tree(k: int = 4, name: str = "fattree") -> Fabric:
         for j, s in enumerate(spines):
             f.add_link(leaf, s, k + j + 1, i + 1)
     return f
+
+
+def write_net(f: Fabric, path, degraded: dict | None = None) -> None:
+    """Write `f` as an ibsim net file; links in `degraded` ({link index: width}) come up that narrow
+    (ibsim's `w=` option, on both ends of the link)."""
+    from ibtool.formats import ibnetdiscover
+    ibnetdiscover.write(f, path)
+    if not degraded:
+        return
+    ids = {ibnetdiscover.node_id(f, i): i for i in range(f.num_nodes)}
+    want = {}
+    for li, w in degraded.items():
+        want[(f.link_a[li], f.link_pa[li])] = w
+        want[(f.link_b[li], f.link_pb[li])] = w
+    out, cur = [], None
+    import re
+    for line in open(path).read().split("\n"):
+        m = re.match(r'^(?:Switch|Ca)\s+\d+\s+"([^"]+)"', line)
+        if m:
+            cur = ids[m.group(1)]
+        m = re.match(r"^\[(\d+)\]", line)
+        if m and cur is not None and (cur, int(m.group(1))) in want:
+            line = line.split("\t\t#")[0] + f"\tw={want[(cur, int(m.group(1)))]}"
+        out.append(line)
+    open(path, "w").write("\n".join(out))
