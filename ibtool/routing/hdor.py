@@ -174,6 +174,9 @@ class _Topology:
 
         is_sw = types == SWITCH
         is_ca = types == CA
+        for i in np.flatnonzero(~is_sw & ~is_ca)[:1]:
+            raise NotKNS(f"node {f.guids[int(i)]:#018x} '{f.names[int(i)]}' is neither a switch nor a CA "
+                         f"(an InfiniBand router)")
         router = np.zeros(self.N, dtype=bool)
         router[sn[is_sw[sn] & is_ca[sp]]] = True
         self.is_router = router
@@ -354,6 +357,13 @@ class _Topology:
                             lst.append(j)
             g.hops = np.asarray([_bfs(adj, j) for j in range(ns)], dtype=np.int64).reshape(ns, ns)
 
+    def _member_distances(self) -> np.ndarray:
+        """dvec[X, j] = dist(X, member with coordinate j of X's group) for every indirect switch X."""
+        dvec = np.zeros((self.N, self.k), dtype=np.int64)
+        for g in self.groups:
+            dvec[g.switches] = np.stack([g.dist(m) for m in g.by_coord], axis=1)
+        return dvec
+
     def _stages(self) -> int:
         """1 + max over groups of min over switches of the hops to the farthest router-linked switch."""
         s = 1
@@ -425,15 +435,30 @@ class _Topology:
                 np.copyto(key, (e * k + te)[None, :], where=differ)
             plans = [self._router_plan(r, lids_of_switch, lids_of_router) for r in rows]
             table[lo:lo + len(rows)] = _fill(key, plans)
-        # indirect switches: key = the target's coordinate in the switch's dimension (0 if masked)
+        # indirect switches: key = the coordinate, in the switch's dimension, of the member the packet
+        # heads for: the target's own coordinate; for a switch of another group of the same
+        # dimension, the j minimising dist(W, member j) + dist(D, member j of D's group)
         keyd = np.where(TC >= 0, TC, 0).astype(np.int32)
         keyd[(~has_t) & (~is_sw)] = -1
         keyd = np.ascontiguousarray(keyd.T)  # (n, NL)
+        dvec = self._member_distances()
+        same_dim = []  # per dimension: switch-target LIDs of that dimension, their distinct dist vectors
+        sw_dim = np.full(NL, -1, dtype=np.int64)
+        sw_dim[is_sw] = np.asarray([G[g].dim for g in range(len(G))], dtype=np.int64)[self.group_of[swlid[is_sw]]]
+        for e in range(n):
+            lids_e = np.flatnonzero(sw_dim == e)
+            uniq, inv = np.unique(dvec[swlid[lids_e]], axis=0, return_inverse=True)
+            same_dim.append((lids_e, uniq, inv.reshape(-1)))
         for lo in range(0, len(self.indirect), block):
             rows = self.indirect[lo:lo + block]
-            dims = np.asarray([G[self.group_of[w]].dim for w in rows], dtype=np.int64)
+            dims = [G[self.group_of[w]].dim for w in rows]
+            key = keyd[dims]
+            for i, (w, e) in enumerate(zip(rows, dims)):
+                lids_e, uniq, inv = same_dim[e]
+                if len(lids_e):
+                    key[i, lids_e] = np.argmin(uniq + dvec[w][None, :], axis=1)[inv]  # lowest j on ties
             plans = [self._switch_plan(w, lids_of_switch) for w in rows]
-            table[R + lo:R + lo + len(rows)] = _fill(keyd[dims], plans)
+            table[R + lo:R + lo + len(rows)] = _fill(key, plans)
 
         tables = Tables()
         for i, w in enumerate(switches):

@@ -189,8 +189,12 @@ def oracle(f: Fabric, res) -> dict[int, np.ndarray]:
                         M = member_with(gi, e, tg[3][e])
                     elif tg[3] != e:
                         M = member_with(gi, e, tg[4][e])
-                    else:
-                        M = member_with(gi, e, 0)
+                    else:  # another group of dimension e: the j with the least in-group distances
+                        _, D, gD = tg[:3]
+                        k = len(members[gi])
+                        cost = [dist_member(gi, member_with(gi, e, j))[W] + dist_member(gD, member_with(gD, e, j))[D]
+                                for j in range(k)]
+                        M = member_with(gi, e, cost.index(min(cost)))
                     direct = tuple(sorted(port for port, p, _ in f.neighbors(W) if p == M))
                     C = direct or switch_toward(W, gi, dist_member(gi, M))
             assert C, (f.names[W], L)
