@@ -146,6 +146,7 @@ typedef struct hdor_pass {
 	int ready;		/* analysis done, tables may be written */
 	int own_hops;		/* this pass filled the hop matrices itself */
 	struct timespec t0;
+	uint64_t us_analysis, us_hops, us_tables, us_dump;
 } hdor_pass_t;
 
 typedef struct hdor_ctx {
@@ -1501,9 +1502,12 @@ static int hdor_build_lid_matrices(void *context)
 		pass_free(P);
 		return -1;
 	}
+	P->us_analysis = usec_since(&P->t0);
 	ctx->pass = P;
 	if (P->s == 1 && !getenv("HDOR_OPENSM_HOPS")) {
-		if (fill_hops(P) == 0) {
+		int rc = fill_hops(P);
+		P->us_hops = usec_since(&P->t0) - P->us_analysis;
+		if (rc == 0) {
 			P->own_hops = 1;
 			OSM_LOG(&osm->log, OSM_LOG_VERBOSE,
 				"hdor: hop matrices of %d switches filled from coordinates\n", P->nsw);
@@ -1546,14 +1550,21 @@ static int hdor_build_fwd_tables(void *context)
 			return -1;
 		}
 	}
-	for (w = 0; w < P->nsw; w++)
-		route_switch(P, w);
-	if (write_dump(ctx, P, path, sizeof(path)))
-		OSM_LOG(&osm->log, OSM_LOG_ERROR, "hdor: cannot write %s: %s\n", path, strerror(errno));
+	{
+		uint64_t t = usec_since(&P->t0);
+		for (w = 0; w < P->nsw; w++)
+			route_switch(P, w);
+		P->us_tables = usec_since(&P->t0) - t;
+		t += P->us_tables;
+		if (write_dump(ctx, P, path, sizeof(path)))
+			OSM_LOG(&osm->log, OSM_LOG_ERROR, "hdor: cannot write %s: %s\n", path, strerror(errno));
+		P->us_dump = usec_since(&P->t0) - t;
+	}
 	OSM_LOG(&osm->log, OSM_LOG_INFO,
-		"hdor: routed k=%u n=%u s=%u: %d switches, %u LIDs, %" PRIu64 " us (pass %lu, %s hop matrices)\n",
-		P->k, P->n, P->s, P->nsw, P->nlids, usec_since(&P->t0), ctx->passes,
-		P->own_hops ? "own" : "OpenSM");
+		"hdor: routed k=%u n=%u s=%u: %d switches, %u LIDs, %" PRIu64 " us (pass %lu; analysis %" PRIu64
+		" us, %s hop matrices %" PRIu64 " us, tables %" PRIu64 " us, dump %" PRIu64 " us)\n",
+		P->k, P->n, P->s, P->nsw, P->nlids, usec_since(&P->t0), ctx->passes, P->us_analysis,
+		P->own_hops ? "own" : "OpenSM's", P->us_hops, P->us_tables, P->us_dump);
 	pass_free(P);
 	return 0;
 }
