@@ -1217,11 +1217,9 @@ static int fill_hops(hdor_pass_t *P)
 				sw->hops[lid] = row;
 			}
 			memset(row, OSM_NO_PATH, np);
-			if (w == d) {
-				row[0] = 0;
-				continue;
-			}
-			best = OSM_NO_PATH;
+			/* like OpenSM's relaxation, the own LID also gets the ports' hop counts
+			 * (there and back), with 0 as the minimum */
+			best = w == d ? 0 : OSM_NO_PATH;
 			for (l = W->loff; l < W->loff + W->ln; l++) {
 				hlink_t *lk = &P->links[l];
 				unsigned h;

@@ -194,3 +194,39 @@ def test_c_tables_equal_python_reference(tmp_path, args):
     s, log, run = sim(tmp_path, net)
     assert s["engine"] == "hdor" and not s["fallback"]
     assert_equals_reference(run)
+
+
+def lid_matrix(path: Path) -> dict:
+    """opensm-lid-matrix.dump -> {(switch guid, target port guid): hops per port}"""
+    out, sw = {}, None
+    for ln in path.read_text().splitlines():
+        if ln.startswith("Switch: guid "):
+            sw = int(ln.split()[2], 16)
+        elif ln.startswith("0x") and "# portguid" in ln:
+            hops, pg = ln.split(":", 1)[1].split("# portguid")
+            out[(sw, int(pg, 16))] = hops.split()
+    return out
+
+
+@pytest.mark.parametrize("args", [["--k", "4", "--n", "2", "--multiplicity", "2"], ["--k", "3", "--n", "3"]],
+                         ids=["kns-4-2-m2", "kns-3-3"])
+def test_own_hop_matrices_equal_opensm_min_hop(tmp_path, args):
+    """With s = 1 hdor fills OpenSM's hop matrices from the coordinates (and returns 0 from
+    build_lid_matrices); they must equal the matrices OpenSM's own min-hop relaxation builds
+    (HDOR_OPENSM_HOPS=1 makes hdor return 1 and leave them to OpenSM), port by port."""
+    net = plan(tmp_path, *args)
+    (tmp_path / "own").mkdir()
+    _, _, run1 = sim(tmp_path / "own", net)
+    ref_dir = tmp_path / "ref"
+    ref_dir.mkdir()
+    run2 = ref_dir / "run"
+    ibtool("sim", "run", net, "--engine", "hdor,minhop", "--out", run2, "--no-discover",
+           env={"HDOR_OPENSM_HOPS": "1"}, check=0)
+    log1 = (run1 / "opensm.log").read_text()
+    log2 = (run2 / "opensm.log").read_text()
+    assert "own hop matrices" in log1 and "OpenSM's hop matrices" in log2
+    m1, m2 = lid_matrix(run1 / "osm" / "opensm-lid-matrix.dump"), lid_matrix(run2 / "osm" / "opensm-lid-matrix.dump")
+    assert len(m1) == len(m2) > 0
+    assert m1 == m2
+    # and the tables do not depend on who built the matrices
+    assert (run1 / "osm" / "opensm-lfts.dump").read_text() == (run2 / "osm" / "opensm-lfts.dump").read_text()
