@@ -66,12 +66,19 @@ def _checks(name: str, s: dict) -> list[dict]:
             out.append({"name": "coords", "ok": s["ok"], "summary": f"KNS k={s['k']} n={s['n']} inferred"})
         return out
     if name == "routes":
-        und = sum(s["undelivered"].values())
-        out = [{"name": "routes: delivery", "ok": und == 0 and not s["switches_without_table"],
+        from ibtool.verify.routes import delivery_ok
+        ss = s["undelivered_switch_to_switch"]
+        und = {k: v - (ss[k] if k == "black hole (no LFT entry)" else 0) for k, v in s["undelivered"].items()}
+        out = [{"name": "routes: delivery", "ok": delivery_ok(s),
                 "summary": f"{s['delivered']} of {s['pairs']} (source port, LID) pairs delivered"
-                           + (f"; {', '.join(f'{v} {k}' for k, v in s['undelivered'].items() if v)}" if und else "")
+                           + (f"; {', '.join(f'{v} {k}' for k, v in und.items() if v)}" if any(und.values()) else "")
                            + (f"; {len(s['switches_without_table'])} switches without a table"
                               if s["switches_without_table"] else "")}]
+        if ss.get("black hole (no LFT entry)"):
+            out.append({"name": "routes: switch to switch", "ok": True, "info": True,
+                        "summary": f"{ss['black hole (no LFT entry)']} pairs without an LFT entry"
+                                   + " between switches only (management traffic; up/down engines do not "
+                                     "route between roots)"})
         ex = s.get("extra_hops_histogram")
         if ex is not None:
             longer = sum(v for k, v in ex.items() if int(k) > 0)
