@@ -1,23 +1,10 @@
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = ROOT / "fixtures"
-IBTOOL = [sys.executable, "-m", "ibtool.cli.main"]
-
-
-def ibtool(*args, env=None, check=None, timeout=600):
-    """Run the real `ibtool` command line, as a user would."""
-    p = subprocess.run([*IBTOOL, *map(str, args)], capture_output=True, text=True, cwd=ROOT,
-                       env={**os.environ, **(env or {})}, timeout=timeout)
-    if check is not None and p.returncode != check:
-        raise AssertionError(f"ibtool {' '.join(map(str, args))}: exit {p.returncode}, expected {check}\n"
-                             f"stdout:\n{p.stdout}\nstderr:\n{p.stderr}")
-    return p
+sys.path.insert(0, str(Path(__file__).parent))  # for `from support import ...`
+from support import ibtool  # noqa: E402
 
 
 @pytest.fixture

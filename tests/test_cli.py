@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from conftest import ibtool
+from support import ibtool
 
 
 def test_help_has_examples():

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from conftest import FIXTURES
+from support import FIXTURES
 from ibtool.errors import InputError
 from ibtool.formats import ibnetdiscover, lft, node_name_map
 from ibtool.topologies.kns import kns

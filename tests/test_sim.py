@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from conftest import ROOT, ibtool
+from support import ROOT, ibtool
 from ibtool.formats import ibnetdiscover
 from ibtool.topologies.kns import kns
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ibtool
+from support import ibtool
 from hdor_walk import check_routes, fat_tree, libhdor, read_hdor_dump, rebuild  # noqa: F401
 from ibtool.formats import ibnetdiscover
 from ibtool.topologies.kns import kns

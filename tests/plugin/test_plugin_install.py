@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ibtool
+from support import ibtool
 from hdor_walk import PLUGIN, libhdor  # noqa: F401
 from ibtool.cli.plugin import multiarch_libdir, update_conf
 from ibtool.formats import ibnetdiscover

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from conftest import ibtool
+from support import ibtool
 from hdor_helpers import walk
 from ibtool.formats import ibnetdiscover, lft
 from ibtool.routing import hdor

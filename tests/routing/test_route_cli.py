@@ -5,7 +5,7 @@ import re
 
 import numpy as np
 
-from conftest import FIXTURES, ibtool
+from support import FIXTURES, ibtool
 from hdor_helpers import walk
 from ibtool.formats import ibnetdiscover, lft
 from ibtool.routing import hdor

@@ -8,7 +8,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from conftest import ibtool
+from support import ibtool
 from fabrics import fat_tree
 from ibtool.fabric import CA, SWITCH
 from ibtool.formats import ibnetdiscover, lft

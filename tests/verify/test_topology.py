@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from conftest import ibtool
+from support import ibtool
 from fabrics import Cabling, fat_tree, write_net
 from ibtool.fabric import Fabric
 from ibtool.formats import ibnetdiscover, node_name_map
