@@ -9,7 +9,9 @@ refer to it.
 
 How the tables are filled fast: a switch's candidate set for a LID depends only on a small *key*
 of the LID's target (a router: the lowest dimension e in which the target differs and the target's
-e-coordinate; an indirect switch: the target's coordinate in the switch's dimension), plus a few
+e-coordinate; an indirect switch: the coordinate, in its dimension, of the member it sends to —
+the target's own, or for a switch of another group of that dimension the member chosen by the
+in-group distances of section 4), plus a few
 fix-ups (the switch's own LIDs, its HCAs, switches of its own groups). So each switch gets a small
 lookup table key -> candidate set, the keys of all LIDs are computed with numpy for blocks of
 switches at once, and the spreading rule (the j-th LID with candidate set C takes C[j mod |C|])
@@ -447,6 +449,9 @@ class _Topology:
         sw_dim[is_sw] = np.asarray([G[g].dim for g in range(len(G))], dtype=np.int64)[self.group_of[swlid[is_sw]]]
         for e in range(n):
             lids_e = np.flatnonzero(sw_dim == e)
+            if not len(lids_e):
+                same_dim.append((lids_e, None, None))
+                continue
             uniq, inv = np.unique(dvec[swlid[lids_e]], axis=0, return_inverse=True)
             same_dim.append((lids_e, uniq, inv.reshape(-1)))
         for lo in range(0, len(self.indirect), block):

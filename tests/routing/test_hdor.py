@@ -325,6 +325,29 @@ def test_declines_groups_that_are_not_a_grid():
     assert "dimension" in e.value.reason or "hyperplane" in e.value.reason
 
 
+def test_declines_infiniband_router_nodes():
+    f = kns(3, 2)
+    f.add_node(3, "ib-router", 2, "router")
+    assign_lids(f)
+    with pytest.raises(hdor.NotKNS, match="'ib-router' is neither a switch nor a CA"):
+        hdor.compute(f)
+
+
+def test_switches_without_lids_still_route_every_hca():
+    f = kns_with_lids(3, 2)
+    for key in [key for key in f.port_lids if f.types[key[0]] == SWITCH]:
+        del f.port_lids[key]
+    r = hdor.compute(f)
+    owners = f.lid_owners()
+    assert r.lids == len(owners) == 9
+    want = oracle(f, r)
+    for g, row in want.items():
+        assert (r.tables.lft[g] == row).all()
+    for w in r.routers + r.switches:
+        for L in owners:
+            walk(f, r.tables, w, L, owners)
+
+
 def test_plan_without_lids_is_an_input_error():
     with pytest.raises(InputError, match="no LIDs"):
         hdor.compute(kns(3, 2))
