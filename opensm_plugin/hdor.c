@@ -1191,21 +1191,55 @@ static inline unsigned sw_dist(const hdor_pass_t *P, int a, int b)
 	return 2 * h + (fa >= 0) + (fb >= 0);
 }
 
-/* fills sw->hops for every switch LID as OpenSM's min-hop matrix would; returns 0, or -1 on
- * allocation failure (the next engine then rebuilds the matrices) */
+/* fills sw->hops for every switch LID as OpenSM's min-hop matrix would (every port toward a
+ * switch neighbour, the minimum in port 0, 0 for the own LID); returns 0, or -1 on allocation
+ * failure (OpenSM then builds the matrices).  With s = 1 a router's switch neighbours are the
+ * indirect switches of its lines and an indirect switch's neighbours are the routers of its line,
+ * so per (switch, target) one pass over the dimensions gives every port's count. */
 static int fill_hops(hdor_pass_t *P)
 {
-	int w, d;
+	unsigned n = P->n, e;
+	int w, d, ret = -1;
 	uint32_t l;
+	const uint8_t **pc = xcalloc(P->nsw, sizeof(*pc));
+	int *pf = xcalloc(P->nsw, sizeof(int));
+	uint8_t *nport = xcalloc(P->nlinks, 1);
+	int *nidx = xcalloc(P->nlinks, sizeof(int));
 
+	if (!pc || !pf || !nport || !nidx)
+		goto out;
+	for (w = 0; w < P->nsw; w++) {
+		if (P->sw[w].router >= 0) {
+			pc[w] = P->coord + (size_t)P->sw[w].router * n;
+			pf[w] = -1;
+		} else {
+			pc[w] = P->gcoord + (size_t)P->sw[w].group * n;
+			pf[w] = P->grp[P->sw[w].group].dim;
+		}
+	}
 	for (w = 0; w < P->nsw; w++) {
 		osm_switch_t *sw = P->sw[w].sw;
 		hsw_t *W = &P->sw[w];
-		unsigned np = sw->num_ports;
+		unsigned np = sw->num_ports, nn = 0, i;
+		const uint8_t *cw = pc[w];
+		int fw = pf[w], generic = 0;
 		if (!sw->hops || sw->num_hops <= sw->max_lid_ho)
-			return -1;
+			goto out;
+		for (l = W->loff; l < W->loff + W->ln; l++) {
+			hlink_t *lk = &P->links[l];
+			if (lk->kind != N_SWITCH || lk->port >= np)
+				continue;
+			/* router-router or indirect-indirect links: not a KNS line, count generically */
+			if ((fw < 0) == (pf[lk->idx] < 0))
+				generic = 1;
+			nport[nn] = lk->port;
+			nidx[nn++] = lk->idx;
+		}
 		for (d = 0; d < P->nsw; d++) {
 			uint16_t lid = P->sw[d].base_lid;
+			const uint8_t *cd = pc[d];
+			int fd = pf[d];
+			unsigned mm = 0, h0;
 			uint8_t *row, best;
 			if (!lid || lid > sw->max_lid_ho)
 				continue;
@@ -1213,29 +1247,48 @@ static int fill_hops(hdor_pass_t *P)
 			if (!row) {
 				row = malloc(np);
 				if (!row)
-					return -1;
+					goto out;
 				sw->hops[lid] = row;
 			}
 			memset(row, OSM_NO_PATH, np);
 			/* like OpenSM's relaxation, the own LID also gets the ports' hop counts
 			 * (there and back), with 0 as the minimum */
 			best = w == d ? 0 : OSM_NO_PATH;
-			for (l = W->loff; l < W->loff + W->ln; l++) {
-				hlink_t *lk = &P->links[l];
-				unsigned h;
-				if (lk->kind != N_SWITCH || lk->port >= np)
-					continue;
-				h = 1 + sw_dist(P, lk->idx, d);
+			for (e = 0; e < n; e++)
+				if ((int)e != fd && (int)e != fw && cw[e] != cd[e])
+					mm |= 1u << e;
+			h0 = (unsigned)__builtin_popcount(mm);
+			for (i = 0; i < nn; i++) {
+				int x = nidx[i];
+				unsigned h, dist;
+				if (generic)
+					dist = sw_dist(P, x, d);
+				else if (fw < 0) {
+					/* neighbour: indirect switch of dimension pf[x] with W's coordinates */
+					h = (unsigned)__builtin_popcount(mm & ~(1u << pf[x]));
+					dist = (x == d) ? 0 : 2 * h + 1 + (fd >= 0);
+				} else {
+					/* neighbour: router of W's line, coordinate pc[x][fw] in W's dimension */
+					h = h0 + (fd != fw && pc[x][fw] != cd[fw]);
+					dist = 2 * h + (fd >= 0);
+				}
+				h = 1 + dist;
 				if (h > 254)
 					h = 254;
-				row[lk->port] = (uint8_t)h;
+				row[nport[i]] = (uint8_t)h;
 				if (h < best)
 					best = (uint8_t)h;
 			}
 			row[0] = best;
 		}
 	}
-	return 0;
+	ret = 0;
+out:
+	free(pc);
+	free(pf);
+	free(nport);
+	free(nidx);
+	return ret;
 }
 
 /* ------------------------------------------------------------------------------------------ */

@@ -185,10 +185,9 @@ def test_hdor_alone_declining_leaves_subnet_to_default(tmp_path):
     ["--k", "6", "--n", "2", "--radix", "8"],
     ["--k", "3", "--n", "3"],
     ["--k", "4", "--n", "3", "--hcas-per-router", "2", "--multiplicity", "2"],
-    pytest.param(["--k", "4", "--n", "2", "--s", "2", "--radix", "8"], marks=pytest.mark.xfail(
-        strict=True, reason="ibtool/routing/hdor.py still sends s>1 same-dimension switch targets via "
-                            "member 0; docs/hdor.md section 4 picks the member by in-group distances")),
-], ids=["kns-4-2", "kns-6-2-radix8", "kns-3-3", "kns-4-3-h2-m2", "kns-4-2-s2"])
+    ["--k", "4", "--n", "2", "--s", "2", "--radix", "8"],
+    ["--k", "8", "--n", "2", "--s", "3", "--radix", "8"],
+], ids=["kns-4-2", "kns-6-2-radix8", "kns-3-3", "kns-4-3-h2-m2", "kns-4-2-s2", "kns-8-2-s3"])
 def test_c_tables_equal_python_reference(tmp_path, args):
     net = plan(tmp_path, *args)
     s, log, run = sim(tmp_path, net)
