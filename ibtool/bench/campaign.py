@@ -10,6 +10,7 @@ engine and the log must prove the engine (not a fallback) configured the tables.
 from __future__ import annotations
 
 import hashlib
+import signal
 import platform
 import re
 import socket
@@ -148,6 +149,7 @@ class Campaign:
             say(f"resuming: {done_before} of {len(self.runs)} runs already stored, {len(todo)} to do")
         runner = RUNNERS.get(self.inv.runner)(self.inv)
         counts = {OK: 0, FAILED: 0, "invalid": 0, SKIPPED: 0}
+        old_term = signal.signal(signal.SIGTERM, _interrupt)  # clean up (OpenSM, connections) on kill -TERM
         try:
             with click.progressbar(length=len(todo), label="bench", file=sys.stderr, show_pos=True,
                                    item_show_func=lambda x: x, hidden=not progress) as bar:
@@ -170,6 +172,7 @@ class Campaign:
                 except Exception as e:  # noqa: BLE001 - best effort, never hide the campaign's own error
                     say(f"warning: could not stop OpenSM: {e}")
             runner.close()
+            signal.signal(signal.SIGTERM, old_term)
         return {"total": len(self.runs), "done_before": done_before, "ran": len(todo), "counts": counts}
 
     def _switch(self, runner, engine: str, say) -> str | None:
@@ -229,6 +232,10 @@ class Campaign:
         write_json(tmp / "run.json", rec)
         self.store.commit(tmp, p.run_id)
         return result.status
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
 
 
 def _now() -> str:

@@ -36,6 +36,8 @@ def test_hpcc_campaign_through_slurm(slurm, tmp_path):
         info = run["runner_info"]
         assert info["slurm_state"] == "COMPLETED" and info["slurm_job_id"].isdigit()
         job_ids.add(info["slurm_job_id"])
+        assert info["remote_environment"][1] == slurm["host"]
+        assert f"SLURM_JOB_ID={info['slurm_job_id']} SLURM_JOB_NODELIST={slurm['host']}" in info["remote_environment"]
         script = (d / "inputs" / "job.sh").read_text()
         assert script.startswith("#!/bin/bash\n") and "#SBATCH --ntasks=2" in script
         assert f"#SBATCH --nodelist={slurm['host']}" in script and "#SBATCH --partition=debug" in script

@@ -15,7 +15,7 @@ import pytest
 
 from benchkit import IBTOOL, REPO, ibtool, ssh_inventory, write_yaml
 from ibtool.bench import inventory
-from ibtool.bench.runners.ssh import SSH
+from ibtool.bench.runners.ssh import SSH, SSHPool
 from ibtool.errors import EnvironmentProblem
 
 pytestmark = pytest.mark.ssh
@@ -66,6 +66,8 @@ def test_campaign_runs_hpcc_over_ssh_with_linear_and_random_mapping(campaign):
         assert metrics["metrics"]["pingpong_latency_avg"]["unit"] == "us"
         assert metrics["metrics"]["pingpong_latency_avg"]["value"] > 0
         assert metrics["metrics"]["natural_ring_bandwidth"]["value"] > 0
+    env = r["current--hpcc--linear--r1"]["runner_info"]["remote_environment"]
+    assert env["uname"].startswith("Linux") and "Open MPI" in env["launcher_version"]
     lin = [x["host"] for x in r["current--hpcc--linear--r1"]["mapping"]["ranks"]]
     assert lin == ["n1", "n1", "n2", "n2"]
     assert r["current--hpcc--random--r1"]["mapping"]["seed"] is not None
@@ -142,6 +144,20 @@ def test_remote_arguments_are_shell_quoted(sshd, tmp_path):
     assert rc == 0 and out == odd + "\n"
     assert not (tmp_path / "pwned").exists()
     t.close()
+
+
+def test_jump_host(sshd, tmp_path):
+    data = ssh_inventory(sshd, tmp_path / "remote")
+    data["hosts"][1]["ssh"] = {"jump": "n1"}
+    inv = inventory.parse(data)
+    pool = SSHPool(inv)
+    try:
+        t = pool.get(inv.host("n2"))
+        rc, out, _ = t.run("echo $SSH_CONNECTION", 10)
+        assert rc == 0 and out.split()[2] == "127.0.0.2"  # client ip, port, server ip, port
+        assert t.jump is pool.get(inv.host("n1")) and t.jump._client is not None  # tunnelled through n1
+    finally:
+        pool.close()
 
 
 def test_interrupted_campaign_resumes_without_redoing_runs(sshd, tmp_path):

@@ -16,6 +16,7 @@ rates as the benchmark defines them (GUP/s, Gflop/s, TEPS).
 from __future__ import annotations
 
 import fnmatch
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +31,13 @@ EXIT_CODES = {
     139: "segmentation fault",
     143: "terminated (SIGTERM)",
 }
+
+LAUNCH_ERRORS = (
+    (r"unable to find the specified executable file[\s\S]*?Executable:\s*(\S+)",
+     "the launcher did not find the benchmark binary {0} (set benchmarks.<name>.binary in the inventory)"),
+    (r"execve\(\): (\S+): No such file or directory", "the benchmark binary {0} does not exist on the node"),
+    (r"There are not enough slots available", "not enough MPI slots on the hosts for the requested rank count"),
+)
 
 STDOUT_NAMES = ("stdout.txt", "mpirun_stdout.txt", "output.txt")
 STDERR_NAMES = ("stderr.txt", "mpirun_stderr.txt")
@@ -118,10 +126,16 @@ class ParseResult:
         m = self.metrics.get(name)
         return None if m is None else m["value"]
 
-    def check_exit(self, exit_code: int | None) -> None:
+    def check_exit(self, exit_code: int | None, stderr: str = "") -> None:
+        """A non-zero exit fails the run; a launcher that could not start the binary says so."""
         if exit_code not in (None, 0):
             what = EXIT_CODES.get(exit_code, "non-zero exit")
             self.fail(f"exit code {exit_code}: {what}")
+        for pattern, reason in LAUNCH_ERRORS:
+            m = re.search(pattern, stderr)
+            if m:
+                self.fail(reason.format(*m.groups()))
+                break
 
     def as_dict(self) -> dict:
         return {"benchmark": self.benchmark, "status": self.status, "ok": self.ok, "reasons": self.reasons,

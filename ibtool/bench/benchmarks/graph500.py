@@ -94,7 +94,7 @@ class Graph500(Benchmark):
                 r.warnings.append("validation skipped (SKIP_VALIDATION): not a valid Graph500 submission")
         elif "bfs_mean_validate" in values:
             r.params["validated"] = True
-        r.check_exit(files.exit_code)
+        r.check_exit(files.exit_code, files.stderr)
         if request and r.params:
             diff = [f"{k}={r.params[k]} (requested {request[k]})" for k in ("scale", "edgefactor", "nprocs")
                     if k in request and k in r.params and int(request[k]) != r.params[k]]

@@ -125,7 +125,7 @@ class HPCC(Benchmark):
         path = files.path("hpccoutf.txt") or files.main
         if path is None:
             r.fail("no hpccoutf.txt: HPCC did not start (or ran in another directory)")
-            r.check_exit(files.exit_code)
+            r.check_exit(files.exit_code, files.stderr)
             return r
         text = path.read_text(errors="replace")
         runs = text.split(BANNER)
@@ -152,7 +152,7 @@ class HPCC(Benchmark):
         hpl = r.details.get("hpl", [])
         if hpl and any(not h["passed"] for h in hpl):
             r.invalid("HPL residual check FAILED")
-        r.check_exit(files.exit_code)
+        r.check_exit(files.exit_code, files.stderr)
         err = files.stderr
         if "HPL ERROR" in err:
             msg = [ln.strip(" ><") for ln in err.splitlines() if ln.startswith(">>>")]

@@ -91,7 +91,7 @@ class HPCG(Benchmark):
                        "(run killed or crashed before completion)")
             else:
                 r.fail(f"no {RESULT_GLOB} result file and no HPCG log: HPCG did not run")
-            r.check_exit(files.exit_code)
+            r.check_exit(files.exit_code, files.stderr)
             return r
         kv = {}
         for line in results[-1].read_text(errors="replace").splitlines():
@@ -113,7 +113,7 @@ class HPCG(Benchmark):
         for k in CHECKS:
             if kv.get(k, "PASSED") != "PASSED":
                 r.invalid(f"{k.split('::')[0]}: {kv[k]}")
-        r.check_exit(files.exit_code)
+        r.check_exit(files.exit_code, files.stderr)
         cls._compare(r, files, request)
         return r
 

@@ -124,7 +124,7 @@ class Netgauge(Benchmark):
             r.fail("no netgauge results on stdout: the run was killed or crashed")
         elif pattern == "ebb" and rounds and not ebb and not r.reasons:
             r.fail("ebb rounds but no result line: output truncated")
-        r.check_exit(files.exit_code)
+        r.check_exit(files.exit_code, files.stderr)
         if request:
             if request.get("pattern") and pattern and request["pattern"] != pattern:
                 r.invalid(f"netgauge ran pattern {pattern}, not {request['pattern']}")

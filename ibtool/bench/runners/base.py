@@ -111,6 +111,21 @@ class Local(Transport):
         return [p.name for p in Path(path).iterdir() if p.is_file()]
 
 
+PROBE = "uname -srvm; hostname; {exe} --version 2>&1 | head -n 2"
+
+
+def probe(t: Transport, launcher: str) -> dict:
+    """What the launch host runs: kernel, host name, the MPI launcher's version (no environment dump:
+    it could hold secrets)."""
+    try:
+        rc, out, _ = t.run(PROBE.format(exe=shlex.quote(launcher)), 30)
+    except (EnvironmentProblem, OSError) as e:
+        return {"error": str(e)}
+    lines = out.strip().splitlines()
+    return {"uname": lines[0] if lines else "", "hostname": lines[1] if len(lines) > 1 else "",
+            "launcher_version": " ".join(lines[2:])}
+
+
 class Runner:
     """Base of the registered runners. `inventory` is the loaded Inventory."""
 
@@ -118,6 +133,13 @@ class Runner:
 
     def __init__(self, inventory):
         self.inv = inventory
+        self._probed: dict = {}
+
+    def remote_environment(self, t: Transport, key: str, launcher: str) -> dict:
+        """probe() once per launch host and launcher for the whole campaign."""
+        if (key, launcher) not in self._probed:
+            self._probed[(key, launcher)] = probe(t, launcher)
+        return self._probed[(key, launcher)]
 
     def transport(self, host) -> Transport:
         """A transport to `host` (an inventory Host), or the local machine for None."""

@@ -19,7 +19,7 @@ from ibtool.bench.runners.ssh import SSHPool
 from ibtool.errors import EnvironmentProblem
 from ibtool.templating import render
 
-OUTPUTS = ("stdout.txt", "stderr.txt", "exit_code.txt", "slurm-*.out", "slurm-*.err")
+OUTPUTS = ("stdout.txt", "stderr.txt", "exit_code.txt", "environment.txt", "slurm-*.out", "slurm-*.err")
 DONE_STATES = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED",
                "BOOT_FAIL", "DEADLINE"}
 
@@ -78,6 +78,7 @@ class SlurmRunner(Runner):
         stdout = files.pop("stdout.txt", b"").decode(errors="replace")
         stderr = files.pop("stderr.txt", b"").decode(errors="replace")
         code = files.pop("exit_code.txt", b"").decode().strip()
+        info["remote_environment"] = files.get("environment.txt", b"").decode(errors="replace").strip().splitlines()
         exit_code = int(code) if code.lstrip("-").isdigit() else None
         error = None
         if exit_code is None:
