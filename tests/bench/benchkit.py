@@ -14,7 +14,8 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 IBTOOL = [sys.executable, "-m", "ibtool.cli.main"]  # the `ibtool` console script, from this tree
 OMPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-            "OMPI_MCA_mpi_yield_when_idle": "1"}
+            "OMPI_MCA_mpi_yield_when_idle": "1", "OMPI_MCA_btl_tcp_if_include": "lo",
+            "OMPI_MCA_oob_tcp_if_include": "lo"}  # loopback only, whatever else the machine has
 HPCC_PARAMS = {"N": 200, "NB": 20}
 
 

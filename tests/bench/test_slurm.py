@@ -55,6 +55,30 @@ def test_hpcc_campaign_through_slurm(slurm, tmp_path):
     assert {(r["mapping"]) for r in rows if r["metric"] == "random_ring_latency"} == {"linear", "random"}
 
 
+def test_slurm_through_ssh_to_a_login_node(slurm, sshd, tmp_path):
+    """sbatch/squeue run on the login node over SSH; files staged there with SFTP."""
+    inv = {
+        "hosts": [{"name": slurm["host"], "address": "127.0.0.1", "slots": 2}],
+        "ssh": {"port": sshd["port"], "key": str(sshd["key"]), "known_hosts": str(sshd["known_hosts"])},
+        "runner": "slurm",
+        "workdir": str(tmp_path / "shared"),
+        "mpi": {"launcher": "srun", "args": ["--mpi=pmix"],
+                "env": {**OMPI_ENV, "OMPI_MCA_btl": "self,vader", "OMPI_MCA_pml": "ob1"}},
+        "slurm": {"login": slurm["host"], "env": {"SLURM_CONF": str(slurm["conf"])}, "poll": 0.5},
+        "benchmarks": {"hpcc": {"params": HPCC_PARAMS, "nprocs": 2, "timeout": 300}},
+    }
+    write_yaml(tmp_path / "inv.yaml", inv)
+    out = tmp_path / "camp"
+    logins = sshd["log"].read_text().count("Accepted publickey")
+    p = ibtool("bench", "run", "-i", tmp_path / "inv.yaml", "-b", "hpcc", "-m", "random", "-o", out, "--no-progress",
+               check=0)
+    assert "1 runs done (0 stored before): ok 1" in p.stdout
+    run = json.loads((out / "runs" / "current--hpcc--random--r1" / "run.json").read_text())
+    assert run["runner_info"]["slurm_state"] == "COMPLETED"
+    assert run["environment"]["login"] == slurm["host"]
+    assert sshd["log"].read_text().count("Accepted publickey") > logins
+
+
 def test_slurm_job_failure_is_reported(slurm, tmp_path):
     inv = {
         "hosts": [{"name": slurm["host"], "address": "127.0.0.1", "slots": 2}],
