@@ -107,6 +107,7 @@ def _parse(mm, size: int, path: str) -> Tables:
     ent_lid: list[np.ndarray] = []
     ent_port: list[np.ndarray] = []
     names: dict[int, str] = {}
+    trailers: list[int] = []  # lines 'N valid lids dumped' (dump_fts, ibroute, opensm-lfts.dump)
     line_base = 0
     pos = 0
     while pos < size:
@@ -171,7 +172,10 @@ def _parse(mm, size: int, path: str) -> Tables:
             if s.startswith(b"Multicast"):
                 headers.append((line_base + i, -1, ln))
                 continue
-            if not s.strip() or s.startswith((b"#", b"Lid", b"Port")) or b"lids dumped" in s \
+            if b"lids dumped" in s:
+                trailers.append(line_base + i)
+                continue
+            if not s.strip() or s.startswith((b"#", b"Lid", b"Port")) \
                     or s.startswith(b"Switch") or s.startswith(b"Dumping"):
                 continue
             _bad(path, ln, f"unrecognised line {line[:60].decode(errors='replace')!r}")
@@ -191,10 +195,14 @@ def _parse(mm, size: int, path: str) -> Tables:
     owner = np.searchsorted(hl, lines, side="right") - 1
     if len(owner) and owner[0] < 0:
         _bad(path, int(lines[0]) + 1, "LFT entry before any 'Unicast lids' header")
+    uni_h = [h for h in headers if h[1] >= 0]
+    if trailers and uni_h and uni_h[-1][0] > trailers[-1]:
+        _bad(path, line_base, f"truncated: the table of switch {uni_h[-1][1]:#018x} (line {uni_h[-1][2]}) has no "
+                              f"'N valid lids dumped' line, as every table before it has")
     if not any(g >= 0 for _, g, _ in headers):
         raise InputError("no 'Unicast lids' tables found (not a dump_fts/ibroute/opensm-lfts.dump file?)", path=path)
-    hg = np.asarray([h[1] for h in headers], dtype=np.int64)
-    uni = hg[owner] >= 0 if len(owner) else np.zeros(0, bool)
+    hg = np.asarray([h[1] >= 0 for h in headers], dtype=bool)  # unicast block (GUIDs may not fit int64)
+    uni = hg[owner] if len(owner) else np.zeros(0, bool)
     lines, lids, ports, owner = lines[uni], lids[uni], ports[uni], owner[uni]
     bad = (lids <= 0) | (lids > MAX_UNICAST_LID) | (ports > 254) | (ports < 0)
     if bad.any():

@@ -420,28 +420,40 @@ def compare(plan: Fabric, found: Fabric, names: bool = False) -> TopologyReport:
                       f"{rep.planned['cables']} cables; found: {rep.found['switches']} switches, "
                       f"{rep.found['hcas']} HCAs, {rep.found['cables']} cables)")
 
-    # degraded links: narrower or slower than the rest of the fabric
+    # degraded links: narrower or slower than the rest of the fabric's links of the same kind
+    # (switch-switch links and host links are compared separately: split 2x host ports and 4x
+    # inter-switch links are both normal on NDR fabrics)
     rates = [parse_rate(r) for r in found.link_rate]
-    known = [r for r in rates if r is not None]
-    if known:
-        width = Counter(r[0] for r in known).most_common(1)[0][0]
-        speed = Counter(r[1] for r in known).most_common(1)[0][0]
-        rep.fabric_rate = Counter(r for r in found.link_rate if parse_rate(r)).most_common(1)[0][0]
-        for li, r in enumerate(rates):
-            if r is None or (r[0] >= width and r[1] >= speed):
-                continue
-            a, pa_, b, pb = found.link_a[li], found.link_pa[li], found.link_b[li], found.link_pb[li]
-            what = []
-            if r[0] < width:
-                what.append(f"{r[0]}x wide instead of {width}x")
-            if r[1] < speed:
-                what.append(f"{SPEEDS[r[1]] if r[1] >= 0 else '?'} instead of {SPEEDS[speed]}")
-            ends = f"{_fmt_end(ident(a), pa_)} - {_fmt_end(ident(b), pb)}"
-            rep.degraded_links.append({"cable": ends, "ends": [short(fend(a, pa_)), short(fend(b, pb))],
-                                       "rate": found.link_rate[li], "fabric_rate": rep.fabric_rate,
-                                       "text": f"{ends} came up {found.link_rate[li]}: {' and '.join(what)} "
-                                               f"(the rest of the fabric runs {rep.fabric_rate}); reseat or "
-                                               f"replace the cable, check both ports"})
+    kind = ["isl" if found.types[a] == SWITCH and found.types[b] == SWITCH else "host"
+            for a, b in zip(found.link_a, found.link_b)]
+    mode: dict[str, tuple] = {}
+    for k in ("isl", "host"):
+        known = [(r, found.link_rate[li]) for li, r in enumerate(rates) if r is not None and kind[li] == k]
+        if known:
+            width = Counter(r[0] for r, _ in known).most_common(1)[0][0]
+            speed = Counter(r[1] for r, _ in known).most_common(1)[0][0]
+            mode[k] = (width, speed, Counter(t for _, t in known).most_common(1)[0][0])
+    if mode:
+        rep.fabric_rate = (mode.get("isl") or mode["host"])[2]
+    for li, r in enumerate(rates):
+        if r is None or kind[li] not in mode:
+            continue
+        width, speed, typical = mode[kind[li]]
+        if r[0] >= width and r[1] >= speed:
+            continue
+        a, pa_, b, pb = found.link_a[li], found.link_pa[li], found.link_b[li], found.link_pb[li]
+        what = []
+        if r[0] < width:
+            what.append(f"{r[0]}x wide instead of {width}x")
+        if r[1] < speed:
+            what.append(f"{SPEEDS[r[1]] if r[1] >= 0 else '?'} instead of {SPEEDS[speed]}")
+        ends = f"{_fmt_end(ident(a), pa_)} - {_fmt_end(ident(b), pb)}"
+        rest = "switch-to-switch links" if kind[li] == "isl" else "host links"
+        rep.degraded_links.append({"cable": ends, "ends": [short(fend(a, pa_)), short(fend(b, pb))],
+                                   "rate": found.link_rate[li], "fabric_rate": typical,
+                                   "text": f"{ends} came up {found.link_rate[li]}: {' and '.join(what)} "
+                                           f"(the other {rest} run {typical}); reseat or replace the cable, "
+                                           f"check both ports"})
     for j, i in to_plan.items():
         if found.names[j] != plan.names[i]:
             rep.device_names[plan.names[i]] = f"{found.names[j]} ({found.guids[j]:#018x})"

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from support import ibtool
-from fabrics import fat_tree
+from verify_fabrics import fat_tree
 from ibtool.fabric import CA, SWITCH
 from ibtool.formats import ibnetdiscover, lft
 from ibtool.routing import hdor

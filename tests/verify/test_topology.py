@@ -9,7 +9,7 @@ import json
 import pytest
 
 from support import ibtool
-from fabrics import Cabling, fat_tree, write_net
+from verify_fabrics import Cabling, fat_tree, write_net
 from ibtool.fabric import Fabric
 from ibtool.formats import ibnetdiscover, node_name_map
 from ibtool.topologies.kns import kns
