@@ -136,7 +136,10 @@ def reference_vs_plan(plan: Fabric, plan_ref, fabric: Fabric, ref, to_plan: dict
 def verify(fabric: Fabric, dump=None, plan: Fabric | None = None, to_plan: dict[int, int] | None = None) -> dict:
     """The 'coords' section of the report."""
     from ibtool.routing import hdor
+    from ibtool.routing.lids import assign_lids
     out: dict = {"ok": True}
+    if not fabric.port_lids:  # coordinates do not depend on LIDs; the reference wants some
+        assign_lids(fabric)
     try:
         ref = hdor.compute(fabric)
     except hdor.NotKNS as e:
@@ -147,7 +150,6 @@ def verify(fabric: Fabric, dump=None, plan: Fabric | None = None, to_plan: dict[
         out["dump_vs_reference"] = dump_vs_reference(fabric, ref, dump)
         out["ok"] &= out["dump_vs_reference"]["ok"]
     if plan is not None and to_plan is not None:
-        from ibtool.routing.lids import assign_lids
         if not plan.port_lids:
             assign_lids(plan)
         try:
