@@ -3,6 +3,7 @@ walker over the fabric, and fabric surgery (rebuild with links/nodes dropped, sh
 
 from __future__ import annotations
 
+import functools
 import random
 from collections import deque
 
@@ -108,6 +109,7 @@ def oracle(f: Fabric, res) -> dict[int, np.ndarray]:
                 if role[p] == "router":
                     members[gi].add(p)
 
+    @functools.lru_cache(maxsize=None)
     def hops_in(gi, sources):
         dist = {s: 0 for s in sources}
         q = deque(sources)
@@ -119,8 +121,9 @@ def oracle(f: Fabric, res) -> dict[int, np.ndarray]:
                     q.append(v)
         return dist
 
+    @functools.lru_cache(maxsize=None)
     def dist_member(gi, M):  # switch -> 1 + hops to a switch linked to M
-        linked = [s for s in res.groups[gi] if any(p == M for _, p, _ in f.neighbors(s))]
+        linked = tuple(s for s in res.groups[gi] if any(p == M for _, p, _ in f.neighbors(s)))
         return {s: 1 + h for s, h in hops_in(gi, linked).items()}
 
     def member_with(gi, e, v):
@@ -176,14 +179,14 @@ def oracle(f: Fabric, res) -> dict[int, np.ndarray]:
                         C = router_toward(W, gi, dist_member(gi, member_with(gi, e, fc[e])))
                     else:
                         assert W in members[gD]
-                        C = router_toward(W, gD, hops_in(gD, [D]))
+                        C = router_toward(W, gD, hops_in(gD, (D,)))
             else:
                 gi = group_of[W]
                 e = gdim[gi]
                 if tg[0] == "s" and tg[1] == W:
                     C = (0,)
                 elif tg[0] == "s" and tg[2] == gi:
-                    C = switch_toward(W, gi, hops_in(gi, [tg[1]]))
+                    C = switch_toward(W, gi, hops_in(gi, (tg[1],)))
                 else:
                     if tg[0] == "t":
                         M = member_with(gi, e, tg[3][e])
