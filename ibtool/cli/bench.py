@@ -151,6 +151,48 @@ def parse_cmd(benchmark, file, as_json, exit_code):
         raise CheckFailed(f"{benchmark} run {r.status}: {'; '.join(r.reasons)}")
 
 
+@group.command("check")
+@click.option("--inventory", "-i", required=True, type=click.Path(dir_okay=False), help="Inventory YAML.")
+def check_cmd(inventory):
+    """Validate the inventory and reach every host over SSH, all at once.
+
+    \b
+    Prints one line per host: its kernel and the MPI launcher's version, or why it cannot be
+    reached (connection refused, host key unknown ...). Exit code 3 if any host is unreachable.
+
+    \b
+    Example:
+      ibtool bench check -i inv.yaml
+    """
+    from ibtool.bench import inventory as inv_mod
+    from ibtool.bench.runners.base import probe
+    from ibtool.bench.runners.ssh import SSHPool
+    from ibtool.errors import EnvironmentProblem
+
+    inv = inv_mod.load(inventory)
+    pool = SSHPool(inv)
+    launcher = inv.mpi.get("mpirun") or "mpirun"
+    found: dict[str, dict] = {}
+
+    def reach(t):
+        t.client()  # raises with the reason when the host cannot be reached
+        found[t.host.name] = probe(t, launcher)
+
+    try:
+        errors = pool.fan_out(inv.hosts, reach, inv.parallel)
+    finally:
+        pool.close()
+    for h in inv.hosts:
+        if errors[h.name]:
+            click.echo(f"{h.name:12s} UNREACHABLE  {errors[h.name]}")
+        else:
+            info = found[h.name]
+            click.echo(f"{h.name:12s} ok           {info['uname']} | {info['launcher_version'] or launcher + ' not found'}")
+    bad = [n for n, e in errors.items() if e]
+    if bad:
+        raise EnvironmentProblem(f"{len(bad)} of {len(inv.hosts)} hosts unreachable: {', '.join(bad)}")
+
+
 @group.command("list")
 def list_cmd():
     """List the registered benchmarks (with their parameters), runners and MPI launchers."""

@@ -146,6 +146,15 @@ def test_remote_arguments_are_shell_quoted(sshd, tmp_path):
     t.close()
 
 
+def test_check_reaches_every_host_and_names_the_unreachable(campaign, sshd):
+    p = ibtool("bench", "check", "-i", campaign["inv"], check=3)
+    lines = {ln.split()[0]: ln for ln in p.stdout.splitlines()}
+    assert " ok " in lines["n1"] and "Linux" in lines["n1"] and "Open MPI" in lines["n1"]
+    assert " ok " in lines["n2"]
+    assert "UNREACHABLE" in lines["n3"] and "connection refused" in lines["n3"]
+    assert p.stderr.strip() == "ibtool: error: 1 of 3 hosts unreachable: n3"
+
+
 def test_jump_host(sshd, tmp_path):
     data = ssh_inventory(sshd, tmp_path / "remote")
     data["hosts"][1]["ssh"] = {"jump": "n1"}
