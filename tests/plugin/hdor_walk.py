@@ -103,6 +103,9 @@ class Routed:
             while q:
                 x = q.popleft()
                 for _, y, _ in self.nbrs[x]:
+                    # router-router cables are no part of a KNS; hdor never uses them (hdor.md)
+                    if x in self.routers and y in self.routers:
+                        continue
                     if self.f.types[y] == SWITCH and y not in d:
                         d[y] = d[x] + 1
                         q.append(y)

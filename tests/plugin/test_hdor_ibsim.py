@@ -229,3 +229,59 @@ def test_own_hop_matrices_equal_opensm_min_hop(tmp_path, args):
     assert m1 == m2
     # and the tables do not depend on who built the matrices
     assert (run1 / "osm" / "opensm-lfts.dump").read_text() == (run2 / "osm" / "opensm-lfts.dump").read_text()
+
+
+def mutate(f, seed: int):
+    """A KNS with random damage: drop a cable, add a cable between free ports of two random
+    switches, or move a cable end to another switch's free port."""
+    import random
+
+    from hdor_walk import SWITCH
+
+    rnd = random.Random(seed)
+    g = rebuild(f)
+    sws = [i for i in range(g.num_nodes) if g.types[i] == SWITCH]
+    op = ("drop", "add", "move")[seed % 3]
+
+    def free_port(node):
+        used = {p for p, _, _ in g.neighbors(node)}
+        free = [p for p in range(1, g.nports[node] + 1) if p not in used]
+        return rnd.choice(free) if free else None
+
+    if op == "drop":
+        li = rnd.randrange(g.num_links)
+        names = {g.names[g.link_a[li]], g.names[g.link_b[li]]}
+        return rebuild(g, drop_link=lambda a, b: {a, b} == names), f"drop {sorted(names)}"
+    a, b = rnd.sample(sws, 2)
+    if op == "add":
+        pa, pb = free_port(a), free_port(b)
+        g.add_link(a, b, pa, pb)
+        return g, f"add {g.names[a]}[{pa}]-{g.names[b]}[{pb}]"
+    li = rnd.randrange(g.num_links)
+    x, px = g.link_a[li], g.link_pa[li]
+    y = b if b != x else a
+    names = {g.names[g.link_a[li]], g.names[g.link_b[li]]}
+    h = rebuild(g, drop_link=lambda u, v: {u, v} == names)
+    py = free_port(h.index(g.names[y]))
+    h.add_link(h.index(g.names[x]), h.index(g.names[y]), px, py)
+    return h, f"move {sorted(names)} -> {g.names[x]}[{px}]-{g.names[y]}[{py}]"
+
+
+@pytest.mark.parametrize("seed", range(9))
+def test_damaged_kns_never_crashes(tmp_path, seed):
+    """Random damage: OpenSM comes up either with hdor (and then every route is checked; a stray
+    router-router cable is ignored, routes are minimal without it) or with minhop after hdor's
+    decline line; never a crash or a silent failure."""
+    f, what = mutate(kns(k=3, n=2, radix=6), seed)
+    net = tmp_path / "damaged.net"
+    ibnetdiscover.write(f, net)
+    s, log, run = sim(tmp_path, net, check=None)
+    assert s["opensm_exit"] == 0 and s["subnet_up"], (what, s)
+    # only an extra router-router cable leaves a complete KNS; every other damage is declined
+    assert s["engine"] == ("hdor" if re.fullmatch(r"add R\[[\d,]+\]\[\d+\]-R\[.*", what) else "minhop"), (what, s)
+    if s["engine"] == "hdor":
+        assert ROUTED.search(log), what
+        check_routes(run)
+    else:
+        assert s["engine"] == "minhop", (what, s)
+        assert DECLINE.search(log), (what, "declined without a reason line")
