@@ -4,7 +4,6 @@ the engine that configured the tables read from its log, a silent fallback detec
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -26,11 +25,18 @@ def sm_config(sim, d: Path) -> dict:
                     "OSM_CACHE_DIR": str(d)}}
 
 
+def running(pid: int) -> bool:
+    """True while the process exists and is not a zombie waiting to be reaped."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False
+
+
 def alive(pidfile: Path) -> bool:
     try:
-        os.kill(int(pidfile.read_text()), 0)
-        return True
-    except (FileNotFoundError, ProcessLookupError, ValueError):
+        return running(int(pidfile.read_text()))
+    except (FileNotFoundError, ValueError):
         return False
 
 
@@ -38,17 +44,24 @@ def test_switch_confirms_the_engine_and_detects_fallback(tmp_path):
     with ibsim(NET, tmp_path / "sim") as sim:
         sm = sm_config(sim, tmp_path / "osm")
         t = Local()
-        ok = engines.switch(t, sm, "minhop")
-        assert ok["subnet_up"] and ok["engine"] == "minhop" and not ok["fallback"] and "error" not in ok
-        first_pid = (tmp_path / "osm" / "opensm.pid").read_text()
-        bad = engines.switch(t, sm, "updn")  # no root GUIDs on this fabric: updn declines, minhop routes
-        assert bad["subnet_up"] and bad["engine"] == "minhop" and bad["fallback"]
-        assert bad["error"].startswith("OpenSM fell back: minhop configured the tables, not updn")
-        assert (tmp_path / "osm" / "opensm.pid").read_text() != first_pid  # restarted, not reused
-        with pytest.raises(CheckFailed, match="fell back"):
-            engines.require(bad)
-        engines.stop(t, sm)
+        try:
+            check_switch(t, sm, tmp_path)
+        finally:
+            engines.stop(t, sm)
         assert not (tmp_path / "osm" / "opensm.pid").exists()
+
+
+def check_switch(t, sm, tmp_path):
+    ok = engines.switch(t, sm, "minhop")
+    assert ok["subnet_up"] and ok["engine"] == "minhop" and not ok["fallback"] and "error" not in ok
+    first_pid = int((tmp_path / "osm" / "opensm.pid").read_text())
+    bad = engines.switch(t, sm, "updn")  # no root GUIDs on this fabric: updn declines, minhop routes
+    assert bad["subnet_up"] and bad["engine"] == "minhop" and bad["fallback"]
+    assert bad["error"].startswith("OpenSM fell back: minhop configured the tables, not updn")
+    assert int((tmp_path / "osm" / "opensm.pid").read_text()) != first_pid  # restarted, not reused
+    assert not running(first_pid)  # the first OpenSM was stopped
+    with pytest.raises(CheckFailed, match="fell back"):
+        engines.require(bad)
 
 
 def test_campaign_switches_engines_and_fails_the_fallback_group(tmp_path):
