@@ -284,6 +284,11 @@ def test_damaged_kns_never_crashes(tmp_path, seed):
     if s["engine"] == "hdor":
         assert ROUTED.search(log), what
         check_routes(run)
+        assert_equals_reference(run)
     else:
         assert s["engine"] == "minhop", (what, s)
         assert DECLINE.search(log), (what, "declined without a reason line")
+        from ibtool.routing import hdor
+
+        with pytest.raises(hdor.NotKNS):  # the Python reference declines it too
+            hdor.compute(ibnetdiscover.read(run / "ibnetdiscover.out"))
