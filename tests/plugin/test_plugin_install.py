@@ -102,3 +102,33 @@ def test_staged_install_is_loaded_by_debian_opensm(tmp_path):
     assert "hdor tables configured on all switches" in text
     assert "SUBNET UP" in text
     assert (osm / "opensm-hdor.dump").read_text().startswith("# hdor k=3 n=2 routers=9 switches=6 hcas=9 lids=24")
+
+
+@pytest.mark.ibsim
+def test_layout_guard_refuses_a_misbuilt_plugin(tmp_path):
+    """A plugin compiled without osm_config.h first (ENABLE_OSM_PERF_MGR unset, so OpenSM's structs
+    have another layout) passes OpenSM's version check; hdor's back-pointer guard must refuse to
+    run, say why, and leave the fabric to minhop."""
+    from hdor_walk import run_opensm
+
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    cc = subprocess.run(["gcc", "-std=gnu11", "-O2", "-fPIC", "-shared", "-I/usr/include/infiniband",
+                         "-include", "opensm/osm_opensm.h", "-o", str(bad / "libhdor.so"), str(PLUGIN / "hdor.c")],
+                        capture_output=True, text=True)
+    assert cc.returncode == 0, cc.stderr
+    f = kns(k=3, n=2)
+    net = tmp_path / "kns.net"
+    ibnetdiscover.write(f, net)
+    rc, log, p = run_opensm(net, tmp_path / "run", "/usr/sbin/opensm",
+                            "event_plugin_name hdor\nrouting_engine hdor,minhop\n",
+                            env={"LD_LIBRARY_PATH": str(bad)}, discover=False)
+    assert rc == 0
+    assert "hdor: refusing to run: the OpenSM structure layout does not match" in p.stderr.decode()
+    assert "cannot load plugin 'hdor'" in log
+    assert "minhop tables configured on all switches" in log and "hdor tables configured" not in log
+    # the same source built by the Makefile (osm_config.h forced first) is accepted
+    rc, log, p = run_opensm(net, tmp_path / "run2", "/usr/sbin/opensm",
+                            "event_plugin_name hdor\nrouting_engine hdor,minhop\n",
+                            env={"LD_LIBRARY_PATH": str(PLUGIN)}, discover=False)
+    assert "hdor tables configured on all switches" in log and "refusing" not in p.stderr.decode()
