@@ -210,3 +210,34 @@ def test_cli_dry_run_and_inventory_error(tmp_path):
     (tmp_path / "bad.yaml").write_text("hosts: [{name: a, slots: -1}]\n")
     p = ibtool("bench", "run", "-i", tmp_path / "bad.yaml", "-b", "hpcc", "-o", tmp_path / "c", check=2)
     assert p.stderr.strip() == f"ibtool: error: {tmp_path}/bad.yaml: hosts[0].slots: must be an integer >= 1, got -1"
+
+
+def test_retry_failed_redoes_only_failed_runs_with_the_local_runner(tmp_path):
+    from benchkit import HPCC_PARAMS, OMPI_ENV, write_yaml
+    bad = {"type": "hpcc", "binary": "/nonexistent/hpcc", "params": HPCC_PARAMS, "nprocs": 2, "timeout": 60}
+    data = {"hosts": [{"name": "here", "address": "127.0.0.1", "slots": 2}], "runner": "local",
+            "workdir": str(tmp_path / "work"),
+            "mpi": {"launcher": "openmpi", "env": OMPI_ENV,
+                    "args": ["--oversubscribe", "--bind-to", "none", "--mca", "btl", "self,vader", "--mca", "pml", "ob1"]},
+            "benchmarks": {"hpcc": {"params": HPCC_PARAMS, "nprocs": 2, "timeout": 60}, "hpcc_bad": bad}}
+    inv = write_yaml(tmp_path / "inv.yaml", data)
+    args = ["bench", "run", "-i", inv, "-b", "hpcc,hpcc_bad", "-m", "linear,random", "-o", tmp_path / "c",
+            "--no-progress"]
+    p = ibtool(*args, check=1)
+    assert "4 runs done (0 stored before): ok 2, failed 2" in p.stdout
+    runs_dir = tmp_path / "c" / "runs"
+    failed = json.loads((runs_dir / "current--hpcc_bad--linear--r1" / "run.json").read_text())
+    assert failed["status"] == "failed"
+    assert any("did not find the benchmark binary /nonexistent/hpcc" in r for r in failed["reasons"])
+    good = {m: (runs_dir / f"current--hpcc--{m}--r1" / "run.json").read_text() for m in ("linear", "random")}
+    p = ibtool(*args, check=0)  # resumed: failed runs are finished runs, nothing to do
+    assert "resuming: 4 of 4 runs already stored, 0 to do" in p.stderr
+    bad["binary"] = "hpcc"
+    write_yaml(tmp_path / "inv.yaml", data)
+    p = ibtool(*args, "--retry-failed", check=0)
+    assert "resuming: 2 of 4 runs already stored, 2 to do" in p.stderr
+    assert "2 runs done (2 stored before): ok 2, failed 0" in p.stdout
+    for m in ("linear", "random"):
+        assert json.loads((runs_dir / f"current--hpcc_bad--{m}--r1" / "run.json").read_text())["status"] == "ok"
+        assert (runs_dir / f"current--hpcc--{m}--r1" / "run.json").read_text() == good[m]  # not redone
+    assert len(list(runs_dir.iterdir())) == 4 and not list((tmp_path / "c" / ".partial").iterdir())

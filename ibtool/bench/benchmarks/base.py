@@ -33,7 +33,8 @@ EXIT_CODES = {
 }
 
 LAUNCH_ERRORS = (
-    (r"unable to find the specified executable file[\s\S]*?Executable:\s*(\S+)",
+    (r"(?:unable to find the specified executable file|could not access\s+or execute an executable)"
+     r"[\s\S]*?Executable:\s*(\S+)",
      "the launcher did not find the benchmark binary {0} (set benchmarks.<name>.binary in the inventory)"),
     (r"execve\(\): (\S+): No such file or directory", "the benchmark binary {0} does not exist on the node"),
     (r"There are not enough slots available", "not enough MPI slots on the hosts for the requested rank count"),
