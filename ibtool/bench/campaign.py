@@ -10,9 +10,9 @@ engine and the log must prove the engine (not a fallback) configured the tables.
 from __future__ import annotations
 
 import hashlib
-import signal
 import platform
 import re
+import signal
 import socket
 import sys
 import time
@@ -28,7 +28,7 @@ from ibtool.bench.benchmarks.base import FAILED, OK, SKIPPED, ParseResult, RunFi
 from ibtool.bench.inventory import SECRET_WORDS, Inventory
 from ibtool.bench.launchers import LAUNCHERS
 from ibtool.bench.registry import BENCHMARKS, RUNNERS
-from ibtool.bench.runners.base import Job
+from ibtool.bench.runners.base import Job, Outcome
 from ibtool.bench.store import Store, write_json
 from ibtool.errors import InputError
 
@@ -211,7 +211,6 @@ class Campaign:
             try:
                 outcome = runner.execute(job)
             except Exception as e:  # noqa: BLE001 - a runner bug must fail one run, not lose the campaign
-                from ibtool.bench.runners.base import Outcome
                 outcome = Outcome(None, error=f"runner error: {type(e).__name__}: {e}")
             out = tmp / "outputs"
             (out / "stdout.txt").write_text(outcome.stdout)

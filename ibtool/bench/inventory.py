@@ -14,6 +14,7 @@ from pathlib import Path
 
 import yaml
 
+from ibtool.bench.registry import BENCHMARKS, RUNNERS
 from ibtool.errors import InputError
 
 SECRET_WORDS = re.compile(r"pass(word|phrase)?|secret|token", re.I)
@@ -75,7 +76,6 @@ class Inventory:
     def bench(self, name: str) -> BenchConfig:
         if name in self.benchmarks:
             return self.benchmarks[name]
-        from ibtool.bench.registry import BENCHMARKS
         BENCHMARKS.get(name)  # raises for unknown names
         return BenchConfig(name, name, None, {}, None, None, 3600.0)
 
@@ -195,7 +195,7 @@ def load(path: str | Path) -> Inventory:
 
 
 def parse(data, path: str = "<inventory>") -> Inventory:
-    from ibtool.bench.registry import BENCHMARKS, RUNNERS
+    from ibtool.bench.launchers import LAUNCHERS  # launchers use Host: imported here, not at the top
 
     c = _Checker(path)
     if not isinstance(data, dict):
@@ -234,7 +234,6 @@ def parse(data, path: str = "<inventory>") -> Inventory:
                "mpirun": c.string(mpi.get("mpirun", ""), "mpi.mpirun") if "mpirun" in mpi else None,
                "args": c.strings(mpi.get("args", []), "mpi.args"), "env": c.env(mpi.get("env"), "mpi.env"),
                "nprocs": c.integer(mpi["nprocs"], "mpi.nprocs") if "nprocs" in mpi else None}
-    from ibtool.bench.launchers import LAUNCHERS
     if inv.mpi["launcher"] not in LAUNCHERS.names():
         c.fail("mpi.launcher", f"unknown launcher {inv.mpi['launcher']!r} (known: {', '.join(LAUNCHERS.names())})")
     sl = c.mapping(data.get("slurm"), "slurm", SLURM_KEYS)
