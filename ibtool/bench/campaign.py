@@ -179,6 +179,11 @@ class Campaign:
         try:
             t = engine_switch.sm_transport(self.inv, runner)
             outcome = engine_switch.switch(t, self.inv.sm, engine, say)
+            if not outcome.get("error") and self.inv.sm["verify_routes"]:
+                say(f"verifying the routes of {engine}")
+                outcome["verify_routes"] = engine_switch.verify_routes(t, self.inv.sm, engine,
+                                                                       self.store.engines_dir / engine)
+                outcome["error"] = outcome["verify_routes"].get("error")
         except Exception as e:  # an unreachable SM node fails this engine's runs, not the campaign
             outcome = {"requested_engine": engine, "error": f"engine switch failed: {e}"}
         self.store.save_engine(engine, outcome)

@@ -7,8 +7,12 @@ The log is read by ibtool.sim.opensm.routing_outcome (shared with ``ibtool sim``
 
 from __future__ import annotations
 
+import json
 import shlex
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 from ibtool.bench.runners.base import Local, Transport
 from ibtool.errors import CheckFailed, InputError
@@ -86,6 +90,34 @@ def switch(t: Transport, sm: dict, engine: str, say=lambda msg: None) -> dict:
         outcome["error"] = (f"OpenSM fell back: {got} configured the tables, not {engine} "
                             f"(see {log} on the SM node)")
     return outcome
+
+
+def verify_routes(t: Transport, sm: dict, engine: str, dest: Path) -> dict:
+    """Discover the fabric and dump its forwarding tables on the SM node, then trace every route
+    here with `ibtool verify routes` (black holes, loops, deadlock, balance). Files kept in `dest`."""
+    dest.mkdir(parents=True, exist_ok=True)
+    env = " ".join(shlex.quote(f"{k}={v}") for k, v in sorted(sm["env"].items()))
+    d = shlex.quote(sm["workdir"])
+    for tool in ("ibnetdiscover", "dump_fts"):
+        remote = f"{sm['workdir']}/{tool}.out"
+        rc, _, err = t.run(f"cd {d} && env {env} {tool} > {shlex.quote(remote)}", sm["timeout"])
+        if rc != 0:
+            return {"ok": False, "error": f"{tool} failed on the SM node (exit {rc}): {err.strip()[-300:]}"}
+        (dest / f"{tool}.out").write_bytes(t.get(remote))
+    p = subprocess.run([sys.executable, "-m", "ibtool.cli.main", "verify", "routes", "--fabric",
+                        str(dest / "ibnetdiscover.out"), "--lfts", str(dest / "dump_fts.out"), "--json"],
+                       capture_output=True, text=True)
+    (dest / "verify_routes.json").write_text(p.stdout)
+    try:
+        report = json.loads(p.stdout)
+    except ValueError:
+        return {"ok": False, "error": f"ibtool verify routes failed: {p.stderr.strip()[-300:]}"}
+    out = {"ok": bool(report.get("ok")) and p.returncode == 0, "exit_code": p.returncode,
+           "report": str(dest / "verify_routes.json")}
+    if not out["ok"]:
+        out["error"] = (f"the routes of {engine} failed verification (ibtool verify routes exit {p.returncode}; "
+                        f"see {dest / 'verify_routes.json'})")
+    return out
 
 
 def require(outcome: dict) -> None:

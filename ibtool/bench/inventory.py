@@ -131,6 +131,11 @@ class _Checker:
             self.fail(key, f"must be a positive number, got {v!r}")
         return float(v)
 
+    def boolean(self, v, key: str) -> bool:
+        if not isinstance(v, bool):
+            self.fail(key, f"must be true or false, got {v!r}")
+        return v
+
     def string(self, v, key: str) -> str:
         if not isinstance(v, str) or not v:
             self.fail(key, f"must be a non-empty string, got {v!r}")
@@ -175,7 +180,7 @@ class _Checker:
 
 LAUNCHER_KEYS = {"launcher", "mpirun", "args", "env", "nprocs"}
 SLURM_KEYS = {"login", "options", "poll", "srun_args", "env", "sbatch", "squeue", "sacct", "scontrol"}
-SM_KEYS = {"host", "opensm", "args", "env", "stop", "timeout", "workdir"}
+SM_KEYS = {"host", "opensm", "args", "env", "stop", "timeout", "workdir", "verify_routes"}
 BENCH_KEYS = {"type", "binary", "params", "nprocs", "hosts", "timeout"}
 TOP_KEYS = {"hosts", "ssh", "runner", "workdir", "launch_host", "parallel", "mpi", "slurm", "sm", "benchmarks"}
 
@@ -254,7 +259,8 @@ def parse(data, path: str = "<inventory>") -> Inventory:
                   "args": c.strings(sm.get("args", []), "sm.args"), "env": c.env(sm.get("env"), "sm.env"),
                   "workdir": c.string(sm.get("workdir", "/tmp/ibtool-opensm"), "sm.workdir"),
                   "stop": c.string(sm["stop"], "sm.stop") if sm.get("stop") is not None else None,
-                  "timeout": c.number(sm.get("timeout", 120), "sm.timeout")}
+                  "timeout": c.number(sm.get("timeout", 120), "sm.timeout"),
+                  "verify_routes": c.boolean(sm.get("verify_routes", False), "sm.verify_routes")}
     benches = c.mapping(data.get("benchmarks"), "benchmarks", set(data.get("benchmarks") or {}))
     for name, b in benches.items():
         key = f"benchmarks.{name}"

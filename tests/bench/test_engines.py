@@ -72,7 +72,7 @@ def test_campaign_switches_engines_and_fails_the_fallback_group(tmp_path):
             "workdir": str(tmp_path / "work"),
             "mpi": {"launcher": "openmpi", "env": OMPI_ENV,
                     "args": ["--oversubscribe", "--bind-to", "none", "--mca", "btl", "self,vader", "--mca", "pml", "ob1"]},
-            "sm": sm_config(sim, tmp_path / "osm"),
+            "sm": {**sm_config(sim, tmp_path / "osm"), "verify_routes": True},
             "benchmarks": {"hpcc": {"params": HPCC_PARAMS, "nprocs": 2, "timeout": 120}},
         }
         write_yaml(tmp_path / "inv.yaml", inv)
@@ -88,5 +88,10 @@ def test_campaign_switches_engines_and_fails_the_fallback_group(tmp_path):
         assert bad["reasons"][0].startswith("routing engine updn not in effect: OpenSM fell back")
         check = json.loads((out / "engines/updn.json").read_text())
         assert check["fallback"] is True and check["engine"] == "minhop" and check["requested_engine"] == "updn"
-        assert json.loads((out / "engines/minhop.json").read_text())["engine"] == "minhop"
+        minhop = json.loads((out / "engines/minhop.json").read_text())
+        assert minhop["engine"] == "minhop" and minhop["verify_routes"]["ok"] is True and not minhop["error"]
+        report = json.loads((out / "engines/minhop/verify_routes.json").read_text())
+        assert report["schema"].startswith("ibtool-verify/") and report["ok"] is True
+        assert "Switch1" in (out / "engines/minhop/ibnetdiscover.out").read_text()
+        assert "verify_routes" not in check  # a fallback is not worth verifying
         assert not alive(tmp_path / "osm" / "opensm.pid")  # the campaign stops the OpenSM it started
