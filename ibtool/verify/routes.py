@@ -55,6 +55,7 @@ class Bound:
     ca_ports: np.ndarray  # per switch node: CA ports (with LIDs) cabled to it
     ca_in_port: np.ndarray  # per switch node: the lowest switch port facing such a CA (0 if none)
     missing_tables: list[int] = field(default_factory=list)
+    _ptab: tuple | None = None
 
     @property
     def is_ca_lid(self) -> np.ndarray:
@@ -208,13 +209,51 @@ class VLMap:
         self.nvl = int(max(self.table.max(initial=0), self.ca.max(initial=0))) + 1
 
 
+K_SWITCH, K_CA, K_LOCAL, K_NOENTRY, K_DEAD = 0, 1, 2, 3, 4
+
+
+def _port_tables(b: Bound):
+    """Per (switch row, port 0..255): what is behind that port. One gather per hop instead of
+    a chain of checks: kind (switch, CA, local delivery, no LFT entry, dead port), the node, the
+    port on the far side, and the channel (the egress slot)."""
+    if getattr(b, "_ptab", None) is not None:
+        return b._ptab
+    ns = len(b.sw_nodes)
+    kind = np.full((ns, 256), K_DEAD, dtype=np.int8)
+    node = np.full((ns, 256), -1, dtype=np.int32)
+    pport = np.full((ns, 256), -1, dtype=np.int16)
+    slot = np.zeros((ns, 256), dtype=np.int64)
+    kind[:, 0] = K_LOCAL
+    kind[:, NO_ROUTE] = K_NOENTRY
+    for r, i in enumerate(b.sw_nodes):
+        lo, hi = int(b.offset[i]), int(b.offset[i + 1])
+        np_ = hi - lo  # ports 0..nports
+        pe = b.peer[lo + 1:hi]
+        ports = np.arange(1, np_, dtype=np.int64)
+        ok = pe >= 0
+        kind[r, ports[ok]] = np.where(b.types[pe[ok]] == CA, K_CA, K_SWITCH)
+        node[r, ports[ok]] = pe[ok]
+        pport[r, ports[ok]] = b.peer_port[lo + 1:hi][ok]
+        slot[r, ports] = lo + ports
+    b._ptab = (kind.ravel(), node.ravel(), pport.ravel(), slot.ravel())
+    return b._ptab
+
+
 def trace(b: Bound, origins: np.ndarray, lids: np.ndarray, *, cap: int | None = None, hop_cb=None,
-          vl: VLMap | None = None, dims: tuple | None = None):
+          vl: VLMap | None = None, dims: tuple | None = None, free_hops: int = 32):
     """Walk pairs (origin switch node, LID) to the end. Returns (status, hops, end node, dim_violation).
 
     hop_cb(idx, cur, slot, nxt, vl_in, vl_out, in_slot) is called after each hop between switches
     with the pair indices that made it; `in_slot` is -1 on the first hop.
+
+    Loops: after `free_hops` hops the survivors are checked with Brent's cycle finding (a mark
+    moved at powers of two); routing is by destination, so coming back to a switch is a loop.
     """
+    kind_t, node_t, pport_t, slot_t = _port_tables(b)
+    width = b.lft.shape[1]
+    lft_flat = b.lft.ravel()
+    rowW = np.where(b.row >= 0, b.row.astype(np.int64) * width, 0)
+    rowP = np.where(b.row >= 0, b.row.astype(np.int64) * 256, 0)
     n = len(origins)
     status = np.zeros(n, dtype=np.int8)
     hops = np.zeros(n, dtype=np.int16)
@@ -224,80 +263,87 @@ def trace(b: Bound, origins: np.ndarray, lids: np.ndarray, *, cap: int | None = 
     idx = np.arange(n, dtype=np.int64)
     cur = origins.astype(np.int32)
     L = lids.astype(np.int32)
-    in_slot = np.full(n, -1, dtype=np.int64)
-    mark = cur.copy()
-    vlc = None
-    if vl is not None:
-        vlc = np.zeros(n, dtype=np.int8)
+    need_in = hop_cb is not None or vl is not None
+    in_slot = np.full(n, -1, dtype=np.int64) if need_in else None
+    mark = None
+    vlc = np.zeros(n, dtype=np.int8) if vl is not None else None
     if dims is not None:
         dim, router = dims
         last = np.full(n, -1, dtype=np.int8)
     h = 0
-    maxp = b.nports
     while len(idx):
-        port = b.lft[b.row[cur], L].astype(np.int32)
-        # ends here?
-        st = np.zeros(len(idx), dtype=np.int8)
-        st[port == NO_ROUTE] = NO_ENTRY
-        zero = port == 0
-        st[zero & (b.own_node[L] == cur)] = DELIVERED
-        st[zero & (b.own_node[L] != cur)] = WRONG
-        bad = (port != NO_ROUTE) & (port > maxp[cur])
-        st[bad] = DEAD_PORT
-        live = st == 0
-        slot = np.where(live, b.offset[cur] + np.where(live, port, 0), 0)
-        nxt = np.where(live, b.peer[slot], -1)
-        st[live & (nxt < 0)] = DEAD_PORT
-        live = st == 0
-        to_ca = live & (b.types[np.maximum(nxt, 0)] == CA)
-        ok_ca = to_ca & (b.own_node[L] == nxt) & (b.own_port[L] == b.peer_port[slot])
-        st[ok_ca] = DELIVERED
-        st[to_ca & ~ok_ca] = WRONG
-        hops[idx[to_ca]] = h + 1
-        fin = st != 0
-        status[idx[fin]] = st[fin]
-        end[idx[fin]] = np.where(to_ca, nxt, cur)[fin]
-        hops[idx[fin & ~to_ca]] = h
-        go = ~fin
-        if not go.any():
-            break
-        gi, gcur, gslot, gnxt, gL = idx[go], cur[go], slot[go], nxt[go], L[go]
-        gin = in_slot[go]
+        port = lft_flat[rowW[cur] + L]
+        k = rowP[cur] + port
+        kd = kind_t[k]
+        go = kd == K_SWITCH
+        if not go.all():
+            fin = np.flatnonzero(~go)
+            fk, fcur, fL, fi = kd[fin], cur[fin], L[fin], idx[fin]
+            fnode = node_t[k[fin]]
+            st = np.full(len(fin), DEAD_PORT, dtype=np.int8)
+            st[fk == K_NOENTRY] = NO_ENTRY
+            loc = fk == K_LOCAL
+            st[loc] = np.where(b.own_node[fL[loc]] == fcur[loc], DELIVERED, WRONG)
+            ca = fk == K_CA
+            okc = (b.own_node[fL[ca]] == fnode[ca]) & (b.own_port[fL[ca]] == pport_t[k[fin][ca]])
+            st[ca] = np.where(okc, DELIVERED, WRONG)
+            status[fi] = st
+            end[fi] = np.where(ca, fnode, fcur)
+            hops[fi] = h + ca
+            if not go.any():
+                break
+            keep = np.flatnonzero(go)
+            idx, cur, L, port, k = idx[keep], cur[keep], L[keep], port[keep], k[keep]
+            if need_in:
+                in_slot = in_slot[keep]
+            if vl is not None:
+                vlc = vlc[keep]
+            if dims is not None:
+                last = last[keep]
+            if mark is not None:
+                mark = mark[keep]
+        nxt = node_t[k]
+        slot = slot_t[k]
         if vl is not None:
-            vin = vlc[go]
-            inport = np.where(gin >= 0, b.peer_port[np.maximum(gin, 0)], b.ca_in_port[gcur])
-            vout = vl.table[b.row[gcur], inport, port[go]]
+            inport = np.where(in_slot >= 0, b.peer_port[np.maximum(in_slot, 0)], b.ca_in_port[cur])
+            vout = vl.table[b.row[cur], inport, port]
         else:
-            vin = vout = None
+            vout = None
         if dims is not None:
-            lst = last[go]
-            entering = router[gcur] & (dim[gnxt] >= 0)
-            dv = entering & (dim[gnxt] <= lst)
-            dviol[gi[dv]] = True
-            lst = np.where(entering, dim[gnxt], lst).astype(np.int8)
-            last = lst
+            entering = router[cur] & (dim[nxt] >= 0)
+            dv = entering & (dim[nxt] <= last)
+            if dv.any():
+                dviol[idx[dv]] = True
+            last = np.where(entering, dim[nxt], last).astype(np.int8)
         if hop_cb is not None:
-            hop_cb(gi, gcur, gslot, gnxt, vin, vout, gin)
+            hop_cb(idx, cur, slot, nxt, vlc, vout, in_slot)
         h += 1
-        idx, cur, L, in_slot = gi, gnxt, gL, gslot
+        cur = nxt
+        if need_in:
+            in_slot = slot
         if vl is not None:
             vlc = vout
-        m = mark[go]
-        looped = cur == m
+        if h < free_hops:
+            continue
+        if mark is None:
+            mark = cur.copy()
+            continue
+        looped = cur == mark
         if h & (h - 1) == 0:  # Brent: move the mark at powers of two
-            m = cur.copy()
+            mark = cur.copy()
         if looped.any() or h >= cap:
             stop = looped | (h >= cap)
             status[idx[stop]] = LOOP
             end[idx[stop]] = cur[stop]
             hops[idx[stop]] = h
             keep = ~stop
-            idx, cur, L, in_slot, m = idx[keep], cur[keep], L[keep], in_slot[keep], m[keep]
+            idx, cur, L, mark = idx[keep], cur[keep], L[keep], mark[keep]
+            if need_in:
+                in_slot = in_slot[keep]
             if vl is not None:
                 vlc = vlc[keep]
             if dims is not None:
                 last = last[keep]
-        mark = m
     return status, hops, end, dviol
 
 
@@ -436,18 +482,18 @@ def verify(fabric: Fabric, tables: Tables, sl2vl=None, expect: str | None = None
         o = np.repeat(b.sw_nodes, len(cl))
         L = np.tile(cl, ns)
         # source ports behind each pair: the switch itself, plus its CAs (not the destination itself)
-        wca = np.repeat(w_sw, len(cl)) - (b.att_sw[L] == o)
-        wsw = (b.own_node[L] != o).astype(np.int64)
-        cadest = b.att_sw[L] >= 0
-        cabase = cadest & b.base[L]
+        attL = b.att_sw[L]
+        wca = (np.repeat(w_sw, len(cl)) - (attL == o)).astype(np.int32)
+        wsw = (b.own_node[L] != o).astype(np.int32)
+        cadest = attL >= 0
+        wt = wsw + wca
+        a2w = np.where(cadest & b.base[L], wca, 0)  # all-to-all: CA ports to CA base LIDs
+        depf = cadest & (wca > 0)  # CA-to-CA routes: the ones the deadlock analysis follows
 
         def on_hop(gi, gcur, gslot, gnxt, vin, vout, gin):
-            wt = wsw[gi] + wca[gi]
-            routes_per_chan[:] += np.bincount(gslot, weights=wt, minlength=nslots).astype(np.int64)
-            sel = cabase[gi]
-            if sel.any():
-                a2a[:] += np.bincount(gslot[sel], weights=wca[gi][sel], minlength=nslots).astype(np.int64)
-            dep = (gin >= 0) & cadest[gi] & (wca[gi] > 0)
+            routes_per_chan[:] += np.bincount(gslot, weights=wt[gi], minlength=nslots).astype(np.int64)
+            a2a[:] += np.bincount(gslot, weights=a2w[gi], minlength=nslots).astype(np.int64)
+            dep = depf[gi] & (gin >= 0)
             if dep.any():
                 ci = gin[dep] * nvl + (vin[dep] if vin is not None else 0)
                 co = gslot[dep] * nvl + (vout[dep] if vout is not None else 0)
@@ -455,28 +501,24 @@ def verify(fabric: Fabric, tables: Tables, sl2vl=None, expect: str | None = None
 
         st, hp, end, dv = trace(b, o, L, hop_cb=on_hop, vl=vl, dims=dims)
         pairs += len(o)
-        wt = wsw + wca
         status_w += np.bincount(st, weights=wt, minlength=6).astype(np.int64)
         sw_only = ~cadest  # switch source (weight wsw) to a switch LID: management traffic only
         status_ss += np.bincount(st[sw_only], weights=wsw[sw_only], minlength=6).astype(np.int64)
         ok = st == DELIVERED
-        lens = hp.astype(np.int64)
+        lens = hp.astype(np.int32)
         # length counted from the source port: CA sources add their own link
-        sw_ok = ok & (wsw > 0)
-        for val, cnt in zip(*np.unique(lens[sw_ok], return_counts=True)):
-            hist_len[int(val)] = hist_len.get(int(val), 0) + int(cnt)
-        sel_ca = ok & (wca > 0)
-        cal = np.bincount(lens[sel_ca] + 1, weights=wca[sel_ca]).astype(np.int64) if sel_ca.any() else []
-        for val, cnt in enumerate(cal):
+        hl = np.bincount(lens[ok], weights=wsw[ok]) if ok.any() else np.zeros(0)
+        hc = np.bincount(lens[ok] + 1, weights=wca[ok]) if ok.any() else np.zeros(0)
+        for val in range(max(len(hl), len(hc))):
+            cnt = int((hl[val] if val < len(hl) else 0) + (hc[val] if val < len(hc) else 0))
             if cnt:
-                hist_len[val] = hist_len.get(val, 0) + int(cnt)
-        if dist is not None:
-            tgt = np.where(cadest, b.att_sw[L], b.own_node[L])
-            sp = dist[b.row[o], b.row[np.maximum(tgt, 0)]].astype(np.int64) + cadest
-            extra = np.where(ok, lens - sp, 0)
-            ex = np.bincount(extra[ok] - extra[ok].min(initial=0), weights=wt[ok]).astype(np.int64) \
-                if ok.any() else []
-            base_ex = int(extra[ok].min(initial=0)) if ok.any() else 0
+                hist_len[val] = hist_len.get(val, 0) + cnt
+        if dist is not None and ok.any():
+            tgt = np.where(cadest, attL, b.own_node[L])
+            sp = dist[b.row[o], b.row[np.maximum(tgt, 0)]].astype(np.int32) + cadest
+            extra = (lens - sp)[ok]
+            base_ex = int(extra.min())
+            ex = np.bincount(extra - base_ex, weights=wt[ok])
             for val, cnt in enumerate(ex):
                 if cnt:
                     hist_extra[val + base_ex] = hist_extra.get(val + base_ex, 0) + int(cnt)
@@ -487,9 +529,9 @@ def verify(fabric: Fabric, tables: Tables, sl2vl=None, expect: str | None = None
         if dims is not None:
             dim, router = dims
             chk = router[o] & ok & ((b.types[b.own_node[L]] == CA) | router[b.own_node[L]])
-            dim_checked += int((np.where(chk, wsw + wca, 0)).sum())
+            dim_checked += int(wt[chk].sum())
             bad = chk & dv
-            dim_viol += int(np.where(bad, wsw + wca, 0).sum())
+            dim_viol += int(wt[bad].sum())
             if dim_example is None and bad.any():
                 j = int(np.flatnonzero(bad)[0])
                 dim_example = (int(o[j]), int(L[j]))

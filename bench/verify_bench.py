@@ -1,0 +1,172 @@
+"""`make bench` items for `ibtool verify` (issue 4):
+
+(a) KNS 12-ary 3-direct routed by minhop under ibsim: parse its dump_fts output (~549 MB) and
+    verify every route, end to end (`ibtool verify routes`);
+(b) a fabric at InfiniBand's scale limit (>= 40,000 LIDs, >= 2,000 switches): KNS 12-ary
+    3-direct with 22 HCAs per router (2,160 switches, 40,176 LIDs), tables from the Python hdor
+    reference: all-pairs tracing and the deadlock check;
+(c) ibutils' ibdmchk on the same OpenSM dumps as (a), against `ibtool verify routes` on them:
+    the same credit-loop verdict, and the speed-up.
+
+Every measured step runs in its own process; wall time and that process's peak RSS are recorded.
+
+    python bench/verify_bench.py OUT_DIR [--k 12] [--skip-sim]
+
+`main(out_dir)` returns the results as a dict (bench/run.py records them in BENCHMARKS.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PY = sys.executable
+
+
+def _measure(argv: list[str], cwd: Path | None = None, timeout: float = 1800, stdout=None) -> dict:
+    """Run argv; wall seconds, peak RSS (MiB) of that process alone, exit code, output."""
+    t0 = time.monotonic()
+    out = open(stdout, "wb") if stdout else subprocess.PIPE
+    p = subprocess.Popen([str(a) for a in argv], cwd=cwd, stdout=out, stderr=subprocess.PIPE)
+    deadline = t0 + timeout
+    while True:
+        pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.monotonic() > deadline:
+            p.kill()
+            pid, status, ru = os.wait4(p.pid, 0)
+            break
+        time.sleep(0.05)
+    wall = time.monotonic() - t0
+    text = b""
+    if out is subprocess.PIPE:
+        text = p.stdout.read()
+    else:
+        out.close()
+    err = p.stderr.read()
+    rc = os.waitstatus_to_exitcode(status)
+    return {"seconds": round(wall, 2), "peak_rss_mib": round(ru.ru_maxrss / 1024, 1), "exit": rc,
+            "stdout": text.decode(errors="replace"), "stderr": err.decode(errors="replace")[-2000:]}
+
+
+_PARSE = """
+import json, os, sys, time
+from ibtool.formats import lft
+t = time.monotonic(); tb = lft.read(sys.argv[1]); dt = time.monotonic() - t
+size = os.path.getsize(sys.argv[1])
+print(json.dumps({"seconds": round(dt, 2), "mb": round(size / 1e6, 1), "mb_per_s": round(size / 1e6 / dt, 1),
+                  "switches": len(tb.lft), "max_lid": tb.max_lid}))
+"""
+
+_SCALE = """
+import json, sys, time
+from ibtool.topologies.kns import kns
+from ibtool.routing import hdor
+from ibtool.routing.lids import assign_lids
+from ibtool.verify import routes
+k, n, h = (int(x) for x in sys.argv[1:4])
+t = time.monotonic(); f = kns(k, n, hcas_per_router=h, radix=36); top = assign_lids(f); t_build = time.monotonic() - t
+t = time.monotonic(); ref = hdor.compute(f); t_ref = time.monotonic() - t
+t = time.monotonic(); r = routes.verify(f, ref.tables, permutations=int(sys.argv[4])); t_ver = time.monotonic() - t
+print(json.dumps({"switches": f.count(kind=2), "hcas": f.count(kind=1), "lids": int(top),
+                  "pairs": r["pairs"], "build_s": round(t_build, 2), "reference_s": round(t_ref, 2),
+                  "verify_s": round(t_ver, 2), "delivered_all": r["delivered"] == r["pairs"],
+                  "deadlock_free": r["deadlock"]["free"], "dependencies": r["deadlock"]["dependencies"],
+                  "max_link_load_all_to_all": r["balance"]["all_to_all_max_link_load"]}))
+"""
+
+
+def _ibtool(*args) -> list[str]:
+    return [PY, "-m", "ibtool.cli.main", *map(str, args)]
+
+
+def bench_a_c(out: Path, k: int = 12, n: int = 3, skip_sim: bool = False) -> dict:
+    plan = out / f"kns-{k}-{n}"
+    run = out / f"kns-{k}-{n}-minhop"
+    res: dict = {"fabric": f"KNS {k}-ary {n}-direct, minhop, ibsim"}
+    if not (skip_sim and (run / "dump_fts.out").is_file()):
+        m = _measure(_ibtool("topo", "kns", "--k", k, "--n", n, "--radix", 36, "--out", plan), cwd=ROOT)
+        if m["exit"] != 0:
+            return {**res, "error": "topo: " + m["stderr"]}
+        # 0x43: OpenSM writes opensm.fdbs / opensm-subnet.lst for ibdmchk, and opensm-lfts.dump
+        m = _measure(_ibtool("sim", "run", plan / "topology.net", "--engine", "minhop", "--log-flags", "0x43",
+                             "--timeout", 900, "--out", run), cwd=ROOT, timeout=3600)
+        res["sim_seconds"] = m["seconds"]
+        if m["exit"] != 0:
+            return {**res, "error": "sim run: " + (m["stderr"] or m["stdout"])[-500:]}
+    dump = run / "dump_fts.out"
+    res["dump_fts_mb"] = round(dump.stat().st_size / 1e6, 1)
+    with open(dump, "rb") as fh:
+        res["dump_fts_lines"] = sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 24), b""))
+    # (a) parsing alone, then everything: ibtool verify routes on dump_fts
+    m = _measure([PY, "-c", _PARSE, dump], cwd=ROOT)
+    res["parse"] = json.loads(m["stdout"]) if m["exit"] == 0 else {"error": m["stderr"]}
+    res["parse"]["peak_rss_mib"] = m["peak_rss_mib"]
+    m = _measure(_ibtool("verify", "routes", "--fabric", run / "ibnetdiscover.out", "--lfts", dump, "--json"),
+                 cwd=ROOT)
+    rep = json.loads(m["stdout"]) if m["stdout"].strip().startswith("{") else {}
+    r = rep.get("routes", {})
+    res["verify_dump_fts"] = {"seconds": m["seconds"], "peak_rss_mib": m["peak_rss_mib"], "exit": m["exit"],
+                              "pairs": r.get("pairs"), "delivered": r.get("delivered"),
+                              "credit_loop": (not r["deadlock"]["free"]) if r else None}
+    # (c) the same OpenSM dumps: ibdmchk vs ibtool verify routes on opensm-lfts.dump
+    osm = run / "osm"
+    m = _measure(_ibtool("verify", "routes", "--fabric", run / "ibnetdiscover.out", "--lfts",
+                         osm / "opensm-lfts.dump", "--json"), cwd=ROOT)
+    rep = json.loads(m["stdout"]) if m["stdout"].strip().startswith("{") else {}
+    r = rep.get("routes", {})
+    ours = {"seconds": m["seconds"], "peak_rss_mib": m["peak_rss_mib"],
+            "credit_loop": (not r["deadlock"]["free"]) if r else None}
+    exe = shutil.which("ibdmchk")
+    if exe is None:
+        res["ibdmchk"] = {"error": "ibdmchk not installed (Debian package ibutils)"}
+    else:
+        work = out / "ibdmchk"
+        work.mkdir(exist_ok=True)
+        m = _measure([exe, "-s", osm / "opensm-subnet.lst", "-f", osm / "opensm.fdbs", "-m", osm / "opensm.mcfdbs"],
+                     cwd=work, stdout=work / "ibdmchk.out")
+        text = (work / "ibdmchk.out").read_text(errors="replace")
+        found, none = "Found credit loop" in text, "no credit loops found" in text
+        res["ibdmchk"] = {"seconds": m["seconds"], "peak_rss_mib": m["peak_rss_mib"], "exit": m["exit"],
+                          "credit_loop": True if found else (False if none else None)}
+        res["same_verdict"] = res["ibdmchk"]["credit_loop"] == ours["credit_loop"]
+        if ours["seconds"]:
+            res["speedup_vs_ibdmchk"] = round(m["seconds"] / ours["seconds"], 2)
+    res["verify_opensm_lfts"] = ours
+    return res
+
+
+def bench_b(k: int = 12, n: int = 3, h: int = 22, permutations: int = 4) -> dict:
+    m = _measure([PY, "-c", _SCALE, k, n, h, permutations], cwd=ROOT, timeout=3600)
+    if m["exit"] != 0:
+        return {"error": m["stderr"]}
+    res = json.loads(m["stdout"])
+    res["process_seconds"] = m["seconds"]
+    res["peak_rss_mib"] = m["peak_rss_mib"]
+    res["fabric"] = f"KNS {k}-ary {n}-direct, {h} HCAs per router, hdor reference tables"
+    return res
+
+
+def main(out_dir: str | Path, k: int = 12, skip_sim: bool = False) -> dict:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    results = {"a_c": bench_a_c(out, k=k, skip_sim=skip_sim), "b": bench_b()}
+    (out / "verify_bench.json").write_text(json.dumps(results, indent=2) + "\n")
+    return results
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("out_dir")
+    ap.add_argument("--k", type=int, default=12, help="KNS k for (a)/(c) (default 12)")
+    ap.add_argument("--skip-sim", action="store_true", help="reuse OUT_DIR's earlier ibsim run if there is one")
+    a = ap.parse_args()
+    print(json.dumps(main(a.out_dir, a.k, a.skip_sim), indent=2))
