@@ -230,6 +230,7 @@ class Campaign:
             else:
                 result = BENCHMARKS.get(prep.bench_type).parse(
                     RunFiles([out, tmp / "inputs"], None, outcome.exit_code), prep.request)
+                result.check_expect(self.inv.bench(p.benchmark).expect)
         rec.update({"status": result.status, "reasons": result.reasons, "warnings": result.warnings,
                     "finished": _now(), "duration_s": round(time.time() - started, 3)})
         write_json(tmp / "metrics.json", result.as_dict())

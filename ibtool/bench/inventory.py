@@ -50,6 +50,7 @@ class BenchConfig:
     nprocs: int | None
     hosts: list[str] | None
     timeout: float
+    expect: dict = field(default_factory=dict)  # metric -> {"min": x, "max": y}: plausibility bounds
 
 
 @dataclass
@@ -136,6 +137,16 @@ class _Checker:
             self.fail(key, f"must be true or false, got {v!r}")
         return v
 
+    def bounds(self, v, key: str) -> dict:
+        out = {}
+        for metric, b in self.mapping(v, key, set(v or {})).items():
+            b = self.mapping(b, f"{key}.{metric}", {"min", "max"})
+            for k, x in b.items():
+                if isinstance(x, bool) or not isinstance(x, (int, float)):
+                    self.fail(f"{key}.{metric}.{k}", f"must be a number, got {x!r}")
+            out[str(metric)] = {k: float(x) for k, x in b.items()}
+        return out
+
     def string(self, v, key: str) -> str:
         if not isinstance(v, str) or not v:
             self.fail(key, f"must be a non-empty string, got {v!r}")
@@ -181,7 +192,7 @@ class _Checker:
 LAUNCHER_KEYS = {"launcher", "mpirun", "args", "env", "nprocs"}
 SLURM_KEYS = {"login", "options", "poll", "srun_args", "env", "sbatch", "squeue", "sacct", "scontrol"}
 SM_KEYS = {"host", "opensm", "args", "env", "stop", "timeout", "workdir", "verify_routes"}
-BENCH_KEYS = {"type", "binary", "params", "nprocs", "hosts", "timeout"}
+BENCH_KEYS = {"type", "binary", "params", "nprocs", "hosts", "timeout", "expect"}
 TOP_KEYS = {"hosts", "ssh", "runner", "workdir", "launch_host", "parallel", "mpi", "slurm", "sm", "benchmarks"}
 
 
@@ -277,5 +288,5 @@ def parse(data, path: str = "<inventory>") -> Inventory:
         inv.benchmarks[name] = BenchConfig(
             name, btype, c.string(b["binary"], f"{key}.binary") if "binary" in b else None, dict(params),
             c.integer(b["nprocs"], f"{key}.nprocs") if "nprocs" in b else None, run_hosts,
-            c.number(b.get("timeout", 3600), f"{key}.timeout"))
+            c.number(b.get("timeout", 3600), f"{key}.timeout"), c.bounds(b.get("expect"), f"{key}.expect"))
     return inv

@@ -241,3 +241,25 @@ def test_retry_failed_redoes_only_failed_runs_with_the_local_runner(tmp_path):
         assert json.loads((runs_dir / f"current--hpcc_bad--{m}--r1" / "run.json").read_text())["status"] == "ok"
         assert (runs_dir / f"current--hpcc--{m}--r1" / "run.json").read_text() == good[m]  # not redone
     assert len(list(runs_dir.iterdir())) == 4 and not list((tmp_path / "c" / ".partial").iterdir())
+
+
+def test_expected_bounds_flag_implausible_results(tmp_path):
+    from benchkit import HPCC_PARAMS, OMPI_ENV, write_yaml
+    with pytest.raises(InputError, match=r"benchmarks.hpcc.expect.ptrans.max: must be a number, got 'a'"):
+        inventory.parse({**BASE, "benchmarks": {"hpcc": {"expect": {"ptrans": {"max": "a"}}}}}, "inv.yaml")
+    data = {"hosts": [{"name": "here", "address": "127.0.0.1", "slots": 2}], "runner": "local",
+            "workdir": str(tmp_path / "work"),
+            "mpi": {"launcher": "openmpi", "env": OMPI_ENV,
+                    "args": ["--oversubscribe", "--bind-to", "none", "--mca", "btl", "self,vader", "--mca", "pml", "ob1"]},
+            "benchmarks": {"hpcc": {"params": HPCC_PARAMS, "nprocs": 2, "timeout": 60,
+                                    "expect": {"pingpong_latency_max": {"max": 1e-6}, "ptrans": {"min": 0},
+                                               "no_such_metric": {"min": 1}}}}}
+    write_yaml(tmp_path / "inv.yaml", data)
+    p = ibtool("bench", "run", "-i", tmp_path / "inv.yaml", "-b", "hpcc", "-o", tmp_path / "c", "--no-progress",
+               check=1)
+    assert "ok 0, failed 0, invalid 1" in p.stdout
+    run = json.loads((tmp_path / "c/runs/current--hpcc--linear--r1/run.json").read_text())
+    assert run["status"] == "invalid" and len(run["reasons"]) == 2
+    assert run["reasons"][0].startswith("pingpong_latency_max = ") and "above the expected maximum 1e-06 us" in \
+        run["reasons"][0]
+    assert run["reasons"][1] == "expected metric no_such_metric is missing"

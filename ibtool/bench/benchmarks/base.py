@@ -138,6 +138,21 @@ class ParseResult:
                 self.fail(reason.format(*m.groups()))
                 break
 
+    def check_expect(self, expect: dict) -> None:
+        """Plausibility bounds from the inventory, e.g. a ping-pong latency of tens of microseconds
+        where InfiniBand gives 1-3: MPI silently fell back to TCP."""
+        for name, b in expect.items():
+            v = self.value(name)
+            if v is None:
+                if self.status != FAILED:  # a failed run misses metrics anyway
+                    self.invalid(f"expected metric {name} is missing")
+                continue
+            unit = self.metrics[name]["unit"]
+            if "min" in b and v < b["min"]:
+                self.invalid(f"{name} = {v:g} {unit} is below the expected minimum {b['min']:g} {unit}")
+            if "max" in b and v > b["max"]:
+                self.invalid(f"{name} = {v:g} {unit} is above the expected maximum {b['max']:g} {unit}")
+
     def as_dict(self) -> dict:
         return {"benchmark": self.benchmark, "status": self.status, "ok": self.ok, "reasons": self.reasons,
                 "warnings": self.warnings, "metrics": self.metrics, "params": self.params,
