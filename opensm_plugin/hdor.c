@@ -274,29 +274,17 @@ static int cmp_u64(uint64_t a, uint64_t b)
  * OpenSM's exclusive lock, one pass at a time) */
 static const hdor_pass_t *g_sort_pass;
 
-static int cmp_router_guid(const void *a, const void *b)
-{
-	const hdor_pass_t *P = g_sort_pass;
-	return cmp_u64(P->rt[*(const int *)a].guid, P->rt[*(const int *)b].guid);
+/* comparators of indices into one of the pass's arrays, by a 64-bit key */
+#define HDOR_CMP(name, array, key)						\
+static int name(const void *a, const void *b)					\
+{										\
+	const hdor_pass_t *P = g_sort_pass;					\
+	return cmp_u64(P->array[*(const int *)a].key, P->array[*(const int *)b].key); \
 }
-
-static int cmp_group_key(const void *a, const void *b)
-{
-	const hdor_pass_t *P = g_sort_pass;
-	return cmp_u64(P->grp[*(const int *)a].key, P->grp[*(const int *)b].key);
-}
-
-static int cmp_sw_guid(const void *a, const void *b)
-{
-	const hdor_pass_t *P = g_sort_pass;
-	return cmp_u64(P->sw[*(const int *)a].guid, P->sw[*(const int *)b].guid);
-}
-
-static int cmp_ca_guid(const void *a, const void *b)
-{
-	const hdor_pass_t *P = g_sort_pass;
-	return cmp_u64(P->ca[*(const int *)a].guid, P->ca[*(const int *)b].guid);
-}
+HDOR_CMP(cmp_router_guid, rt, guid)
+HDOR_CMP(cmp_group_key, grp, key)
+HDOR_CMP(cmp_sw_guid, sw, guid)
+HDOR_CMP(cmp_ca_guid, ca, guid)
 
 /* ------------------------------------------------------------------------------------------ */
 /* candidate sets                                                                             */
@@ -474,10 +462,9 @@ static int collect(hdor_ctx_t *ctx, hdor_pass_t *P)
 
 static int identify(hdor_ctx_t *ctx, hdor_pass_t *P)
 {
-	int w, g, r, i;
+	int w, g, r, i, pass;
 	uint32_t l;
 	int *stack, *gcount;
-	uint32_t *cnt;
 
 	/* routers: switches with a healthy link to an HCA */
 	for (w = 0; w < P->nsw; w++)
@@ -549,63 +536,48 @@ static int identify(hdor_ctx_t *ctx, hdor_pass_t *P)
 			P->gsw[P->grp[g].soff + P->grp[g].sn++] = w;
 		}
 
-	/* router -> distinct groups, group -> members */
-	gcount = xcalloc(P->ng, sizeof(int));	/* last router that counted this group, +1 */
-	cnt = xcalloc(P->nr + 1, sizeof(uint32_t));
-	if (!gcount || !cnt) {
-		free(gcount);
-		free(cnt);
+	/* router -> distinct groups, group -> members: count (pass 0), then fill (pass 1) */
+	gcount = xcalloc(P->ng, sizeof(int));	/* last router that saw this group, +1 */
+	if (!gcount)
 		return decline(ctx, "out of memory");
-	}
-	for (r = 0; r < P->nr; r++) {
-		hsw_t *s = &P->sw[P->rt[r].sw];
-		for (l = s->loff; l < s->loff + s->ln; l++) {
-			hlink_t *lk = &P->links[l];
-			if (lk->kind != N_SWITCH || (g = P->sw[lk->idx].group) < 0)
-				continue;
-			if (gcount[g] == r + 1)
-				continue;
-			gcount[g] = r + 1;
-			P->rt[r].gn++;
-			P->grp[g].mn++;
+	for (pass = 0; pass < 2; pass++) {
+		if (pass) {
+			uint32_t tot = 0, mt = 0;
+			for (r = 0; r < P->nr; r++) {
+				P->rt[r].goff = tot;
+				tot += P->rt[r].gn;
+				P->rt[r].gn = 0;
+			}
+			for (g = 0; g < P->ng; g++) {
+				P->grp[g].moff = mt;
+				mt += P->grp[g].mn;
+				P->grp[g].mn = 0;
+			}
+			P->rgl = xcalloc(tot, sizeof(uint32_t));
+			P->gmem = xcalloc(mt, sizeof(int));
+			if (!P->rgl || !P->gmem) {
+				free(gcount);
+				return decline(ctx, "out of memory");
+			}
+			memset(gcount, 0, P->ng * sizeof(int));
 		}
-	}
-	{
-		uint32_t tot = 0, mt = 0;
 		for (r = 0; r < P->nr; r++) {
-			P->rt[r].goff = tot;
-			tot += P->rt[r].gn;
-			P->rt[r].gn = 0;
-		}
-		for (g = 0; g < P->ng; g++) {
-			P->grp[g].moff = mt;
-			mt += P->grp[g].mn;
-			P->grp[g].mn = 0;
-		}
-		P->rgl = xcalloc(tot, sizeof(uint32_t));
-		P->gmem = xcalloc(mt, sizeof(int));
-		if (!P->rgl || !P->gmem) {
-			free(gcount);
-			free(cnt);
-			return decline(ctx, "out of memory");
-		}
-	}
-	memset(gcount, 0, P->ng * sizeof(int));
-	for (r = 0; r < P->nr; r++) {
-		hsw_t *s = &P->sw[P->rt[r].sw];
-		for (l = s->loff; l < s->loff + s->ln; l++) {
-			hlink_t *lk = &P->links[l];
-			if (lk->kind != N_SWITCH || (g = P->sw[lk->idx].group) < 0)
-				continue;
-			if (gcount[g] == r + 1)
-				continue;
-			gcount[g] = r + 1;
-			P->rgl[P->rt[r].goff + P->rt[r].gn++] = (uint32_t)g;
-			P->gmem[P->grp[g].moff + P->grp[g].mn++] = r;
+			hsw_t *s = &P->sw[P->rt[r].sw];
+			for (l = s->loff; l < s->loff + s->ln; l++) {
+				hlink_t *lk = &P->links[l];
+				if (lk->kind != N_SWITCH || (g = P->sw[lk->idx].group) < 0 || gcount[g] == r + 1)
+					continue;
+				gcount[g] = r + 1;
+				if (pass) {
+					P->rgl[P->rt[r].goff + P->rt[r].gn] = (uint32_t)g;
+					P->gmem[P->grp[g].moff + P->grp[g].mn] = r;
+				}
+				P->rt[r].gn++;
+				P->grp[g].mn++;
+			}
 		}
 	}
 	free(gcount);
-	free(cnt);
 	g_sort_pass = P;
 	for (g = 0; g < P->ng; g++)
 		qsort(P->gmem + P->grp[g].moff, P->grp[g].mn, sizeof(int), cmp_router_guid);
@@ -910,6 +882,33 @@ out:
 /* ------------------------------------------------------------------------------------------ */
 /* 4. distances inside groups and candidate sets                                              */
 
+/* BFS over the switches of group g from `src` (a member router when src_hops = 1: its switches
+ * of g are at 1 hop; an indirect switch of g when src_hops = 0, its dist entry already 0);
+ * dist is indexed by the switches' index inside g; q is scratch of nsw entries */
+static void group_bfs(const hdor_pass_t *P, int g, const hsw_t *src, unsigned src_hops,
+		      uint16_t *dist, int *q)
+{
+	int qh = 0, qt = 0;
+	uint32_t l;
+	const hsw_t *x = src;
+	uint16_t dx = (uint16_t)(src_hops ? 0 : dist[src->lidx]);
+
+	for (;;) {
+		for (l = x->loff; l < x->loff + x->ln; l++) {
+			const hlink_t *lk = &P->links[l];
+			if (lk->kind == N_SWITCH && P->sw[lk->idx].group == g &&
+			    dist[P->sw[lk->idx].lidx] == 0xffff) {
+				dist[P->sw[lk->idx].lidx] = (uint16_t)(dx + 1);
+				q[qt++] = lk->idx;
+			}
+		}
+		if (qh == qt)
+			break;
+		x = &P->sw[q[qh++]];
+		dx = dist[x->lidx];
+	}
+}
+
 static int group_distances(hdor_ctx_t *ctx, hdor_pass_t *P)
 {
 	unsigned k = P->k;
@@ -919,7 +918,7 @@ static int group_distances(hdor_ctx_t *ctx, hdor_pass_t *P)
 	P->s = 1;
 	for (g = 0; g < P->ng; g++) {
 		hgrp_t *G = &P->grp[g];
-		uint32_t sn = G->sn, m, j, l;
+		uint32_t sn = G->sn, m, j;
 		G->mdist = malloc((size_t)k * sn * sizeof(uint16_t));
 		G->sdist = malloc((size_t)sn * sn * sizeof(uint16_t));
 		if (!G->mdist || !G->sdist) {
@@ -932,27 +931,8 @@ static int group_distances(hdor_ctx_t *ctx, hdor_pass_t *P)
 		for (m = 0; m < k; m++) {
 			uint16_t *dist = G->mdist + (size_t)m * sn;
 			hsw_t *M = &P->sw[P->rt[G->mbyc[m]].sw];
-			int qh = 0, qt = 0;
-			for (l = M->loff; l < M->loff + M->ln; l++) {
-				hlink_t *lk = &P->links[l];
-				if (lk->kind == N_SWITCH && P->sw[lk->idx].group == g &&
-				    dist[P->sw[lk->idx].lidx] == 0xffff) {
-					dist[P->sw[lk->idx].lidx] = 1;
-					q[qt++] = lk->idx;
-				}
-			}
-			while (qh < qt) {
-				int x = q[qh++];
-				uint16_t dx = dist[P->sw[x].lidx];
-				for (l = P->sw[x].loff; l < P->sw[x].loff + P->sw[x].ln; l++) {
-					hlink_t *lk = &P->links[l];
-					if (lk->kind == N_SWITCH && P->sw[lk->idx].group == g &&
-					    dist[P->sw[lk->idx].lidx] == 0xffff) {
-						dist[P->sw[lk->idx].lidx] = (uint16_t)(dx + 1);
-						q[qt++] = lk->idx;
-					}
-				}
-			}
+			/* the member counts as a node at hop 0 that is not traversed again */
+			group_bfs(P, g, M, 1, dist, q);
 		}
 		/* stages: the farthest switch from the members */
 		for (j = 0; j < sn; j++) {
@@ -966,53 +946,54 @@ static int group_distances(hdor_ctx_t *ctx, hdor_pass_t *P)
 		/* switch-to-switch */
 		for (j = 0; j < sn; j++) {
 			uint16_t *dist = G->sdist + (size_t)j * sn;
-			int qh = 0, qt = 0;
+			int x = P->gsw[G->soff + j];
 			dist[j] = 0;
-			q[qt++] = P->gsw[G->soff + j];
-			while (qh < qt) {
-				int x = q[qh++];
-				uint16_t dx = dist[P->sw[x].lidx];
-				for (l = P->sw[x].loff; l < P->sw[x].loff + P->sw[x].ln; l++) {
-					hlink_t *lk = &P->links[l];
-					if (lk->kind == N_SWITCH && P->sw[lk->idx].group == g &&
-					    dist[P->sw[lk->idx].lidx] == 0xffff) {
-						dist[P->sw[lk->idx].lidx] = (uint16_t)(dx + 1);
-						q[qt++] = lk->idx;
-					}
-				}
-			}
+			group_bfs(P, g, &P->sw[x], 0, dist, q);
 		}
 	}
 	free(q);
 	return 0;
 }
 
+/* hops inside group G from its switch with local index j to member coordinate m (mode 0) or to
+ * its switch with local index m (mode 1) */
+static inline uint16_t gdist(const hgrp_t *G, int j, unsigned m, int mode)
+{
+	return mode ? G->sdist[(size_t)j * G->sn + m] : G->mdist[(size_t)m * G->sn + j];
+}
+
+/* W's ports into group g whose switch is `want` hops from the target (m, mode) (see gdist); the
+ * smallest such distance over all of them goes to *min when min is given */
+static void ports_at(const hdor_pass_t *P, const hsw_t *W, int g, unsigned m, int mode,
+		     uint16_t want, pmask_t *mask, uint16_t *min)
+{
+	const hgrp_t *G = &P->grp[g];
+	uint32_t l;
+	for (l = W->loff; l < W->loff + W->ln; l++) {
+		const hlink_t *lk = &P->links[l];
+		uint16_t dd;
+		if (lk->kind != N_SWITCH || P->sw[lk->idx].group != g)
+			continue;
+		dd = gdist(G, P->sw[lk->idx].lidx, m, mode);
+		if (dd == want)
+			mask_set(mask, lk->port);
+		if (min && dd < *min)
+			*min = dd;
+	}
+}
+
 /* router w's ports into group g on a shortest path to member coordinate m (mode 0), or to the
  * group's switch with local index m (mode 1) */
 static int router_set(hdor_pass_t *P, int w, int g, unsigned m, int mode)
 {
-	hgrp_t *G = &P->grp[g];
 	hsw_t *W = &P->sw[w];
 	uint16_t best = 0xffff;
 	pmask_t mask;
-	uint32_t l;
-	int pass;
 
+	ports_at(P, W, g, m, mode, 0xffff, &mask, &best);
 	memset(&mask, 0, sizeof(mask));
-	for (pass = 0; pass < 2; pass++)
-		for (l = W->loff; l < W->loff + W->ln; l++) {
-			hlink_t *lk = &P->links[l];
-			uint16_t dd;
-			if (lk->kind != N_SWITCH || P->sw[lk->idx].group != g)
-				continue;
-			dd = mode ? G->sdist[(size_t)P->sw[lk->idx].lidx * G->sn + m]
-			    : G->mdist[(size_t)m * G->sn + P->sw[lk->idx].lidx];
-			if (!pass) {
-				if (dd < best)
-					best = dd;
-			} else if (dd == best && best != 0xffff)
-				mask_set(&mask, lk->port);
-		}
+	if (best != 0xffff)
+		ports_at(P, W, g, m, mode, best, &mask, &best);
 	return intern_set(P, w, &mask);
 }
 
@@ -1035,21 +1016,11 @@ static int switch_set(hdor_pass_t *P, int w, unsigned m, int mode)
 				mask_set(&mask, P->links[l].port);
 		if (!mask_empty(&mask))
 			return intern_set(P, w, &mask);
-		dw = G->mdist[(size_t)m * G->sn + W->lidx];
-	} else
-		dw = G->sdist[(size_t)W->lidx * G->sn + m];
+	}
+	dw = gdist(G, W->lidx, m, mode);
 	if (dw == 0xffff || dw == 0)
 		return -1;
-	for (l = W->loff; l < W->loff + W->ln; l++) {
-		hlink_t *lk = &P->links[l];
-		uint16_t dd;
-		if (lk->kind != N_SWITCH || P->sw[lk->idx].group != g)
-			continue;
-		dd = mode ? G->sdist[(size_t)P->sw[lk->idx].lidx * G->sn + m]
-		    : G->mdist[(size_t)m * G->sn + P->sw[lk->idx].lidx];
-		if (dd == dw - 1)
-			mask_set(&mask, lk->port);
-	}
+	ports_at(P, W, g, m, mode, (uint16_t)(dw - 1), &mask, NULL);
 	return intern_set(P, w, &mask);
 }
 
