@@ -36,6 +36,7 @@ class Host:
     address: str
     slots: int = 1
     ssh: SSHConfig = field(default_factory=SSHConfig)
+    compute: bool = True  # False: reachable (SM node, login node) but never given ranks by default
 
     def where(self) -> str:
         return f"{self.name} ({self.address}:{self.ssh.port})"
@@ -81,7 +82,7 @@ class Inventory:
         return BenchConfig(name, name, None, {}, None, None, 3600.0)
 
     def run_hosts(self, cfg: BenchConfig) -> list[Host]:
-        return [self.host(n) for n in cfg.hosts] if cfg.hosts else list(self.hosts)
+        return [self.host(n) for n in cfg.hosts] if cfg.hosts else [h for h in self.hosts if h.compute]
 
     def nprocs(self, cfg: BenchConfig) -> int:
         if cfg.nprocs:
@@ -226,12 +227,15 @@ def parse(data, path: str = "<inventory>") -> Inventory:
         key = f"hosts[{i}]"
         if isinstance(h, str):
             h = {"name": h}
-        h = c.mapping(h, key, {"name", "address", "slots", "ssh"})
+        h = c.mapping(h, key, {"name", "address", "slots", "ssh", "compute"})
         name = c.string(h.get("name"), f"{key}.name")
         if any(x.name == name for x in hosts):
             c.fail(f"{key}.name", f"duplicate host name {name!r}")
         hosts.append(Host(name, c.string(h.get("address", name), f"{key}.address"),
-                          c.integer(h.get("slots", 1), f"{key}.slots"), c.ssh(h.get("ssh"), f"{key}.ssh", base)))
+                          c.integer(h.get("slots", 1), f"{key}.slots"), c.ssh(h.get("ssh"), f"{key}.ssh", base),
+                          c.boolean(h.get("compute", True), f"{key}.compute")))
+    if not any(h.compute for h in hosts):
+        c.fail("hosts", "no compute host (every host has compute: false)")
     inv = Inventory(path, hosts, raw=data)
     names = {h.name for h in hosts}
     inv.runner = c.string(data.get("runner", "ssh"), "runner")

@@ -263,3 +263,18 @@ def test_expected_bounds_flag_implausible_results(tmp_path):
     assert run["reasons"][0].startswith("pingpong_latency_max = ") and "above the expected maximum 1e-06 us" in \
         run["reasons"][0]
     assert run["reasons"][1] == "expected metric no_such_metric is missing"
+
+
+def test_the_documented_inventory_is_valid():
+    import re as _re
+
+    import yaml
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "bench.md").read_text()
+    data = yaml.safe_load(_re.search(r"```yaml\n(.*?)```", doc, _re.S).group(1))
+    for k in ("key", "known_hosts"):  # files on the documented cluster, not here
+        data["ssh"].pop(k)
+    inv = inventory.parse(data, "docs/bench.md")
+    assert [h.name for h in inv.hosts] == ["cn01", "cn02", "cn03", "sm01"] and inv.host("cn03").ssh.port == 2222
+    assert [h.name for h in inv.run_hosts(inv.bench("hpcc"))] == ["cn01", "cn02", "cn03"]  # sm01: compute: false
+    assert inv.bench("hpcc_ib").expect == {"pingpong_latency_max": {"max": 5.0}, "pingpong_bandwidth_min": {"min": 1.0}}
+    assert inv.sm["host"] == "sm01" and inv.nprocs(inv.bench("graph500")) == 64
