@@ -172,6 +172,7 @@ class Campaign:
                 except Exception as e:  # noqa: BLE001 - best effort, never hide the campaign's own error
                     say(f"warning: could not stop OpenSM: {e}")
             runner.close()
+            self.store.close()
             signal.signal(signal.SIGTERM, old_term)
         return {"total": len(self.runs), "done_before": done_before, "ran": len(todo), "counts": counts}
 

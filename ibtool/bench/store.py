@@ -16,6 +16,7 @@ interrupted campaign never leaves a half-written run where a finished one is exp
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -46,8 +47,22 @@ class Store:
         self.engines_dir = self.out / "engines"
 
     def open(self, manifest: dict) -> dict:
-        """Create the campaign, or resume it when OUT holds the same campaign; returns the manifest."""
+        """Create the campaign, or resume it when OUT holds the same campaign; returns the manifest.
+        The directory stays locked (flock) until this process ends or close() is called."""
         self.out.mkdir(parents=True, exist_ok=True)
+        self._lock = open(self.out / ".lock", "w")
+        try:
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._lock.close()
+            raise InputError("another `ibtool bench run` is using this campaign directory", path=str(self.out)) from None
+        try:
+            return self._open(manifest)
+        except BaseException:
+            self.close()
+            raise
+
+    def _open(self, manifest: dict) -> dict:
         path = self.out / MANIFEST
         if path.exists():
             old = read_json(path)
@@ -65,6 +80,12 @@ class Store:
         self.partial.mkdir()
         write_json(path, manifest)
         return manifest
+
+    def close(self) -> None:
+        lock = getattr(self, "_lock", None)
+        if lock is not None:
+            lock.close()  # releases the flock
+            self._lock = None
 
     def manifest(self) -> dict:
         path = self.out / MANIFEST

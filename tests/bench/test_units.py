@@ -278,3 +278,16 @@ def test_the_documented_inventory_is_valid():
     assert [h.name for h in inv.run_hosts(inv.bench("hpcc"))] == ["cn01", "cn02", "cn03"]  # sm01: compute: false
     assert inv.bench("hpcc_ib").expect == {"pingpong_latency_max": {"max": 5.0}, "pingpong_bandwidth_min": {"min": 1.0}}
     assert inv.sm["host"] == "sm01" and inv.nprocs(inv.bench("graph500")) == 64
+
+
+def test_a_campaign_directory_is_used_by_one_run_at_a_time(tmp_path):
+    from ibtool.bench.store import Store
+    (tmp_path / "inv.yaml").write_text("hosts: [{name: a, slots: 2}]\nrunner: local\n")
+    holder = Store(tmp_path / "c")
+    holder.open({"benchmarks": ["hpcc"], "mappings": ["linear"], "engines": ["current"], "repeat": 1, "seed": 1})
+    p = ibtool("bench", "run", "-i", tmp_path / "inv.yaml", "-b", "hpcc", "-o", tmp_path / "c", check=2)
+    assert "another `ibtool bench run` is using this campaign directory" in p.stderr
+    holder.close()
+    with pytest.raises(InputError, match="holds another campaign"):  # unlocked now; the options still differ
+        Store(tmp_path / "c").open({"benchmarks": ["hpcg"], "mappings": ["linear"], "engines": ["current"],
+                                    "repeat": 1, "seed": 1})
