@@ -291,3 +291,19 @@ def test_a_campaign_directory_is_used_by_one_run_at_a_time(tmp_path):
     with pytest.raises(InputError, match="holds another campaign"):  # unlocked now; the options still differ
         Store(tmp_path / "c").open({"benchmarks": ["hpcg"], "mappings": ["linear"], "engines": ["current"],
                                     "repeat": 1, "seed": 1})
+
+
+def test_walltime_kills_the_run_and_says_so(tmp_path):
+    # "graph500" whose binary is sleep: the command line becomes `sleep 60 60`, far beyond the 2 s limit
+    from benchkit import OMPI_ENV, write_yaml
+    data = {"hosts": [{"name": "here", "address": "127.0.0.1", "slots": 1}], "runner": "local",
+            "workdir": str(tmp_path / "work"), "mpi": {"launcher": "openmpi", "env": OMPI_ENV},
+            "benchmarks": {"graph500": {"binary": "sleep", "params": {"scale": 60, "edgefactor": 60}, "nprocs": 1,
+                                        "timeout": 2}}}
+    write_yaml(tmp_path / "inv.yaml", data)
+    ibtool("bench", "run", "-i", tmp_path / "inv.yaml", "-b", "graph500", "-o", tmp_path / "c", "--no-progress",
+           check=1)
+    run = json.loads((tmp_path / "c/runs/current--graph500--linear--r1/run.json").read_text())
+    assert run["exit_code"] == 124 and run["status"] == "failed"
+    assert "exit code 124: killed by timeout (walltime reached)" in run["reasons"]
+    assert "timeout --kill-after=10 2 " in run["command"] and run["launch_argv"][-3:] == ["sleep", "60", "60"]
