@@ -292,3 +292,28 @@ def test_damaged_kns_never_crashes(tmp_path, seed):
 
         with pytest.raises(hdor.NotKNS):  # the Python reference declines it too
             hdor.compute(ibnetdiscover.read(run / "ibnetdiscover.out"))
+
+
+def test_dual_port_hca_to_two_routers(tmp_path):
+    """An HCA cabled to two routers: each port's LID is routed to its own router (hdor.md section
+    3: the HCA's coordinates are those of the router on its lowest-numbered port)."""
+    from ibtool.fabric import Fabric
+
+    f = kns(k=3, n=2)
+    g = Fabric("dual")
+    g.params = dict(f.params)
+    for i in range(f.num_nodes):
+        ports = 2 if f.names[i] == "H[1,1]" else f.nports[i]
+        g.add_node(f.types[i], f.names[i], ports, f.roles[i], dict(f.labels[i]), guid=f.guids[i])
+    for li in range(f.num_links):
+        g.add_link(f.link_a[li], f.link_b[li], f.link_pa[li], f.link_pb[li])
+    g.add_link(g.index("H[1,1]"), g.index("R[2,0]"), 2, 30)
+    net = tmp_path / "dual.net"
+    ibnetdiscover.write(g, net)
+    s, log, run = sim(tmp_path, net)
+    assert_hdor_routed(s, log, 3, 2, 15, 9, lids=15 + 10)
+    res = check_routes(run)
+    assert res["hca_paths"] == 10 * 9  # every ordered pair of HCA ports (H[1,1] port 1 to port 2 too)
+    h = {d: c for guid, c in res["dump"]["hca"].items() for d in [res["dump"]["names"][guid]]}
+    assert h["H[1,1]"] == (1, 1)
+    assert_equals_reference(run)
