@@ -27,7 +27,15 @@ def group():
 
     The inventory (YAML) lists the hosts, how to reach them (SSH user/port/key, known_hosts,
     jump host), the MPI launcher, the benchmarks' paths and parameters, Slurm settings and the
-    SM node. See docs/bench.md for the format.
+    SM node. A minimal one (docs/bench.md has the full format):
+
+    \b
+      hosts: [{name: cn01, slots: 36}, {name: cn02, slots: 36}]
+      ssh: {user: bench, key: ~/.ssh/id_ed25519}
+      mpi: {launcher: openmpi, args: [--mca, pml, ucx]}
+      benchmarks: {hpcc: {params: {N: 20000}}}
+
+    Check it first with `ibtool bench check -i inv.yaml` (reaches every host over SSH).
     """
 
 
@@ -74,7 +82,7 @@ def run_cmd(inventory, benchmarks, mappings, engines, repeat, seed, out, retry_f
     camp = Campaign(inv, out, _csv(benchmarks), _csv(mappings), _csv(engines) or None, repeat, seed, retry_failed)
     if dry_run:
         for p in camp.runs:
-            click.echo(f"{p.run_id}  seed={p.seed}")
+            click.echo(p.run_id + (f"  seed={p.seed}" if p.mapping == "random" else ""))
         click.echo(f"{len(camp.runs)} runs with runner {inv.runner}")
         return
     summary = camp.run(progress=not no_progress)

@@ -205,7 +205,8 @@ def test_cli_dry_run_and_inventory_error(tmp_path):
     (tmp_path / "inv.yaml").write_text("hosts: [{name: a, slots: 2}]\nmpi: {launcher: openmpi}\n")
     p = ibtool("bench", "run", "-i", tmp_path / "inv.yaml", "-b", "hpcc,netgauge", "-m", "linear,random", "-r", "2",
                "-o", tmp_path / "c", "--dry-run", check=0)
-    assert p.stdout.splitlines()[0].startswith("current--hpcc--linear--r1  seed=")
+    lines = p.stdout.splitlines()
+    assert lines[0] == "current--hpcc--linear--r1" and lines[2].startswith("current--hpcc--random--r1  seed=")
     assert "8 runs with runner ssh" in p.stdout and not (tmp_path / "c").exists()
     (tmp_path / "bad.yaml").write_text("hosts: [{name: a, slots: -1}]\n")
     p = ibtool("bench", "run", "-i", tmp_path / "bad.yaml", "-b", "hpcc", "-o", tmp_path / "c", check=2)
