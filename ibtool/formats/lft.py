@@ -132,8 +132,9 @@ def _parse(mm, size: int, path: str) -> Tables:
             blk = win[starts[cand]]
             h = _HEX[blk[:, 2:6]]
             d = _DEC[blk[:, 7:10]]
-            ok = (blk[:, 1] == 120) & (h.min(axis=1) >= 0) & (blk[:, 6] == 32) & (d.min(axis=1) >= 0) \
-                & _SPACE[blk[:, 10]]
+            # a negative lookup (not a digit) makes the OR of the columns negative
+            ok = (blk[:, 1] == 120) & ((h[:, 0] | h[:, 1] | h[:, 2] | h[:, 3] | d[:, 0] | d[:, 1] | d[:, 2]) >= 0) \
+                & (blk[:, 6] == 32) & _SPACE[blk[:, 10]]
             h, d = h[ok], d[ok]
             lid = (h[:, 0] << 12) | (h[:, 1] << 8) | (h[:, 2] << 4) | h[:, 3]
             port = d[:, 0] * 100 + d[:, 1] * 10 + d[:, 2]
@@ -192,9 +193,11 @@ def _parse(mm, size: int, path: str) -> Tables:
         order = np.argsort(lines, kind="stable")
         lines, lids, ports = lines[order], lids[order], ports[order]
     hl = np.asarray([h[0] for h in headers], dtype=np.int64)
-    owner = np.searchsorted(hl, lines, side="right") - 1
-    if len(owner) and owner[0] < 0:
+    if len(lines) and (not len(hl) or lines[0] < hl[0]):
         _bad(path, int(lines[0]) + 1, "LFT entry before any 'Unicast lids' header")
+    # entries are in line order, so each header owns the run of entries up to the next header
+    cuts = np.searchsorted(lines, hl)
+    owner = np.repeat(np.arange(len(hl), dtype=np.int64), np.diff(np.append(cuts, len(lines))))
     uni_h = [h for h in headers if h[1] >= 0]
     if trailers and uni_h and uni_h[-1][0] > trailers[-1]:
         _bad(path, line_base, f"truncated: the table of switch {uni_h[-1][1]:#018x} (line {uni_h[-1][2]}) has no "

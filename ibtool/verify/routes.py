@@ -474,6 +474,7 @@ def verify(fabric: Fabric, tables: Tables, sl2vl=None, expect: str | None = None
     pairs = 0
 
     w_sw = b.ca_ports[b.sw_nodes]  # CA source ports behind each origin switch
+    seen = np.zeros(nslots * 256, dtype=bool) if nvl == 1 else None
     chunk = max(1, 6_000_000 // max(ns, 1))
     lids = b.lids
     last_say = time.monotonic()
@@ -494,10 +495,14 @@ def verify(fabric: Fabric, tables: Tables, sl2vl=None, expect: str | None = None
             routes_per_chan[:] += np.bincount(gslot, weights=wt[gi], minlength=nslots).astype(np.int64)
             a2a[:] += np.bincount(gslot, weights=a2w[gi], minlength=nslots).astype(np.int64)
             dep = depf[gi] & (gin >= 0)
-            if dep.any():
-                ci = gin[dep] * nvl + (vin[dep] if vin is not None else 0)
-                co = gslot[dep] * nvl + (vout[dep] if vout is not None else 0)
-                edges.append(np.unique(ci * nch + co))
+            if not dep.any():
+                return
+            if seen is not None:  # one VL: mark (channel in, port out) in a bitmap, no sorting
+                seen[gin[dep] * 256 + (gslot[dep] - b.offset[gcur[dep]])] = True
+                return
+            ci = gin[dep] * nvl + vin[dep]
+            co = gslot[dep] * nvl + vout[dep]
+            edges.append(np.unique(ci * nch + co))
 
         st, hp, end, dv = trace(b, o, L, hop_cb=on_hop, vl=vl, dims=dims)
         pairs += len(o)
@@ -543,6 +548,11 @@ def verify(fabric: Fabric, tables: Tables, sl2vl=None, expect: str | None = None
     say("channel dependency graph")
     cycle = None
     nedges = 0
+    if seen is not None:
+        k = np.flatnonzero(seen)
+        cin = k // 256
+        cout = b.offset[b.peer[cin]] + (k % 256)
+        edges = [cin * nch + cout] if len(k) else []
     if edges:
         allk = np.unique(np.concatenate(edges))
         nedges = len(allk)
