@@ -55,6 +55,12 @@ def test_hpcc_linear_rankfile_summary_and_body():
                     "passed": True}]
     assert r.details["ptrans_wall_GBs"] == [0.245, 0.245, 0.242, 0.242, 0.242]
     assert r.details["random_access_body_GUPs"]["MPIRandomAccess"] == pytest.approx(0.000509020)
+    assert r.details["major_results"] == pytest.approx({
+        "max_ping_pong_latency_us": 3888.592, "randomly_ordered_ring_latency_us": 2325.867,
+        "min_ping_pong_bandwidth_GBs": 0.501053088, "naturally_ordered_ring_bandwidth_GBs": 0.501110900,
+        "randomly_ordered_ring_bandwidth_GBs": 0.492626945})
+    assert r.details["hpl_input"] == {"N": 1000, "NB": 80, "PMAP": "Row-major process mapping", "P": 2, "Q": 2}
+    assert r.params["PMAP"] == 0
 
 
 def test_hpcc_random_rankfile():
@@ -76,6 +82,10 @@ def test_hpcc_random_rankfile():
     assert [h["gflops"] for h in r.details["hpl"]] == [7.827e-02]
     assert r.details["ptrans_wall_GBs"] == [0.248, 0.244, 0.244, 0.243, 0.160]
     assert r.details["random_access_body_GUPs"]["MPIRandomAccess"] == pytest.approx(0.000457512)
+    assert r.details["major_results"] == pytest.approx({
+        "max_ping_pong_latency_us": 3999.263, "randomly_ordered_ring_latency_us": 2297.322,
+        "min_ping_pong_bandwidth_GBs": 0.499792149, "naturally_ordered_ring_bandwidth_GBs": 0.500328685,
+        "randomly_ordered_ring_bandwidth_GBs": 0.500604993})
 
 
 def test_hpcc_default_unbound_microseconds():
@@ -113,6 +123,9 @@ def test_hpcc_invalid_grid_fallback_is_flagged():
     text = " ".join(r.reasons)
     assert "HPL ERROR" in text and "Need at least 16 processes" in text
     assert "N=5120 (requested 1000)" in text and "P=2 (requested 4)" in text and "Q=2 (requested 4)" in text
+    assert "PMAP=1 (requested 0)" in text  # column-major fallback, row-major asked for
+    assert r.details["hpl_input"] == {"N": 5120, "NB": 80, "PMAP": "Column-major process mapping", "P": 2, "Q": 2}
+    assert r.details["requested"] == {"N": 1000, "NB": 80, "PMAP": 0, "P": 4, "Q": 4}
     assert r.params["N"] == 5120 and r.params["PTRANS_n"] == 2560
     got, want = values(r, hpl=1.71778, ptrans=0.726863, mpi_random_access=0.000451991, pingpong_latency_max=1003.2,
                        natural_ring_bandwidth=1.09513, random_ring_bandwidth=1.08384)
@@ -163,7 +176,9 @@ def test_hpcg_rt30_valid():
     assert (r.params["global_nx"], r.params["global_ny"], r.params["global_nz"]) == (32, 32, 16)
     assert (r.params["nx"], r.params["ny"], r.params["nz"]) == (16, 16, 16)
     assert r.params["optimized_iterations"] == 4700 and r.params["quickpath"] is False
-    assert set(r.details["checks"].values()) == {"PASSED"}
+    assert r.details["checks"] == {"Spectral Convergence Tests": "PASSED", "Iteration Count Information": "PASSED",
+                                   "Departure from Symmetry |x'Ay-y'Ax|/(2*||x||*||A||*||y||)/epsilon": "PASSED",
+                                   "Reproducibility Information": "PASSED"}
 
 
 def test_hpcg_quickpath_rt0_valid():

@@ -54,6 +54,9 @@ _HPL = re.compile(r"^(W[RC]\S+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+" + _FLOAT + r
 _WALL = re.compile(r"^WALL\s+(?:\S+\s+){6}" + _FLOAT + r"\s+(\w+)\s+" + _FLOAT)
 _GUPS = re.compile(_FLOAT + r" Billion\(10\^9\) Updates    per second")
 _SECTION = re.compile(r"^(Begin|End) of (\w+) section\.")
+_ECHO = re.compile(r"^(N|NB|PMAP|P|Q)\s+:\s+(.+?)\s*$")
+_MAJOR = re.compile(r"^(Max Ping Pong Latency|Randomly Ordered Ring Latency|Min Ping Pong Bandwidth|"
+                    r"Naturally Ordered Ring Bandwidth|Randomly  Ordered Ring Bandwidth):\s+" + _FLOAT + r" (msecs|MB/s)")
 
 
 def grid(nprocs: int) -> tuple[int, int]:
@@ -65,10 +68,10 @@ def grid(nprocs: int) -> tuple[int, int]:
 
 
 def read_hpccinf(text: str) -> dict:
-    """N, NB, P, Q of the first problem and grid of an hpccinf.txt (lines 6, 8, 11, 12)."""
+    """N, NB, PMAP, P, Q of the first problem and grid of an hpccinf.txt (lines 6, 8, 9, 11, 12)."""
     lines = text.splitlines()
     try:
-        return {"N": int(lines[5].split()[0]), "NB": int(lines[7].split()[0]),
+        return {"N": int(lines[5].split()[0]), "NB": int(lines[7].split()[0]), "PMAP": int(lines[8].split()[0]),
                 "P": int(lines[10].split()[0]), "Q": int(lines[11].split()[0])}
     except (IndexError, ValueError):
         return {}
@@ -162,10 +165,14 @@ class HPCC(Benchmark):
         inf = files.text("hpccinf.txt")
         if inf and not request:
             want = read_hpccinf(inf)
-        r.details["requested"] = {k: want[k] for k in ("N", "NB", "P", "Q", "nprocs") if k in want}
+        r.details["requested"] = {k: want[k] for k in ("N", "NB", "PMAP", "P", "Q", "nprocs") if k in want}
+        echo = r.details.get("hpl_input", {})
+        if "PMAP" in echo:
+            r.params["PMAP"] = 1 if echo["PMAP"].startswith("Column") else 0
         if complete:
-            diff = [f"{k}={r.params[k]} (requested {want[k]})" for k in ("N", "NB", "P", "Q", "nprocs")
-                    if k in want and k in r.params and want[k] and int(want[k]) != r.params[k]]
+            diff = [f"{k}={r.params[k]} (requested {want[k]})" for k in ("N", "NB", "PMAP", "P", "Q", "nprocs")
+                    if k in want and k in r.params and want[k] is not None and int(want[k]) != r.params[k]
+                    and (want[k] or k == "PMAP")]
             if diff:
                 r.invalid("HPCC ran other parameters than requested: " + ", ".join(diff))
         return r
@@ -193,13 +200,15 @@ def _body(text: str, r: ParseResult) -> None:
     section = None
     gups: dict[str, float] = {}
     hpl, wall = [], []
-    detailed = {}
+    detailed, major, echo = {}, {}, {}
     in_detailed = False
     for i, line in enumerate(lines):
         m = _SECTION.match(line)
         if m:
             section = m.group(2) if m.group(1) == "Begin" else None
             continue
+        if section is None and not hpl and (e := _ECHO.match(line)) and not e.group(2).startswith("The "):
+            echo.setdefault(e.group(1), int(e.group(2)) if e.group(2).isdigit() else e.group(2))
         if section in ("MPIRandomAccess", "MPIRandomAccess_LCG"):
             g = _GUPS.match(line)
             if g:
@@ -216,6 +225,11 @@ def _body(text: str, r: ParseResult) -> None:
                             "Q": int(h.group(5)), "time_s": float(h.group(6)), "gflops": float(h.group(7)),
                             "passed": passed})
         elif section == "LatencyBandwidth":
+            if (j := _MAJOR.match(line)):
+                value = float(j.group(2))
+                key = re.sub(r"\s+", "_", j.group(1).lower())
+                major[key + ("_us" if j.group(3) == "msecs" else "_GBs")] = value * 1000.0 if j.group(3) == "msecs" \
+                    else value / 1000.0
             if line.startswith("Detailed benchmark results:"):
                 in_detailed = True
             if not in_detailed:
@@ -239,3 +253,7 @@ def _body(text: str, r: ParseResult) -> None:
         r.details["hpl"] = hpl
     if detailed:
         r.details["latency_bandwidth"] = detailed
+    if major:
+        r.details["major_results"] = major
+    if echo:
+        r.details["hpl_input"] = echo
