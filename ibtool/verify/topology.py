@@ -239,39 +239,55 @@ def _repair(plan, found, pa, fa, to_plan, to_found, rounds: int = 4) -> None:
             to_plan[j] = i
             to_found[i] = j
 
+    def proposals(j) -> list[int]:
+        props: Counter = Counter()
+        for p, (j2, q) in fa[j].items():
+            i2 = to_plan.get(j2)
+            if i2 is None:
+                continue
+            t = pa[i2].get(q)
+            if t is not None and t[1] == p and pt[t[0]] == ft[j]:
+                props[t[0]] += 1
+        return [i for i, _ in props.most_common(2)]
+
+    def try_cycle(js: list, new: list) -> bool:
+        """Give js[x] the plan node new[x] (a permutation of their current ones); keep if better."""
+        old = [to_plan.get(j) for j in js]
+        before = local(js)
+        for j, i in zip(js, new):
+            assign(j, i)
+        if local(js) > before:
+            return True
+        for j, i in zip(js, old):
+            assign(j, i)
+        return False
+
     for _ in range(rounds):
         improved = False
         for j in range(found.num_nodes):
-            props: Counter = Counter()
-            for p, (j2, q) in fa[j].items():
-                i2 = to_plan.get(j2)
-                if i2 is None:
+            i_old = to_plan.get(j)
+            if i_old is None:
+                continue
+            for i_new in proposals(j):
+                if i_new == i_old:
+                    break
+                j2 = to_found.get(i_new)
+                if j2 is None or j2 == j:
                     continue
-                t = pa[i2].get(q)
-                if t is not None and t[1] == p:
-                    props[t[0]] += 1
-            for i_new, _cnt in props.most_common(2):
-                i_old = to_plan.get(j)
-                if i_new == i_old or pt[i_new] != ft[j]:
-                    continue
-                j_other = to_found.get(i_new)
-                before = local([j, j_other])
-                assign(j, i_new)
-                if j_other is not None:
-                    assign(j_other, i_old)
-                if i_old is not None and j_other is None:
-                    to_found.pop(i_old, None)
-                after = local([j, j_other])
-                if after > before:
+                if try_cycle([j, j2], [i_new, i_old]):  # exchange
                     improved = True
                     break
-                assign(j, i_old)  # revert
-                if j_other is not None:
-                    assign(j_other, i_new)
-                else:
-                    to_found.pop(i_new, None)
-                    if i_old is not None:
-                        to_found[i_old] = j
+                # rotation of three: j2 takes what its own neighbours say, that device's holder takes i_old
+                done = False
+                for i_x in proposals(j2):
+                    j3 = to_found.get(i_x)
+                    if i_x in (i_new, i_old) or j3 is None or j3 in (j, j2):
+                        continue
+                    if pt[i_old] == ft[j3] and try_cycle([j, j2, j3], [i_new, i_x, i_old]):
+                        done = improved = True
+                        break
+                if done:
+                    break
         if not improved:
             break
 
