@@ -42,7 +42,7 @@ def test_hpcc_linear_rankfile_summary_and_body():
     assert r.metrics["pingpong_latency_max"]["unit"] == "us"
     assert r.metrics["pingpong_bandwidth_min"]["unit"] == "GB/s"
     assert r.metrics["hpl"]["unit"] == "Gflop/s"  # HPL_Tflops=0.000751509 -> 0.751509 Gflop/s
-    assert r.params == {"N": 1000, "NB": 80, "P": 2, "Q": 2, "nprocs": 4, "PTRANS_n": 500}
+    assert r.params == {"N": 1000, "NB": 80, "PMAP": 0, "P": 2, "Q": 2, "nprocs": 4, "PTRANS_n": 500}
     assert r.details["summary"]["Success"] == 1
     # text body, converted: msecs -> us, MByte/s -> GB/s
     lb = r.details["latency_bandwidth"]

@@ -114,7 +114,7 @@ def test_benchmark_inputs_and_checks():
     assert len(lines) == 36 and [lines[i].split()[0] for i in (5, 7, 10, 11)] == ["400", "40", "2", "3"]
     from ibtool.bench.benchmarks.hpcc import read_hpccinf
     assert read_hpccinf((FIX / "hpcc/np4_linear_rankfile/hpccinf.txt").read_text()) == {
-        "N": 1000, "NB": 80, "P": 2, "Q": 2}
+        "N": 1000, "NB": 80, "PMAP": 0, "P": 2, "Q": 2}
     with pytest.raises(InputError, match="P x Q = 4 x 4 needs 16 ranks"):
         BENCHMARKS.get("hpcc")({"P": 4, "Q": 4}).check(4)
     assert BENCHMARKS.get("hpcg")({"nx": 32, "rt": 60}).inputs(4)["hpcg.dat"].splitlines()[2:] == ["32 16 16", "60"]
