@@ -179,8 +179,8 @@ def _ibdmchk_loop(text: str) -> bool:
 
 
 @pytest.mark.ibsim
-@pytest.mark.parametrize("args", [("--k", "3", "--n", "3"), ("--k", "4", "--n", "2", "--hcas-per-router", "2",
-                                                            "--multiplicity", "2")])
+@pytest.mark.parametrize("args", [("--k", "3", "--n", "3"), ("--k", "3", "--n", "2", "--s", "2"),
+                                  ("--k", "4", "--n", "2", "--hcas-per-router", "2", "--multiplicity", "2")])
 def test_kns_hdor_passes_minhop_fails(tmp_path, args):
     plan = _plan(tmp_path, "plan", *args, "--radix", "8")
     good = _run(tmp_path, "hdor", plan / "topology.net", "hdor")
