@@ -90,6 +90,8 @@ def _make_command(topo):
         check_out(out, force)
         t0 = time.monotonic()
         fabric = topo.build(**kw)  # refuses impossible parameters before anything is written
+        if fabric.num_nodes > 20_000 and not as_json:  # seconds of writing: say what is happening
+            click.echo(f"  built {fabric.num_nodes:,} nodes in {time.monotonic() - t0:.1f} s; writing {out}", err=True)
         files = write_plan(fabric, out, engines)
         s = fabric.summary()
         if as_json:
