@@ -222,7 +222,7 @@ def _port_tables(b: Bound):
     kind = np.full((ns, 256), K_DEAD, dtype=np.int8)
     node = np.full((ns, 256), -1, dtype=np.int32)
     pport = np.full((ns, 256), -1, dtype=np.int16)
-    slot = np.zeros((ns, 256), dtype=np.int64)
+    slot = np.zeros((ns, 256), dtype=np.int32 if b.offset[-1] < 2**31 else np.int64)
     kind[:, 0] = K_LOCAL
     kind[:, NO_ROUTE] = K_NOENTRY
     for r, i in enumerate(b.sw_nodes):
@@ -252,19 +252,20 @@ def trace(b: Bound, origins: np.ndarray, lids: np.ndarray, *, cap: int | None = 
     kind_t, node_t, pport_t, slot_t = _port_tables(b)
     width = b.lft.shape[1]
     lft_flat = b.lft.ravel()
-    rowW = np.where(b.row >= 0, b.row.astype(np.int64) * width, 0)
-    rowP = np.where(b.row >= 0, b.row.astype(np.int64) * 256, 0)
+    it = np.int32 if b.lft.size < 2**31 else np.int64
+    rowW = np.where(b.row >= 0, b.row.astype(np.int64) * width, 0).astype(it)
+    rowP = np.where(b.row >= 0, b.row.astype(np.int64) * 256, 0).astype(it)
     n = len(origins)
     status = np.zeros(n, dtype=np.int8)
     hops = np.zeros(n, dtype=np.int16)
     end = np.full(n, -1, dtype=np.int32)
     dviol = np.zeros(n, dtype=bool) if dims is not None else None
     cap = cap or (len(b.sw_nodes) + 2)
-    idx = np.arange(n, dtype=np.int64)
+    idx = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)
     cur = origins.astype(np.int32)
     L = lids.astype(np.int32)
     need_in = hop_cb is not None or vl is not None
-    in_slot = np.full(n, -1, dtype=np.int64) if need_in else None
+    in_slot = np.full(n, -1, dtype=slot_t.dtype) if need_in else None
     mark = None
     vlc = np.zeros(n, dtype=np.int8) if vl is not None else None
     if dims is not None:
@@ -498,10 +499,10 @@ def verify(fabric: Fabric, tables: Tables, sl2vl=None, expect: str | None = None
             if not dep.any():
                 return
             if seen is not None:  # one VL: mark (channel in, port out) in a bitmap, no sorting
-                seen[gin[dep] * 256 + (gslot[dep] - b.offset[gcur[dep]])] = True
+                seen[gin[dep].astype(np.int64) * 256 + (gslot[dep] - b.offset[gcur[dep]])] = True
                 return
-            ci = gin[dep] * nvl + vin[dep]
-            co = gslot[dep] * nvl + vout[dep]
+            ci = gin[dep].astype(np.int64) * nvl + vin[dep]
+            co = gslot[dep].astype(np.int64) * nvl + vout[dep]
             edges.append(np.unique(ci * nch + co))
 
         st, hp, end, dv = trace(b, o, L, hop_cb=on_hop, vl=vl, dims=dims)
