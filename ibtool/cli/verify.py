@@ -112,7 +112,7 @@ def coords_cmd(fabric, dump, plan, nnm, as_json, html_out):
 
 
 def _routes(fabric: Path, lfts: Path, sl2vl_path: Path | None, expect: str | None, permutations: int, say,
-            f=None, ref=None) -> dict:
+            f=None, ref=None, balance: bool = True) -> dict:
     from ibtool.formats import lft, sl2vl
     from ibtool.verify import routes
     f = f or ibnetdiscover.read(fabric)
@@ -126,7 +126,7 @@ def _routes(fabric: Path, lfts: Path, sl2vl_path: Path | None, expect: str | Non
         except hdor.NotKNS as e:
             ref = None
             say(str(e))
-    return routes.verify(f, t, s, expect, ref, permutations=permutations, progress=say)
+    return routes.verify(f, t, s, expect, ref, permutations=permutations, progress=say, balance=balance)
 
 
 @group.command(name="routes")
@@ -138,8 +138,9 @@ def _routes(fabric: Path, lfts: Path, sl2vl_path: Path | None, expect: str | Non
 @click.option("--expect", type=click.Choice(["hdor"]),
               help="Also require exactly the hdor reference tables and dimension-ordered routes.")
 @click.option("--permutations", default=16, show_default=True, help="Random permutations for the load estimate.")
+@click.option("--no-balance", is_flag=True, help="Skip link loads (routes per link, all-to-all, permutations).")
 @_opts
-def routes_cmd(fabric, lfts, sl2vl_path, expect, permutations, as_json, html_out):
+def routes_cmd(fabric, lfts, sl2vl_path, expect, permutations, no_balance, as_json, html_out):
     """Trace every (source port, destination LID) pair through the forwarding tables.
 
     Reports undelivered pairs (black hole, loop, wrong port) with their paths, route lengths
@@ -151,7 +152,7 @@ def routes_cmd(fabric, lfts, sl2vl_path, expect, permutations, as_json, html_out
     Example:
       ibtool verify routes --fabric run/ibnetdiscover.out --lfts run/dump_fts.out --expect hdor
     """
-    r = _routes(fabric, lfts, sl2vl_path, expect, permutations, _say(as_json))
+    r = _routes(fabric, lfts, sl2vl_path, expect, permutations, _say(as_json), balance=not no_balance)
     rep = report.build({"fabric": str(fabric), "lfts": str(lfts), "sl2vl": str(sl2vl_path) if sl2vl_path else None,
                         "expect": expect}, {"routes": r})
     _emit(rep, as_json, html_out)

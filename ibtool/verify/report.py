@@ -92,14 +92,15 @@ def _checks(name: str, s: dict) -> list[dict]:
                                 f"{'SL2VL dump' if d['sl2vl'] else 'VL0 only'})") if d["free"] else
                     f"credit loop: a cycle of {len(d['cycle'])} channels in the channel dependency graph"})
         b = s["balance"]
-        perm = b.get("permutations")
-        out.append({"name": "routes: balance", "ok": True, "info": True,
-                    "summary": f"routes per inter-switch link min/mean/max {b['routes_per_link']['min']}/"
-                               f"{b['routes_per_link']['mean']}/{b['routes_per_link']['max']}; all-to-all max link "
-                               f"load {b['all_to_all_max_link_load']}"
-                               + (f"; {perm['count']} random permutations: max link load mean "
-                                  f"{perm['max_link_load']['mean']}, ebb estimate {perm['ebb_estimate']}"
-                                  if perm else "")})
+        perm = b.get("permutations") if b else None
+        if b:
+            out.append({"name": "routes: balance", "ok": True, "info": True,
+                        "summary": f"routes per inter-switch link min/mean/max {b['routes_per_link']['min']}/"
+                                   f"{b['routes_per_link']['mean']}/{b['routes_per_link']['max']}; all-to-all max "
+                                   f"link load {b['all_to_all_max_link_load']}"
+                                   + (f"; {perm['count']} random permutations: max link load mean "
+                                      f"{perm['max_link_load']['mean']}, ebb estimate {perm['ebb_estimate']}"
+                                      if perm else "")})
         if "expect" in s:
             e = s["expect"]
             if "error" in e:

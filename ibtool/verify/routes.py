@@ -262,8 +262,8 @@ def trace(b: Bound, origins: np.ndarray, lids: np.ndarray, *, cap: int | None = 
     dviol = np.zeros(n, dtype=bool) if dims is not None else None
     cap = cap or (len(b.sw_nodes) + 2)
     idx = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)
-    cur = origins.astype(np.int32)
-    L = lids.astype(np.int32)
+    cur = np.asarray(origins, dtype=np.int32)
+    L = np.asarray(lids, dtype=np.int32)
     need_in = hop_cb is not None or vl is not None
     in_slot = np.full(n, -1, dtype=slot_t.dtype) if need_in else None
     mark = None
@@ -276,9 +276,8 @@ def trace(b: Bound, origins: np.ndarray, lids: np.ndarray, *, cap: int | None = 
         port = lft_flat[rowW[cur] + L]
         k = rowP[cur] + port
         kd = kind_t[k]
-        go = kd == K_SWITCH
-        if not go.all():
-            fin = np.flatnonzero(~go)
+        fin = np.flatnonzero(kd)  # K_SWITCH is 0: anything else ends here
+        if len(fin):
             fk, fcur, fL, fi = kd[fin], cur[fin], L[fin], idx[fin]
             fnode = node_t[k[fin]]
             st = np.full(len(fin), DEAD_PORT, dtype=np.int8)
@@ -291,10 +290,12 @@ def trace(b: Bound, origins: np.ndarray, lids: np.ndarray, *, cap: int | None = 
             status[fi] = st
             end[fi] = np.where(ca, fnode, fcur)
             hops[fi] = h + ca
-            if not go.any():
+            if len(fin) == len(kd):
                 break
-            keep = np.flatnonzero(go)
-            idx, cur, L, port, k = idx[keep], cur[keep], L[keep], port[keep], k[keep]
+            keep = kd == K_SWITCH
+            idx, cur, L, k = idx[keep], cur[keep], L[keep], k[keep]
+            if vl is not None:
+                port = port[keep]
             if need_in:
                 in_slot = in_slot[keep]
             if vl is not None:
@@ -437,8 +438,11 @@ def find_cycle(keys: np.ndarray, nnodes: int) -> list[int] | None:
 
 
 def verify(fabric: Fabric, tables: Tables, sl2vl=None, expect: str | None = None, reference=None,
-           permutations: int = 16, seed: int = 1, progress=None) -> dict:
-    """All route checks; returns the 'routes' section of the report (see docs/verify.md)."""
+           permutations: int = 16, seed: int = 1, progress=None, balance: bool = True) -> dict:
+    """All route checks; returns the 'routes' section of the report (see docs/verify.md).
+
+    balance=False skips the link loads (routes per link, all-to-all, permutations): delivery,
+    lengths, dimension order and deadlock freedom only."""
     say = progress or (lambda m: None)
     t0 = time.monotonic()
     b = bind(fabric, tables)
@@ -475,7 +479,8 @@ def verify(fabric: Fabric, tables: Tables, sl2vl=None, expect: str | None = None
     pairs = 0
 
     w_sw = b.ca_ports[b.sw_nodes]  # CA source ports behind each origin switch
-    seen = np.zeros(nslots * 256, dtype=bool) if nvl == 1 else None
+    pw = int(b.nports.max()) + 1
+    seen = np.zeros(nslots * pw, dtype=bool) if nvl == 1 else None
     chunk = max(1, 6_000_000 // max(ns, 1))
     lids = b.lids
     last_say = time.monotonic()
@@ -493,13 +498,14 @@ def verify(fabric: Fabric, tables: Tables, sl2vl=None, expect: str | None = None
         depf = cadest & (wca > 0)  # CA-to-CA routes: the ones the deadlock analysis follows
 
         def on_hop(gi, gcur, gslot, gnxt, vin, vout, gin):
-            routes_per_chan[:] += np.bincount(gslot, weights=wt[gi], minlength=nslots).astype(np.int64)
-            a2a[:] += np.bincount(gslot, weights=a2w[gi], minlength=nslots).astype(np.int64)
+            if balance:
+                routes_per_chan[:] += np.bincount(gslot, weights=wt[gi], minlength=nslots).astype(np.int64)
+                a2a[:] += np.bincount(gslot, weights=a2w[gi], minlength=nslots).astype(np.int64)
             dep = depf[gi] & (gin >= 0)
             if not dep.any():
                 return
             if seen is not None:  # one VL: mark (channel in, port out) in a bitmap, no sorting
-                seen[gin[dep].astype(np.int64) * 256 + (gslot[dep] - b.offset[gcur[dep]])] = True
+                seen[gin[dep].astype(np.int64) * pw + (gslot[dep] - b.offset[gcur[dep]])] = True
                 return
             ci = gin[dep].astype(np.int64) * nvl + vin[dep]
             co = gslot[dep].astype(np.int64) * nvl + vout[dep]
@@ -528,10 +534,11 @@ def verify(fabric: Fabric, tables: Tables, sl2vl=None, expect: str | None = None
             for val, cnt in enumerate(ex):
                 if cnt:
                     hist_extra[val + base_ex] = hist_extra.get(val + base_ex, 0) + int(cnt)
-        for k in examples:
-            if len(examples[k]) < EXAMPLES:
-                for j in np.flatnonzero(st == k)[:EXAMPLES - len(examples[k])]:
-                    examples[k].append((int(o[j]), int(L[j])))
+        if status_w[DELIVERED] != status_w.sum():
+            for k in examples:
+                if len(examples[k]) < EXAMPLES:
+                    for j in np.flatnonzero(st == k)[:EXAMPLES - len(examples[k])]:
+                        examples[k].append((int(o[j]), int(L[j])))
         if dims is not None:
             dim, router = dims
             chk = router[o] & ok & ((b.types[b.own_node[L]] == CA) | router[b.own_node[L]])
@@ -551,8 +558,8 @@ def verify(fabric: Fabric, tables: Tables, sl2vl=None, expect: str | None = None
     nedges = 0
     if seen is not None:
         k = np.flatnonzero(seen)
-        cin = k // 256
-        cout = b.offset[b.peer[cin]] + (k % 256)
+        cin = k // pw
+        cout = b.offset[b.peer[cin]] + (k % pw)
         edges = [cin * nch + cout] if len(k) else []
     if edges:
         allk = np.unique(np.concatenate(edges))
@@ -567,7 +574,7 @@ def verify(fabric: Fabric, tables: Tables, sl2vl=None, expect: str | None = None
         pe = b.peer[lo:hi]
         isl[lo:hi] = (pe >= 0) & (b.types[np.maximum(pe, 0)] == SWITCH)
     rpl = routes_per_chan[isl]
-    perm = permutation_load(b, isl, permutations, seed) if permutations else None
+    perm = permutation_load(b, isl, permutations, seed) if permutations and balance else None
 
     n_src = ns + int(b.ca_ports.sum())
     total = int(status_w.sum())
@@ -593,7 +600,7 @@ def verify(fabric: Fabric, tables: Tables, sl2vl=None, expect: str | None = None
             "free": cycle is None,
             "cycle": [f"{chan_name(b, c)} (VL{v})" for c, v in cycle] if cycle else None,
         },
-        "balance": {
+        "balance": None if not balance else {
             "inter_switch_channels": int(isl.sum()),
             "routes_per_link": _mmm(rpl),
             "all_to_all_max_link_load": int(a2a[isl].max(initial=0)),
