@@ -1132,41 +1132,22 @@ static int analyse(hdor_ctx_t *ctx, hdor_pass_t *P)
 /* ------------------------------------------------------------------------------------------ */
 /* hop matrices from coordinates (s = 1): the exact switch-to-switch hop counts               */
 
-/* A switch as a point: router coordinates, or an indirect switch's group coordinates with its
- * dimension free.  With s = 1 the distance between two distinct switches is
- * 2 * (#dimensions fixed in both that differ) + (number of indirect endpoints). */
-static inline unsigned sw_dist(const hdor_pass_t *P, int a, int b)
+static inline void set_hop(uint8_t *row, uint8_t port, unsigned h, uint8_t *best)
 {
-	const uint8_t *ca, *cb;
-	int fa, fb;
-	unsigned e, h = 0;
-	if (a == b)
-		return 0;
-	if (P->sw[a].router >= 0) {
-		ca = P->coord + (size_t)P->sw[a].router * P->n;
-		fa = -1;
-	} else {
-		ca = P->gcoord + (size_t)P->sw[a].group * P->n;
-		fa = P->grp[P->sw[a].group].dim;
-	}
-	if (P->sw[b].router >= 0) {
-		cb = P->coord + (size_t)P->sw[b].router * P->n;
-		fb = -1;
-	} else {
-		cb = P->gcoord + (size_t)P->sw[b].group * P->n;
-		fb = P->grp[P->sw[b].group].dim;
-	}
-	for (e = 0; e < P->n; e++)
-		if ((int)e != fa && (int)e != fb && ca[e] != cb[e])
-			h++;
-	return 2 * h + (fa >= 0) + (fb >= 0);
+	if (h > 254)
+		h = 254;
+	row[port] = (uint8_t)h;
+	if (h < *best)
+		*best = (uint8_t)h;
 }
 
 /* fills sw->hops for every switch LID as OpenSM's min-hop matrix would (every port toward a
  * switch neighbour, the minimum in port 0, 0 for the own LID); returns 0, or -1 on allocation
- * failure (OpenSM then builds the matrices).  With s = 1 a router's switch neighbours are the
- * indirect switches of its lines and an indirect switch's neighbours are the routers of its line,
- * so per (switch, target) one pass over the dimensions gives every port's count. */
+ * failure (OpenSM then builds the matrices).  Only for a pure s = 1 KNS (closed_form_ok): a
+ * router's switch neighbours are the indirect switches of its lines and an indirect switch's
+ * neighbours are the routers of its line, so per (switch, target) one pass over the dimensions
+ * gives every port's count: between two distinct switches, 2 * (dimensions fixed in both that
+ * differ) + (number of indirect endpoints). */
 static int fill_hops(hdor_pass_t *P)
 {
 	unsigned n = P->n, e;
@@ -1193,16 +1174,13 @@ static int fill_hops(hdor_pass_t *P)
 		hsw_t *W = &P->sw[w];
 		unsigned np = sw->num_ports, nn = 0, i;
 		const uint8_t *cw = pc[w];
-		int fw = pf[w], generic = 0;
+		int fw = pf[w];
 		if (!sw->hops || sw->num_hops <= sw->max_lid_ho)
 			goto out;
 		for (l = W->loff; l < W->loff + W->ln; l++) {
 			hlink_t *lk = &P->links[l];
 			if (lk->kind != N_SWITCH || lk->port >= np)
 				continue;
-			/* router-router or indirect-indirect links: not a KNS line, count generically */
-			if ((fw < 0) == (pf[lk->idx] < 0))
-				generic = 1;
 			nport[nn] = lk->port;
 			nidx[nn++] = lk->idx;
 		}
@@ -1232,9 +1210,7 @@ static int fill_hops(hdor_pass_t *P)
 			for (i = 0; i < nn; i++) {
 				int x = nidx[i];
 				unsigned h, dist;
-				if (generic)
-					dist = sw_dist(P, x, d);
-				else if (fw < 0) {
+				if (fw < 0) {
 					/* neighbour: indirect switch of dimension pf[x] with W's coordinates */
 					h = (unsigned)__builtin_popcount(mm & ~(1u << pf[x]));
 					dist = (x == d) ? 0 : 2 * h + 1 + (fd >= 0);
@@ -1243,12 +1219,7 @@ static int fill_hops(hdor_pass_t *P)
 					h = h0 + (fd != fw && pc[x][fw] != cd[fw]);
 					dist = 2 * h + (fd >= 0);
 				}
-				h = 1 + dist;
-				if (h > 254)
-					h = 254;
-				row[nport[i]] = (uint8_t)h;
-				if (h < best)
-					best = (uint8_t)h;
+				set_hop(row, nport[i], 1 + dist, &best);
 			}
 			row[0] = best;
 		}
@@ -1259,6 +1230,88 @@ out:
 	free(pf);
 	free(nport);
 	free(nidx);
+	return ret;
+}
+
+/* the closed form of fill_hops holds when every group is one switch and no cable joins two
+ * routers */
+static int closed_form_ok(const hdor_pass_t *P)
+{
+	int g, w;
+	uint32_t l;
+	for (g = 0; g < P->ng; g++)
+		if (P->grp[g].sn != 1)
+			return 0;
+	for (w = 0; w < P->nsw; w++)
+		if (P->sw[w].router >= 0)
+			for (l = P->sw[w].loff; l < P->sw[w].loff + P->sw[w].ln; l++)
+				if (P->links[l].kind == N_SWITCH && P->sw[P->links[l].idx].router >= 0)
+					return 0;
+	return 1;
+}
+
+#define HDOR_BFS_HOPS_MAX_SWITCHES 16384
+
+/* any other fabric hdor routes (s > 1, stray router-router cables): an all-pairs BFS over the
+ * switch links (nsw^2 bytes), then the same rows; returns 0, or -1 (OpenSM builds them) */
+static int fill_hops_bfs(hdor_pass_t *P)
+{
+	size_t N = (size_t)P->nsw;
+	uint8_t *D = NULL;
+	int *q = NULL, w, d, ret = -1;
+	uint32_t l;
+
+	if (N > HDOR_BFS_HOPS_MAX_SWITCHES || !(D = malloc(N * N)) || !(q = malloc(N * sizeof(int))))
+		goto out;
+	memset(D, OSM_NO_PATH, N * N);
+	for (w = 0; w < P->nsw; w++) {
+		uint8_t *row = D + (size_t)w * N;
+		int qh = 0, qt = 0;
+		row[w] = 0;
+		q[qt++] = w;
+		while (qh < qt) {
+			int x = q[qh++];
+			for (l = P->sw[x].loff; l < P->sw[x].loff + P->sw[x].ln; l++) {
+				const hlink_t *lk = &P->links[l];
+				if (lk->kind == N_SWITCH && row[lk->idx] == OSM_NO_PATH && row[x] < 254) {
+					row[lk->idx] = (uint8_t)(row[x] + 1);
+					q[qt++] = lk->idx;
+				}
+			}
+		}
+	}
+	for (w = 0; w < P->nsw; w++) {
+		osm_switch_t *sw = P->sw[w].sw;
+		hsw_t *W = &P->sw[w];
+		unsigned np = sw->num_ports;
+		if (!sw->hops || sw->num_hops <= sw->max_lid_ho)
+			goto out;
+		for (d = 0; d < P->nsw; d++) {
+			uint16_t lid = P->sw[d].base_lid;
+			uint8_t *row, best = w == d ? 0 : OSM_NO_PATH;
+			if (!lid || lid > sw->max_lid_ho)
+				continue;
+			row = sw->hops[lid];
+			if (!row) {
+				if (!(row = malloc(np)))
+					goto out;
+				sw->hops[lid] = row;
+			}
+			memset(row, OSM_NO_PATH, np);
+			for (l = W->loff; l < W->loff + W->ln; l++) {
+				const hlink_t *lk = &P->links[l];
+				if (lk->kind != N_SWITCH || lk->port >= np ||
+				    D[(size_t)lk->idx * N + d] == OSM_NO_PATH)
+					continue;
+				set_hop(row, lk->port, 1u + D[(size_t)lk->idx * N + d], &best);
+			}
+			row[0] = best;
+		}
+	}
+	ret = 0;
+out:
+	free(D);
+	free(q);
 	return ret;
 }
 
@@ -1526,19 +1579,21 @@ static int hdor_build_lid_matrices(void *context)
 	}
 	P->us_analysis = usec_since(&P->t0);
 	ctx->pass = P;
-	if (P->s == 1 && !getenv("HDOR_OPENSM_HOPS")) {
-		int rc = fill_hops(P);
+	if (!getenv("HDOR_OPENSM_HOPS")) {
+		int closed = closed_form_ok(P);
+		int rc = closed ? fill_hops(P) : fill_hops_bfs(P);
 		P->us_hops = usec_since(&P->t0) - P->us_analysis;
 		if (rc == 0) {
 			P->own_hops = 1;
 			OSM_LOG(&osm->log, OSM_LOG_VERBOSE,
-				"hdor: hop matrices of %d switches filled from coordinates\n", P->nsw);
+				"hdor: hop matrices of %d switches filled %s\n", P->nsw,
+				closed ? "from coordinates" : "by breadth-first search");
 			return 0;
 		}
-		OSM_LOG(&osm->log, OSM_LOG_ERROR,
-			"hdor: cannot fill hop matrices, leaving them to OpenSM\n");
-		osm_ucast_mgr_build_lid_matrices(&osm->sm.ucast_mgr);
-		return 0;
+		OSM_LOG(&osm->log, OSM_LOG_INFO,
+			"hdor: hop matrices left to OpenSM (%d switches)\n", P->nsw);
+		/* rows written so far hold exact minimal counts; OpenSM's relaxation only lowers */
+		return 1;
 	}
 	return 1;		/* OpenSM builds its min-hop matrices */
 }

@@ -207,13 +207,22 @@ def lid_matrix(path: Path) -> dict:
     return out
 
 
-@pytest.mark.parametrize("args", [["--k", "4", "--n", "2", "--multiplicity", "2"], ["--k", "3", "--n", "3"]],
-                         ids=["kns-4-2-m2", "kns-3-3"])
+@pytest.mark.parametrize("args", [["--k", "4", "--n", "2", "--multiplicity", "2"], ["--k", "3", "--n", "3"],
+                                  ["--k", "4", "--n", "2", "--s", "2", "--radix", "8"],
+                                  ["--k", "8", "--n", "2", "--s", "3", "--radix", "8"], ["router-router"]],
+                         ids=["kns-4-2-m2", "kns-3-3", "kns-4-2-s2", "kns-8-2-s3", "kns-3-2-router-router"])
 def test_own_hop_matrices_equal_opensm_min_hop(tmp_path, args):
-    """With s = 1 hdor fills OpenSM's hop matrices from the coordinates (and returns 0 from
-    build_lid_matrices); they must equal the matrices OpenSM's own min-hop relaxation builds
-    (HDOR_OPENSM_HOPS=1 makes hdor return 1 and leave them to OpenSM), port by port."""
-    net = plan(tmp_path, *args)
+    """hdor fills OpenSM's hop matrices itself (from the coordinates when s = 1, by BFS when s > 1)
+    and returns 0 from build_lid_matrices; they must equal the matrices OpenSM's own min-hop
+    relaxation builds (HDOR_OPENSM_HOPS=1 makes hdor return 1 and leave them to OpenSM), port by
+    port."""
+    if args == ["router-router"]:  # a KNS with a stray router-router cable (BFS, not the closed form)
+        f, what = mutate(kns(k=3, n=2, radix=6), 4)
+        assert what.startswith("add R[") and "-R[" in what
+        net = tmp_path / "rr.net"
+        ibnetdiscover.write(f, net)
+    else:
+        net = plan(tmp_path, *args)
     (tmp_path / "own").mkdir()
     _, _, run1 = sim(tmp_path / "own", net)
     ref_dir = tmp_path / "ref"
