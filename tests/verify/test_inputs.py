@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from support import FIXTURES, ibtool
-from ibtool.errors import InputError
 from ibtool.fabric import CA, SWITCH
 from ibtool.formats import hdor_dump, ibnetdiscover, lft, sl2vl
 from ibtool.verify import routes

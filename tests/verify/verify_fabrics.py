@@ -7,8 +7,9 @@ and applies faults given by plan names, returning the new fabric and what was do
 from __future__ import annotations
 
 import random
+import re
 
-from ibtool.fabric import CA, SWITCH, Fabric
+from ibtool.fabric import SWITCH, Fabric
 
 
 def copy_fabric(src: Fabric, links, rename=None, reguid=None, rates=None) -> Fabric:
@@ -141,7 +142,6 @@ def write_net(f: Fabric, path, degraded: dict | None = None) -> None:
         want[(f.link_a[li], f.link_pa[li])] = w
         want[(f.link_b[li], f.link_pb[li])] = w
     out, cur = [], None
-    import re
     for line in open(path).read().split("\n"):
         m = re.match(r'^(?:Switch|Ca)\s+\d+\s+"([^"]+)"', line)
         if m:
