@@ -88,14 +88,18 @@ def sweeps(net: Path, tmp: Path, fab, conf: str, passes: int, marker: str) -> tu
     return log.read_text(errors="replace"), vg.read_text(errors="replace")
 
 
-def test_valgrind_three_passes_no_hdor_errors_or_leaks(tmp_path):
-    f = kns(k=3, n=2, multiplicity=2)
+@pytest.mark.parametrize("params,summary", [
+    (dict(k=3, n=2, multiplicity=2), "k=3 n=2 s=1: 15 switches, 24 LIDs"),
+    (dict(k=4, n=2, s=2, radix=8), "k=4 n=2 s=2: 48 switches, 64 LIDs"),  # BFS hop matrices, in-group sets
+], ids=["kns-3-2-m2", "kns-4-2-s2"])
+def test_valgrind_three_passes_no_hdor_errors_or_leaks(tmp_path, params, summary):
+    f = kns(**params)
     net = tmp_path / "kns.net"
     ibnetdiscover.write(f, net)
     log, vg = sweeps(net, tmp_path, f, "event_plugin_name hdor\nrouting_engine hdor,minhop\n", 3,
                      "hdor tables configured on all switches")
     assert "ERROR SUMMARY" in vg and "LEAK SUMMARY" in vg, vg[-2000:]
-    passes = re.findall(r"hdor: routed k=3 n=2 s=1: 15 switches, 24 LIDs, \d+ us \(pass (\d+)", log)
+    passes = re.findall(re.escape("hdor: routed " + summary) + r", \d+ us \(pass (\d+)", log)
     assert len(passes) >= 3 and passes[:3] == ["1", "2", "3"], passes
     assert hdor_problems(vg) == []
 
