@@ -33,7 +33,8 @@ from ibtool.formats import atomic_write
 NO_ROUTE = 255
 MAX_UNICAST_LID = 0xBFFF
 _HEADER = re.compile(rb"^\s*Unicast lids \[[^\]]*\] of switch .*?guid (0x[0-9a-fA-F]+)")
-_ENTRY = re.compile(rb"^\s*(0x[0-9a-fA-F]+)\s+(\d+)(?:\s|$)")
+_FDBS_HEADER = re.compile(rb"^\s*dump_ucast_routes: Switch (0x[0-9a-fA-F]+)")
+_ENTRY = re.compile(rb"^\s*(0x[0-9a-fA-F]+)\s+(?::\s*)?(\d+)(?:\s|$)")
 _NAME = re.compile(rb"\((?:')?([^()']*)(?:')?\):\s*$")
 _CHUNK = 64 << 20
 
@@ -116,9 +117,9 @@ def _parse(mm, size: int, path: str) -> Tables:
             nl = mm.rfind(b"\n", pos, end)
             end = nl + 1 if nl >= pos else mm.find(b"\n", end) + 1 or size
         chunk = buf[pos:end]
-        if chunk[-1] != 10:  # only at EOF: pad so fixed-offset reads stay inside
-            chunk = np.concatenate([chunk, np.full(1, 10, dtype=np.uint8)])
-        nls = np.flatnonzero(chunk == 10)
+        # pad (a copy) so fixed-offset reads past the last line stay inside
+        chunk = np.concatenate([chunk, np.full(3 if chunk[-1] == 10 else 4, 10, dtype=np.uint8)])
+        nls = np.flatnonzero(chunk[:end - pos + (0 if buf[end - 1] == 10 else 1)] == 10)
         starts = np.empty(len(nls), dtype=np.int64)
         starts[0] = 0
         starts[1:] = nls[:-1] + 1
@@ -127,14 +128,25 @@ def _parse(mm, size: int, path: str) -> Tables:
         cand = np.flatnonzero((c0 == 48) & (lens >= 10))  # "0x..." long enough for 0xLLLL PPP
         fast = np.zeros(len(starts), dtype=bool)
         if len(cand):
-            # fixed layout: 0xLLLL PPP then space/end of line; one 2-D gather of 11 bytes a line
-            win = as_strided(chunk, shape=(len(chunk) - 10, 11), strides=(1, 1))
+            # fixed layouts, one 2-D gather of 13 bytes a line:
+            #   dump_fts, ibroute, opensm-lfts.dump, file engine: "0xLLLL PPP ..."
+            #   opensm.fdbs:                                       "0xLLLL : PPP  : HH   : yes"
+            win = as_strided(chunk, shape=(len(chunk) - 12, 13), strides=(1, 1))
             blk = win[starts[cand]]
+            fdbs = blk[:, 7] == 58
             h = _HEX[blk[:, 2:6]]
-            d = _DEC[blk[:, 7:10]]
+            if fdbs.any():
+                po = np.where(fdbs, 9, 7)[:, None] + np.arange(3)
+                d = _DEC[np.take_along_axis(blk, po, axis=1)]
+                after = np.where(fdbs, blk[:, 12], blk[:, 10])
+                sep = (blk[:, 6] == 32) & np.where(fdbs, blk[:, 8] == 32, True)
+            else:
+                d = _DEC[blk[:, 7:10]]
+                after = blk[:, 10]
+                sep = blk[:, 6] == 32
             # a negative lookup (not a digit) makes the OR of the columns negative
             ok = (blk[:, 1] == 120) & ((h[:, 0] | h[:, 1] | h[:, 2] | h[:, 3] | d[:, 0] | d[:, 1] | d[:, 2]) >= 0) \
-                & (blk[:, 6] == 32) & _SPACE[blk[:, 10]]
+                & sep & _SPACE[after]
             h, d = h[ok], d[ok]
             lid = (h[:, 0] << 12) | (h[:, 1] << 8) | (h[:, 2] << 4) | h[:, 3]
             port = d[:, 0] * 100 + d[:, 1] * 10 + d[:, 2]
@@ -152,6 +164,8 @@ def _parse(mm, size: int, path: str) -> Tables:
             s = line.lstrip()
             ln = line_base + i + 1
             if s.startswith(b"0x"):
+                if b"UNREACHABLE" in s:  # opensm.fdbs: no route to this LID
+                    continue
                 m = _ENTRY.match(s)
                 if m:  # judged after we know whether it is in a unicast or a multicast block
                     sl_lid.append(int(m.group(1), 16))
@@ -170,13 +184,21 @@ def _parse(mm, size: int, path: str) -> Tables:
                 names.setdefault(g, nm.group(1).decode(errors="replace") if nm else "")
                 headers.append((line_base + i, g, ln))
                 continue
-            if s.startswith(b"Multicast"):
+            if s.startswith(b"dump_ucast_routes"):
+                m = _FDBS_HEADER.match(s)
+                if not m:
+                    _bad(path, ln, "malformed 'dump_ucast_routes: Switch' header")
+                g = int(m.group(1), 16)
+                names.setdefault(g, "")
+                headers.append((line_base + i, g, ln))
+                continue
+            if s.startswith((b"Multicast", b"dump_mcast_routes")):
                 headers.append((line_base + i, -1, ln))
                 continue
             if b"lids dumped" in s:
                 trailers.append(line_base + i)
                 continue
-            if not s.strip() or s.startswith((b"#", b"Lid", b"Port")) \
+            if not s.strip() or s.startswith((b"#", b"Lid", b"LID", b"Port")) \
                     or s.startswith(b"Switch") or s.startswith(b"Dumping"):
                 continue
             _bad(path, ln, f"unrecognised line {line[:60].decode(errors='replace')!r}")

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from support import FIXTURES, ibtool
+from ibtool.errors import InputError
 from ibtool.fabric import CA, SWITCH
 from ibtool.formats import hdor_dump, ibnetdiscover, lft, sl2vl
 from ibtool.verify import routes
@@ -152,3 +153,20 @@ def test_html_and_json_reports(tmp_path):
                                   "deadlock", "balance", "expect"}
     page = html.read_text()
     assert page.startswith("<!DOCTYPE html>") and "routes: deadlock freedom" in page and "PASS" in page
+
+
+def test_opensm_fdbs_is_read_like_the_other_dumps(tmp_path):
+    """opensm.fdbs (what ibdmchk reads): same tables as dump_fts; UNREACHABLE entries are no route."""
+    text = ("dump_ucast_routes: Switch 0x0002c90000000010\nLID    : Port : Hops : Optimal\n"
+            "0x0001 : 000  : 00   : yes\n0x000A : 002  : 01   : yes\n0x000B : UNREACHABLE\n"
+            "dump_ucast_routes: Switch 0x0002c90000000020\nLID    : Port : Hops : Optimal\n"
+            "0x0001 : 003  : 01   : yes\n")
+    p = tmp_path / "opensm.fdbs"
+    p.write_text(text)
+    t = lft.read(p)
+    a = t.lft[0x0002C90000000010]
+    assert int(a[1]) == 0 and int(a[10]) == 2 and t.max_lid == 10 and int(t.lft[0x0002C90000000020][1]) == 3
+    p.write_text(text.replace("0x000A : 002", "0x000A : 0x2"))
+    with pytest.raises(InputError) as e:
+        lft.read(p)
+    assert "opensm.fdbs:4:" in str(e.value)
