@@ -91,6 +91,13 @@ def match(plan: Fabric, found: Fabric, names: bool = False) -> Matching:
     if seeds:
         m = _percolate(plan, found, pa, fa, seeds)
         cands.append((_agree(pa, fa, m), 0, Matching(m, len(seeds), "structure")))
+        # once more from the devices whose every cable agrees with that matching: anchors that a
+        # wrong cable had made look right are not among them
+        sure = [(i, j) for j, i in m.items() if fa[j] and all(
+            pa[i].get(p) == (m.get(j2), q) for p, (j2, q) in fa[j].items())]
+        if sure and len(sure) < len(m):
+            m2 = _percolate(plan, found, pa, fa, sure)
+            cands.append((_agree(pa, fa, m2), 0, Matching(m2, len(sure), "structure")))
     else:
         best, best_score = {}, -1
         deg_p = sorted(range(plan.num_nodes), key=lambda i: (-len(pa[i]), plan.types[i] != SWITCH, i))
