@@ -36,7 +36,7 @@ _HEADER = re.compile(rb"^\s*Unicast lids \[[^\]]*\] of switch .*?guid (0x[0-9a-f
 _FDBS_HEADER = re.compile(rb"^\s*dump_ucast_routes: Switch (0x[0-9a-fA-F]+)")
 _ENTRY = re.compile(rb"^\s*(0x[0-9a-fA-F]+)\s+(?::\s*)?(\d+)(?:\s|$)")
 _NAME = re.compile(rb"\((?:')?([^()']*)(?:')?\):\s*$")
-_CHUNK = 64 << 20
+_CHUNK = 8 << 20  # smaller chunks: temporaries stay in cache and the allocator reuses them
 
 _HEX = np.full(256, -1, dtype=np.int32)
 for _c in b"0123456789":

@@ -32,6 +32,7 @@ STATUS = {DELIVERED: "delivered", NO_ENTRY: "black hole (no LFT entry)",
           DEAD_PORT: "black hole (port not cabled or not present)", LOOP: "loop",
           WRONG: "delivered to the wrong port"}
 EXAMPLES = 5
+PAIRS_PER_CHUNK = 1_000_000  # small enough for the temporaries to stay in cache
 
 
 @dataclass
@@ -481,7 +482,7 @@ def verify(fabric: Fabric, tables: Tables, sl2vl=None, expect: str | None = None
     w_sw = b.ca_ports[b.sw_nodes]  # CA source ports behind each origin switch
     pw = int(b.nports.max()) + 1
     seen = np.zeros(nslots * pw, dtype=bool) if nvl == 1 else None
-    chunk = max(1, 6_000_000 // max(ns, 1))
+    chunk = max(1, PAIRS_PER_CHUNK // max(ns, 1))
     lids = b.lids
     last_say = time.monotonic()
     for c0 in range(0, len(lids), chunk):
