@@ -47,6 +47,19 @@ def _emit(rep: dict, as_json: bool, html_out: Path | None, flat: str | None = No
         raise SystemExit(1)
 
 
+def read_fabric(path: Path, names: dict | None = None):
+    """An ibnetdiscover dump / ibsim net file, or OpenSM's opensm-subnet.lst (told apart by content)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            head = next((ln for ln in fh if ln.strip()), "")
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror}", path=str(path)) from None
+    if head.lstrip().startswith("{"):
+        from ibtool.formats import opensm_subnet_lst
+        return opensm_subnet_lst.read(path, names)
+    return ibnetdiscover.read(path, names)
+
+
 def _topology(plan: Path, discovered: Path, nnm: Path | None):
     from ibtool.verify import topology
     names = node_name_map.read(nnm) if nnm else None
@@ -99,7 +112,7 @@ def coords_cmd(fabric, dump, plan, nnm, as_json, html_out):
     from ibtool.formats import hdor_dump
     from ibtool.verify import coords, topology
     names = node_name_map.read(nnm) if nnm else None
-    f = ibnetdiscover.read(fabric, names)
+    f = read_fabric(fabric, names)
     d = hdor_dump.read(dump) if dump else None
     p = to_plan = None
     if plan:
@@ -115,7 +128,7 @@ def _routes(fabric: Path, lfts: Path, sl2vl_path: Path | None, expect: str | Non
             f=None, ref=None, balance: bool = True) -> dict:
     from ibtool.formats import lft, sl2vl
     from ibtool.verify import routes
-    f = f or ibnetdiscover.read(fabric)
+    f = f or read_fabric(fabric)
     say(f"reading {lfts}")
     t = lft.read(lfts)
     s = sl2vl.read(sl2vl_path) if sl2vl_path else None
@@ -130,9 +143,10 @@ def _routes(fabric: Path, lfts: Path, sl2vl_path: Path | None, expect: str | Non
 
 
 @group.command(name="routes")
-@click.option("--fabric", type=click.Path(path_type=Path), required=True, help="ibnetdiscover output of the fabric.")
+@click.option("--fabric", type=click.Path(path_type=Path), required=True,
+              help="The fabric: ibnetdiscover output, or OpenSM's opensm-subnet.lst.")
 @click.option("--lfts", type=click.Path(path_type=Path), required=True,
-              help="Forwarding tables: dump_fts or ibroute output, or OpenSM's opensm-lfts.dump.")
+              help="Forwarding tables: dump_fts or ibroute output, or OpenSM's opensm-lfts.dump or opensm.fdbs.")
 @click.option("--sl2vl", "sl2vl_path", type=click.Path(path_type=Path),
               help="OpenSM's opensm-sl2vl.dump: the deadlock check per VL (default: everything on VL0).")
 @click.option("--expect", type=click.Choice(["hdor"]),

@@ -170,3 +170,20 @@ def test_opensm_fdbs_is_read_like_the_other_dumps(tmp_path):
     with pytest.raises(InputError) as e:
         lft.read(p)
     assert "opensm.fdbs:4:" in str(e.value)
+
+
+def test_opensm_subnet_lst_gives_the_same_fabric_and_verdict(tmp_path):
+    """From OpenSM's dumps alone (ibdmchk's inputs): the same fabric as ibnetdiscover saw."""
+    from ibtool.formats import opensm_subnet_lst
+    a = opensm_subnet_lst.read(KNS / "opensm-subnet.lst")
+    b = ibnetdiscover.read(KNS / "ibnetdiscover.out")
+    assert a.link_set() == b.link_set() and a.num_links == 27 and set(a.link_rate) == {"4xQDR"}
+    assert {a.names[n]: lid for (n, p), lid in a.port_lids.items()} == \
+        {b.names[n]: lid for (n, p), lid in b.port_lids.items()}
+    r = ibtool("verify", "routes", "--fabric", KNS / "opensm-subnet.lst", "--lfts", KNS / "opensm-lfts.dump",
+               "--expect", "hdor", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["routes"]["pairs"] == 552
+    bad = tmp_path / "opensm-subnet.lst"
+    bad.write_text((KNS / "opensm-subnet.lst").read_text().replace("PN:01 }", "PN:01", 1))
+    _one_line_error(ibtool("verify", "routes", "--fabric", bad, "--lfts", KNS / "dump_fts.out"),
+                    "opensm-subnet.lst", 1)
