@@ -124,9 +124,10 @@ def bench_a_c(out: Path, k: int = 12, n: int = 3, skip_sim: bool = False) -> dic
     # and on opensm-lfts.dump
     osm = run / "osm"
     runs = {}
-    for name in ("opensm.fdbs", "opensm-lfts.dump"):
-        m = _measure(_ibtool("verify", "routes", "--fabric", run / "ibnetdiscover.out", "--lfts",
-                             osm / name, "--json"), cwd=ROOT)
+    for name, fabric in (("opensm.fdbs", run / "ibnetdiscover.out"), ("opensm-lfts.dump", run / "ibnetdiscover.out"),
+                         ("subnet.lst+fdbs", osm / "opensm-subnet.lst")):
+        lfts = osm / ("opensm.fdbs" if name == "subnet.lst+fdbs" else name)
+        m = _measure(_ibtool("verify", "routes", "--fabric", fabric, "--lfts", lfts, "--json"), cwd=ROOT)
         rep = json.loads(m["stdout"]) if m["stdout"].strip().startswith("{") else {}
         r = rep.get("routes", {})
         runs[name] = {"seconds": m["seconds"], "peak_rss_mib": m["peak_rss_mib"],
@@ -149,6 +150,7 @@ def bench_a_c(out: Path, k: int = 12, n: int = 3, skip_sim: bool = False) -> dic
             res["speedup_vs_ibdmchk"] = round(m["seconds"] / ours["seconds"], 2)
     res["verify_opensm_fdbs"] = runs["opensm.fdbs"]
     res["verify_opensm_lfts"] = runs["opensm-lfts.dump"]
+    res["verify_subnet_lst_fdbs"] = runs["subnet.lst+fdbs"]  # exactly ibdmchk's inputs
     return res
 
 
