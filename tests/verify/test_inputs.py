@@ -187,3 +187,17 @@ def test_opensm_subnet_lst_gives_the_same_fabric_and_verdict(tmp_path):
     bad.write_text((KNS / "opensm-subnet.lst").read_text().replace("PN:01 }", "PN:01", 1))
     _one_line_error(ibtool("verify", "routes", "--fabric", bad, "--lfts", KNS / "dump_fts.out"),
                     "opensm-subnet.lst", 1)
+
+
+def test_switch_without_a_table_fails_delivery(tmp_path):
+    """A switch missing from the dump (dump_fts could not read it): named, and its routes are holes."""
+    blocks = (KNS / "dump_fts.out").read_text().split("Unicast lids")
+    gone = [b for b in blocks if "(S[0,1]):" in b.split("\n", 1)[0]]
+    assert len(gone) == 1
+    p = tmp_path / "partial.dump_fts"
+    p.write_text("Unicast lids".join(b for b in blocks if b is not gone[0]))
+    r = ibtool("verify", "routes", "--fabric", KNS / "ibnetdiscover.out", "--lfts", p, "--json")
+    assert r.returncode == 1
+    rep = json.loads(r.stdout)["routes"]
+    assert rep["switches_without_table"] == ["S[0,1]"]
+    assert rep["undelivered"]["black hole (no LFT entry)"] > 0
