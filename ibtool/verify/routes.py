@@ -144,11 +144,13 @@ def switch_distances(b: Bound) -> np.ndarray:
     dst = np.concatenate(dst) if dst else np.zeros(0, np.int32)
     order = np.argsort(dst, kind="stable")
     src, dst = src[order], dst[order]
+    if ns > 20000:
+        raise InputError(f"{ns} switches: too many for the all-pairs distance table")
     dist = np.full((ns, ns), -1, dtype=np.int16)  # dist[target, source]
     nbytes = (ns + 7) // 8
-    eye = np.packbits(np.eye(ns, dtype=bool), axis=1) if ns <= 20000 else None
-    if eye is None:
-        raise InputError(f"{ns} switches: too many for the all-pairs distance table")
+    eye = np.zeros((ns, nbytes), dtype=np.uint8)  # bit-packed identity, without an ns x ns bool matrix
+    ar = np.arange(ns)
+    eye[ar, ar >> 3] = (0x80 >> (ar & 7)).astype(np.uint8)
     seen = eye.copy()
     front = eye
     np.fill_diagonal(dist, 0)
@@ -172,16 +174,6 @@ def switch_distances(b: Bound) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------------ tracing
-
-@dataclass
-class Walk:
-    """Options for one tracing pass."""
-
-    vl: "VLMap | None" = None
-    dim: np.ndarray | None = None  # per node: dimension of an indirect switch, -1 otherwise
-    router: np.ndarray | None = None  # per node: is a router
-    dist: np.ndarray | None = None
-
 
 class VLMap:
     """SL2VL for SL 0 as an array: vl[row, in_port, out_port] (switches), and the CA's own VL."""
