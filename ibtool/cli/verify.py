@@ -129,6 +129,9 @@ def _routes(fabric: Path, lfts: Path, sl2vl_path: Path | None, expect: str | Non
     from ibtool.formats import lft, sl2vl
     from ibtool.verify import routes
     f = f or read_fabric(fabric)
+    if not f.port_lids:
+        raise InputError("no LIDs in this fabric (a plan? use the ibnetdiscover output of the running fabric)",
+                         path=str(fabric))
     say(f"reading {lfts}")
     t = lft.read(lfts)
     s = sl2vl.read(sl2vl_path) if sl2vl_path else None

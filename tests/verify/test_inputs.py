@@ -132,6 +132,11 @@ def test_malformed_hdor_dump_and_fabric(tmp_path):
     _one_line_error(r, "bad.ibnetdiscover", 21)
 
 
+def test_plan_without_lids_as_fabric():
+    r = ibtool("verify", "routes", "--fabric", REAL / "plan-kns-k3-n2.net", "--lfts", KNS / "dump_fts.out")
+    assert "no LIDs" in _one_line_error(r, "plan-kns-k3-n2.net", None)
+
+
 def test_verify_all_on_a_directory_that_is_not_a_run(tmp_path):
     r = ibtool("verify", "all", tmp_path)
     _one_line_error(r, str(tmp_path), None)
