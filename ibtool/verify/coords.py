@@ -116,6 +116,22 @@ def reference_vs_plan(plan: Fabric, plan_ref, fabric: Fabric, ref, to_plan: dict
         if why:
             problems.append(f"{plan.names[i]} (found as {fabric.names[j]!r}, {fabric.guids[j]:#018x}) at "
                             f"{_c(ref.coords[j])}: " + "; ".join(why))
+    # HCAs carry their router's coordinates: an HCA on the wrong router is at the wrong place
+    for j, r in enumerate(ref.role):
+        if r != "hca":
+            continue
+        i = to_plan.get(j)
+        if i is None or plan_ref.role[i] != "hca":
+            continue
+        a = tuple(reversed(plan_ref.coords[i]))
+        b = tuple(reversed(ref.coords[j]))
+        bad = [d for d in range(n) if b[sigma[d]] != maps[d].get(a[d])]
+        if bad:
+            want = [None] * n
+            for d in range(n):
+                want[sigma[d]] = maps[d].get(a[d])
+            problems.append(f"{plan.names[i]} (found as {fabric.names[j]!r}) is at {_c(ref.coords[j])}, the plan puts "
+                            f"it at {_c(tuple(reversed(want)))} in the fabric's labels: cabled to another router")
     # switches: their dimension must be the relabeled plan dimension
     for j, r in enumerate(ref.role):
         if r != "switch":

@@ -83,3 +83,16 @@ def test_not_a_kns_is_a_clear_failure(tmp_path):
     assert ibnetdiscover.read(net).num_links == f.num_links
     r = ibtool("verify", "coords", "--fabric", net, "--dump", KNS / "opensm-hdor.dump")
     assert r.returncode == 1 and "not a KNS" in r.stdout and hdor_dump.read(KNS / "opensm-hdor.dump").role
+
+
+def test_hca_on_the_wrong_router_is_at_the_wrong_coordinates():
+    plan = kns(3, 2, hcas_per_router=2, radix=8)
+    cab = Cabling(plan, 6)
+    cab.swap("R[0,0]", 1, "R[2,1]", 2)  # two HCAs trade routers: still a KNS
+    found = cab.build(disguise=False)
+    assign_lids(found)
+    rep = coords.verify(found, None, plan, {j: j for j in range(found.num_nodes)})  # matched by name
+    probs = rep["reference_vs_plan"]["problems"]
+    assert not rep["ok"] and len(probs) == 2
+    assert all("cabled to another router" in p for p in probs)
+    assert {p.split(" ")[0] for p in probs} == {"H[0,0]-0", "H[2,1]-1"}
