@@ -1,0 +1,20 @@
+"""bench/verify_bench.py runs (small sizes; no timing assertions)."""
+
+import sys
+
+from support import ROOT
+
+sys.path.insert(0, str(ROOT / "bench"))
+import verify_bench  # noqa: E402
+
+
+def test_scale_item_runs_small():
+    r = verify_bench.bench_b(k=4, n=2, h=3, permutations=1)
+    assert "error" not in r, r
+    assert r["switches"] == 16 + 8 and r["lids"] == 24 + 48 and r["pairs"] > 0
+    assert r["delivered_all"] and r["deadlock_free"] and r["peak_rss_mib"] > 0
+
+
+def test_measure_reports_exit_and_memory(tmp_path):
+    m = verify_bench._measure([sys.executable, "-c", "import sys; x = bytearray(50 << 20); sys.exit(3)"])
+    assert m["exit"] == 3 and m["peak_rss_mib"] >= 50
