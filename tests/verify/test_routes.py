@@ -246,3 +246,31 @@ def test_sl2vl_and_lmc(tmp_path):
     sources = f.count(kind=SWITCH) + f.count(kind=CA)
     assert r["pairs"] == sources * r["lids"] - r["lids"]  # minus each port to its own LIDs
     assert not r["deadlock"]["free"]  # minhop's loop stays: SL 0 maps to VL 0 everywhere
+
+
+def test_sl2vl_moves_channels_to_other_vls():
+    """The VL of each hop comes from the SL2VL tables: with every switch sending SL 0 on VL 3, the
+    mixed-order cycle is found on VL3, and each printed channel carries that VL."""
+    from ibtool.formats.sl2vl import SL2VL
+    f = kns(3, 2, radix=8)
+    ref = routed(f)
+    t = lft.Tables(lft={g: a.copy() for g, a in ref.tables.lft.items()}, names=dict(ref.tables.names))
+    owners = f.lid_owners()
+    for w in range(f.num_nodes):
+        c = ref.coords.get(w)
+        if ref.role[w] != "router" or sum(c) % 2 == 0:
+            continue
+        for lid, (node, _) in owners.items():
+            if ref.role[node] in ("router", "hca") and node != w:
+                tc = ref.coords[node]
+                if tc[0] != c[0] and tc[1] != c[1]:
+                    t.lft[f.guids[w]][lid] = 3
+    s = SL2VL()
+    for i in range(f.num_nodes):
+        if f.types[i] == SWITCH:
+            s[f.guids[i]] = {(a, b): (3,) * 16 for a in range(9) for b in range(9)}
+    r = routes.verify(f, t, sl2vl=s)
+    d = r["deadlock"]
+    assert d["sl2vl"] and d["vls"] == 4 and not d["free"]
+    assert all(c.endswith("(VL3)") for c in d["cycle"])
+    _cycle_is_real(f, d["cycle"])
