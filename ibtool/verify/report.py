@@ -43,7 +43,7 @@ def _checks(name: str, s: dict) -> list[dict]:
             summ = "NOT THE PLANNED TOPOLOGY: " + s["reason"]
         else:
             summ = (f"{s['correct_cables']} of {s['plan']['cables']} planned cables right; {c['miswired_cables']} "
-                    f"miswired ({c['fixes']} fixes), {c['missing_cables']} missing, {c['extra_cables']} extra cables; "
+                    f"miswired ({c['fixes']} fix{'' if c['fixes'] == 1 else 'es'}), {c['missing_cables']} missing, {c['extra_cables']} extra cables; "
                     f"{c['missing_devices']} missing, {c['extra_devices']} extra devices; "
                     f"{c['degraded_links']} degraded links")
         return [{"name": "topology", "ok": s["ok"], "summary": summ}]
@@ -157,6 +157,9 @@ def _topology_text(t: dict) -> list[str]:
         if items:
             out.append(f"  {title}:")
             out += _cap([x["text"] for x in items])
+    if t.get("devices"):
+        out.append("  the devices named above, as the fabric reports them:")
+        out += _cap([f"{n} = {d['description']!r} (GUID {d['guid']})" for n, d in t["devices"].items()])
     if t["ok"]:
         out.append(f"  all {t['correct_cables']} cables as planned ({t['matching']['method']})")
     return out

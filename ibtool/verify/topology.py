@@ -341,6 +341,12 @@ class TopologyReport:
         return not (self.not_planned_topology or self.miswired or self.missing_cables or self.extra_cables
                     or self.missing_devices or self.extra_devices or self.degraded_links)
 
+    def _involved(self) -> dict:
+        text = " ".join(x["text"] for lst in (self.miswired, self.missing_cables, self.extra_cables,
+                                              self.missing_devices) for x in lst)
+        return {name: ident for name, ident in sorted(self.device_names.items())
+                if f"{name} port " in text or f"{name}[" in text}
+
     def as_dict(self) -> dict:
         return {
             "ok": self.ok,
@@ -356,6 +362,8 @@ class TopologyReport:
             "missing_cables": self.missing_cables, "extra_cables": self.extra_cables,
             "missing_devices": self.missing_devices, "extra_devices": self.extra_devices,
             "degraded_links": self.degraded_links, "fabric_rate": self.fabric_rate,
+            # how the fabric itself calls the planned devices named in the findings
+            "devices": self._involved(),
             # the short forms of the first version of this report (kept for scripts)
             "links_planned": self.planned["cables"], "links_found": self.found["cables"],
             "missing": [" <-> ".join(c["ends"]) for c in self.missing_cables],
@@ -479,7 +487,7 @@ def compare(plan: Fabric, found: Fabric, names: bool = False) -> TopologyReport:
                                            f"check both ports"})
     for j, i in to_plan.items():
         if found.names[j] != plan.names[i]:
-            rep.device_names[plan.names[i]] = f"{found.names[j]} ({found.guids[j]:#018x})"
+            rep.device_names[plan.names[i]] = {"description": found.names[j], "guid": f"{found.guids[j]:#018x}"}
     return rep
 
 
