@@ -98,7 +98,8 @@ def topology_cmd(plan, discovered, nnm, as_json, html_out):
 @group.command(name="coords")
 @click.option("--fabric", type=click.Path(path_type=Path), required=True, help="ibnetdiscover output of the fabric.")
 @click.option("--dump", type=click.Path(path_type=Path), help="hdor's opensm-hdor.dump to check against the reference.")
-@click.option("--plan", type=click.Path(path_type=Path), help="The plan's net file: compare coordinates up to relabeling.")
+@click.option("--plan", type=click.Path(path_type=Path),
+              help="The plan's net file: compare coordinates up to relabeling.")
 @click.option("--node-name-map", "nnm", type=click.Path(path_type=Path), help="Plan names for the fabric's GUIDs.")
 @_opts
 def coords_cmd(fabric, dump, plan, nnm, as_json, html_out):
@@ -119,8 +120,8 @@ def coords_cmd(fabric, dump, plan, nnm, as_json, html_out):
         p = ibnetdiscover.read(plan)
         to_plan = topology.match(p, f, names=bool(names)).to_plan
     c = coords.verify(f, d, p, to_plan)
-    rep = report.build({"fabric": str(fabric), "dump": str(dump) if dump else None, "plan": str(plan) if plan else None},
-                       {"coords": c})
+    rep = report.build({"fabric": str(fabric), "dump": str(dump) if dump else None,
+                        "plan": str(plan) if plan else None}, {"coords": c})
     _emit(rep, as_json, html_out)
 
 

@@ -43,7 +43,8 @@ def _checks(name: str, s: dict) -> list[dict]:
             summ = "NOT THE PLANNED TOPOLOGY: " + s["reason"]
         else:
             summ = (f"{s['correct_cables']} of {s['plan']['cables']} planned cables right; {c['miswired_cables']} "
-                    f"miswired ({c['fixes']} fix{'' if c['fixes'] == 1 else 'es'}), {c['missing_cables']} missing, {c['extra_cables']} extra cables; "
+                    f"miswired ({c['fixes']} fix{'' if c['fixes'] == 1 else 'es'}), {c['missing_cables']} missing, "
+                    f"{c['extra_cables']} extra cables; "
                     f"{c['missing_devices']} missing, {c['extra_devices']} extra devices; "
                     f"{c['degraded_links']} degraded links")
         return [{"name": "topology", "ok": s["ok"], "summary": summ}]

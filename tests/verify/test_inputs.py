@@ -109,7 +109,8 @@ def test_malformed_lft_via_cli(tmp_path, fname, text, line):
 
 @pytest.mark.parametrize("fname,text,line,opt", [
     ("bad.sl2vl", 'Switch 0x0002c90000000010, base LID 1, "R[0,0]"\n0   1   : 0  1  2\n', 2, "--sl2vl"),
-    ("other.sl2vl", 'Switch 0x0000000000abc000, base LID 1, "X"\n0   1   : 0  1  2  3  4  5  6  7  0  1  2  3  4  5  6  7\n',
+    ("other.sl2vl",
+     'Switch 0x0000000000abc000, base LID 1, "X"\n0   1   : 0  1  2  3  4  5  6  7  0  1  2  3  4  5  6  7\n',
      1, "--sl2vl"),
 ])
 def test_malformed_or_foreign_sl2vl(tmp_path, fname, text, line, opt):
@@ -121,7 +122,8 @@ def test_malformed_or_foreign_sl2vl(tmp_path, fname, text, line, opt):
 
 def test_malformed_hdor_dump_and_fabric(tmp_path):
     d = tmp_path / "opensm-hdor.dump"
-    d.write_text((KNS / "opensm-hdor.dump").read_text().replace('router 0x0002c90000000090 [1,1]', 'router 0x0002c90000000090 [1,x]'))
+    text = (KNS / "opensm-hdor.dump").read_text()
+    d.write_text(text.replace("router 0x0002c90000000090 [1,1]", "router 0x0002c90000000090 [1,x]"))
     r = ibtool("verify", "coords", "--fabric", KNS / "ibnetdiscover.out", "--dump", d)
     _one_line_error(r, "opensm-hdor.dump", 6)
     bad = tmp_path / "bad.ibnetdiscover"
