@@ -177,7 +177,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="small engine sweep (no 16-ary 3-direct)")
     ap.add_argument("--cap", type=int, default=300, help="seconds per OpenSM run")
     a = ap.parse_args()
-    out = Path(a.out)
+    out = Path(a.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     only = set(a.only.split(","))
     results = {"machine": machine(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}

@@ -166,7 +166,7 @@ def bench_b(k: int = 12, n: int = 3, h: int = 22, permutations: int = 4) -> dict
 
 
 def main(out_dir: str | Path, k: int = 12, skip_sim: bool = False) -> dict:
-    out = Path(out_dir)
+    out = Path(out_dir).resolve()  # ibdmchk runs in its own directory: paths must be absolute
     out.mkdir(parents=True, exist_ok=True)
     results = {"a_c": bench_a_c(out, k=k, skip_sim=skip_sim), "b": bench_b()}
     (out / "verify_bench.json").write_text(json.dumps(results, indent=2) + "\n")
