@@ -37,7 +37,9 @@ def cli():
     Typical session:
       ibtool topo kns --k 6 --n 2 --radix 8 --out cellia      # plan: net file, node-name-map, opensm.conf
       ibtool sim run cellia/topology.net --engine hdor --out run   # emulate in ibsim, route, discover
-      ibtool verify topology --plan cellia/topology.net --discovered run/ibnetdiscover.out
+      ibtool verify all run                                    # cabling, coordinates, every route
+      ibtool verify topology --plan cellia/topology.net --discovered real-fabric.ibnetdiscover
+      ibtool bench run -i inv.yaml --benchmarks hpcc --mappings linear,random --engines updn,hdor -o results
 
     Exit codes: 0 ok, 1 check failed, 2 bad input, 3 missing tool or host.
     """
