@@ -260,14 +260,17 @@ def write_file_engine(tables: Tables, path: str | Path, port_guids: dict[int, in
 
     `port_guids` (LID -> port GUID) adds ` portguid 0x...` so OpenSM remaps LIDs that moved.
     """
+    top = tables.max_lid
+    pg = port_guids or {}
+    # Every line is "<lid> <port><tail>": format each LID and port once, not once per switch.
+    head = [f"{lid:#06x} " for lid in range(top + 1)]
+    tail = [f" portguid {pg[lid]:#018x}\n" if pg.get(lid) else "\n" for lid in range(top + 1)]
+    ports = [f"{p:03d}" for p in range(256)]
     with atomic_write(path) as fh:
         for guid in sorted(tables.lft):
             arr = tables.lft[guid]
             name = tables.names.get(guid, "")
             fh.write(f"Unicast lids [0x0-{len(arr) - 1:#x}] of switch Lid 0 guid {guid:#018x} ('{name}'):\n")
-            lines = []
-            for lid in np.nonzero(arr != NO_ROUTE)[0]:
-                pg = (port_guids or {}).get(int(lid))
-                tail = f" portguid {pg:#018x}" if pg else ""
-                lines.append(f"{int(lid):#06x} {int(arr[lid]):03d}{tail}\n")
-            fh.write("".join(lines))
+            lids = np.nonzero(arr != NO_ROUTE)[0].tolist()
+            out = arr[lids].tolist()
+            fh.write("".join([head[l] + ports[p] + tail[l] for l, p in zip(lids, out)]))
