@@ -96,7 +96,7 @@ def bench_a_c(out: Path, k: int = 12, n: int = 3, skip_sim: bool = False) -> dic
     run = out / f"kns-{k}-{n}-minhop"
     res: dict = {"fabric": f"KNS {k}-ary {n}-direct, minhop, ibsim"}
     if not (skip_sim and (run / "dump_fts.out").is_file()):
-        m = _measure(_ibtool("topo", "kns", "--k", k, "--n", n, "--radix", 36, "--out", plan), cwd=ROOT)
+        m = _measure(_ibtool("topo", "kns", "--k", k, "--n", n, "--radix", 36, "--out", plan, "--force"), cwd=ROOT)
         if m["exit"] != 0:
             return {**res, "error": "topo: " + m["stderr"]}
         # 0x43: OpenSM writes opensm.fdbs / opensm-subnet.lst for ibdmchk, and opensm-lfts.dump
