@@ -75,3 +75,29 @@ def test_sim_malformed_net_names_file_and_line(tmp_path):
 def test_verify_missing_file(tmp_path):
     r = ibtool("verify", "topology", "--plan", tmp_path / "nope.net", "--discovered", tmp_path / "nope.out")
     assert r.returncode == 2 and "cannot read" in r.stderr and len(r.stderr.splitlines()) == 1
+
+
+def test_out_under_a_file_is_one_line(tmp_path):
+    f = tmp_path / "file"
+    f.write_text("x")
+    r = ibtool("topo", "kns", "--k", "3", "--n", "2", "--out", f / "sub")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert "cannot create directory: Not a directory" in r.stderr
+    ibtool("topo", "kns", "--k", "3", "--n", "2", "--out", tmp_path / "p", check=0)
+    r = ibtool("sim", "run", tmp_path / "p" / "topology.net", "--out", f)
+    assert r.returncode == 2 and "cannot create directory: File exists" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_out_may_be_the_current_directory(tmp_path):
+    import subprocess
+    import sys
+    from support import ROOT
+    r = subprocess.run([sys.executable, "-m", "ibtool.cli.main", "topo", "kns", "--k", "3", "--n", "2", "--out", "."],
+                       cwd=tmp_path, capture_output=True, text=True, env={"PYTHONPATH": str(ROOT)})
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "topology.net").exists()
+
+
+def test_absurd_size_is_refused_at_once():
+    r = ibtool("topo", "kns", "--k", "1000000", "--n", "1000000", "--out", "/nonexistent", timeout=20)
+    assert r.returncode == 2 and "beyond what ibtool builds" in r.stderr

@@ -33,7 +33,8 @@ def _kv(ctx, param, values):
               help="Routing engines for OpenSM, tried in order (e.g. hdor,minhop). hdor is loaded from "
                    "opensm_plugin/libhdor.so automatically.")
 @click.option("--out", "-o", type=click.Path(path_type=Path), required=True, help="Run directory.")
-@click.option("--timeout", default=300.0, show_default=True, help="Seconds for OpenSM and each client.")
+@click.option("--timeout", default=300.0, show_default=True, type=click.FloatRange(min=1),
+              help="Seconds for OpenSM and each client.")
 @click.option("--log-flags", default="0x47", show_default=True,
               help="OpenSM -D flags; 0x40 makes OpenSM write its dump files (costly on big fabrics).")
 @click.option("--conf", "conf_options", multiple=True, callback=_kv, metavar="KEY=VALUE",

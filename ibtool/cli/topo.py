@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from ibtool.errors import InputError
-from ibtool.formats import ibnetdiscover, node_name_map
+from ibtool.formats import ibnetdiscover, node_name_map, output_dir
 from ibtool.sim import opensm
 from ibtool.topologies import load_all
 
@@ -54,7 +54,7 @@ def check_out(out: Path, force: bool) -> None:
 def write_plan(fabric, out: Path, engines: list[str]) -> dict[str, str]:
     """Write the plan files into `out`; built in a temporary sibling and moved in, so an error
     never leaves a half-written plan."""
-    out.mkdir(parents=True, exist_ok=True)
+    out = output_dir(out)
     tmp = out.with_name(f".{out.name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)

@@ -6,6 +6,8 @@ import os
 from contextlib import contextmanager
 from pathlib import Path
 
+from ibtool.errors import InputError
+
 
 @contextmanager
 def atomic_write(path: str | Path, mode: str = "w"):
@@ -21,3 +23,14 @@ def atomic_write(path: str | Path, mode: str = "w"):
         fh.close()
         tmp.unlink(missing_ok=True)
         raise
+
+
+def output_dir(path: str | Path, option: str = "--out") -> Path:
+    """Create (if needed) and return the absolute directory `path`; an unusable path (under a
+    file, not writable) is an InputError naming the option, not a traceback."""
+    path = Path(path).resolve()
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"{option} {path}: cannot create directory: {e.strerror}") from None
+    return path

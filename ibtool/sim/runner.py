@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ibtool.errors import EnvironmentProblem, InputError
 from ibtool.fabric import Fabric
-from ibtool.formats import ibnetdiscover
+from ibtool.formats import ibnetdiscover, output_dir
 from ibtool.sim import opensm
 
 UMAD2SIM = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
@@ -150,8 +150,7 @@ def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> di
     require("ibnetdiscover", "infiniband-diags")
     require("dump_fts", "infiniband-diags")
     fabric = ibnetdiscover.read(net)
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = output_dir(out)
     osm_dir = out / "osm"
     cache = osm_dir / "cache"
     cache.mkdir(parents=True, exist_ok=True)

@@ -21,6 +21,7 @@ Router ports: 1..h for HCAs, then for dimension d ports h + d*m + 1 .. h + (d+1)
 
 from __future__ import annotations
 
+import math
 from itertools import product
 
 from ibtool.errors import InputError
@@ -61,8 +62,8 @@ def kns(k: int, n: int, s: int = 1, hcas_per_router: int = 1, multiplicity: int 
             raise InputError(f"--{name} must be >= {low}, got {value}")
     if radix > 254:
         raise InputError(f"--radix must be <= 254 (InfiniBand switches have at most 254 ports), got {radix}")
-    if k ** n > 10_000_000:
-        raise InputError(f"k^n = {k ** n} routers is beyond what ibtool builds (10,000,000)")
+    if n * math.log10(k) > 7:  # without computing k**n, which for absurd n would not finish
+        raise InputError(f"k^n = {k}^{n} routers is beyond what ibtool builds (10,000,000)")
     h, m = hcas_per_router, multiplicity
     a = tree_arity(k, s) if s > 1 else k
     if s > 1 and a ** (s - 1) >= k:
