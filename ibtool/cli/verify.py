@@ -176,6 +176,24 @@ def routes_cmd(fabric, lfts, sl2vl_path, expect, permutations, no_balance, as_js
     _emit(rep, as_json, html_out)
 
 
+def _read_summary(path: Path) -> dict:
+    """`ibtool sim run`'s summary.json ({} when there is none); InputError when it is not that."""
+    if not path.is_file():
+        return {}
+    try:
+        summary = json.loads(path.read_bytes())
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror}", path=str(path)) from None
+    except json.JSONDecodeError as e:
+        raise InputError(f"not JSON: {e.msg}", path=str(path), line=e.lineno) from None
+    except UnicodeDecodeError:
+        raise InputError("not JSON: not UTF-8 text", path=str(path)) from None
+    if not isinstance(summary, dict) or not isinstance(summary.get("net") or "", str):
+        raise InputError("not an `ibtool sim run` summary (expected an object with \"net\" a file name)",
+                         path=str(path))
+    return summary
+
+
 @group.command(name="all")
 @click.argument("run_dir", type=click.Path(path_type=Path))
 @click.option("--plan", type=click.Path(path_type=Path),
@@ -200,12 +218,7 @@ def all_cmd(run_dir, plan, nnm, expect, permutations, as_json, html_out):
     disc = run_dir / "ibnetdiscover.out"
     if not disc.is_file():
         raise InputError("no ibnetdiscover.out here (not an `ibtool sim run` output directory?)", path=str(run_dir))
-    summary = {}
-    if (run_dir / "summary.json").is_file():
-        try:
-            summary = json.loads((run_dir / "summary.json").read_text())
-        except json.JSONDecodeError as e:
-            raise InputError(f"not JSON: {e.msg}", path=str(run_dir / "summary.json"), line=e.lineno) from None
+    summary = _read_summary(run_dir / "summary.json")
     if plan is None and summary.get("net"):
         for cand in (Path(summary["net"]), run_dir / summary["net"], run_dir.parent / summary["net"]):
             if cand.is_file():

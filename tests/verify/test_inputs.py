@@ -146,6 +146,10 @@ def test_verify_all_on_a_directory_that_is_not_a_run(tmp_path):
     (tmp_path / "summary.json").write_text('{"net": "x",\n oops}')
     r = ibtool("verify", "all", tmp_path)
     _one_line_error(r, "summary.json", 2)
+    # valid JSON, but not a run summary; bytes that are no text
+    for data in (b"[1, 2]\n", b'{"net": 5}\n', b"\x00\xff\xfe\x80 garbage"):
+        (tmp_path / "summary.json").write_bytes(data)
+        _one_line_error(ibtool("verify", "all", tmp_path), "summary.json", None)
 
 
 def test_html_and_json_reports(tmp_path):
