@@ -148,6 +148,19 @@ class _Checker:
             out[str(metric)] = {k: float(x) for k, x in b.items()}
         return out
 
+    def params(self, v, key: str, defaults: dict) -> dict:
+        """Benchmark parameters: known names, each of its default's type (integers >= 0)."""
+        out = dict(self.mapping(v, key, set(defaults)))
+        for k, x in out.items():
+            d = defaults[k]
+            if isinstance(d, bool):
+                self.boolean(x, f"{key}.{k}")
+            elif isinstance(d, int):
+                self.integer(x, f"{key}.{k}", minimum=0)
+            elif isinstance(d, str):
+                self.string(x, f"{key}.{k}")
+        return out
+
     def string(self, v, key: str) -> str:
         if not isinstance(v, str) or not v:
             self.fail(key, f"must be a non-empty string, got {v!r}")
@@ -168,6 +181,8 @@ class _Checker:
                 self.fail(f"{key}.{k}", "not a valid environment variable name")
             if SECRET_WORDS.search(str(k)):
                 self.fail(f"{key}.{k}", "secrets are not accepted in the inventory")
+            if isinstance(v[k], (dict, list)) or v[k] is None:
+                self.fail(f"{key}.{k}", f"must be a string or number, got {v[k]!r}")
         return {str(k): str(x) for k, x in v.items()}
 
     def ssh(self, obj, key: str, base: SSHConfig) -> SSHConfig:
@@ -180,8 +195,8 @@ class _Checker:
         for k in ("key", "known_hosts"):
             if k in o:
                 p = os.path.expanduser(self.string(o[k], f"{key}.{k}"))
-                if not Path(p).exists():
-                    self.fail(f"{key}.{k}", f"no such file: {p}")
+                if not Path(p).is_file():
+                    self.fail(f"{key}.{k}", f"no such file: {p}" if not Path(p).exists() else f"not a file: {p}")
                 setattr(c, k, p)
         if "jump" in o:
             c.jump = self.string(o["jump"], f"{key}.jump")
@@ -204,6 +219,10 @@ def load(path: str | Path) -> Inventory:
             data = yaml.safe_load(fh)
     except FileNotFoundError:
         raise InputError("no such inventory file", path=path) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, not an inventory file", path=path) from None
+    except UnicodeDecodeError:
+        raise InputError("not a text file (YAML expected)", path=path) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         raise InputError(f"not valid YAML: {getattr(e, 'problem', e)}", path=path,
@@ -257,7 +276,8 @@ def parse(data, path: str = "<inventory>") -> Inventory:
     if inv.mpi["launcher"] not in LAUNCHERS.names():
         c.fail("mpi.launcher", f"unknown launcher {inv.mpi['launcher']!r} (known: {', '.join(LAUNCHERS.names())})")
     sl = c.mapping(data.get("slurm"), "slurm", SLURM_KEYS)
-    inv.slurm = {"login": sl.get("login"), "options": c.strings(sl.get("options", []), "slurm.options"),
+    inv.slurm = {"login": c.string(sl["login"], "slurm.login") if sl.get("login") is not None else None,
+                 "options": c.strings(sl.get("options", []), "slurm.options"),
                  "poll": c.number(sl.get("poll", 2), "slurm.poll"),
                  "srun_args": c.strings(sl.get("srun_args", []), "slurm.srun_args"),
                  "env": c.env(sl.get("env"), "slurm.env")}
@@ -284,13 +304,13 @@ def parse(data, path: str = "<inventory>") -> Inventory:
         if btype not in BENCHMARKS.names():
             c.fail(f"{key}.type" if "type" in b else key,
                    f"unknown benchmark {btype!r} (known: {', '.join(BENCHMARKS.names())})")
-        params = c.mapping(b.get("params"), f"{key}.params", set(BENCHMARKS.get(btype).defaults))
+        params = c.params(b.get("params"), f"{key}.params", BENCHMARKS.get(btype).defaults)
         run_hosts = c.strings(b["hosts"], f"{key}.hosts") if "hosts" in b else None
         for hn in run_hosts or []:
             if hn not in names:
                 c.fail(f"{key}.hosts", f"{hn!r} is not one of the hosts")
         inv.benchmarks[name] = BenchConfig(
-            name, btype, c.string(b["binary"], f"{key}.binary") if "binary" in b else None, dict(params),
+            name, btype, c.string(b["binary"], f"{key}.binary") if "binary" in b else None, params,
             c.integer(b["nprocs"], f"{key}.nprocs") if "nprocs" in b else None, run_hosts,
             c.number(b.get("timeout", 3600), f"{key}.timeout"), c.bounds(b.get("expect"), f"{key}.expect"))
     return inv

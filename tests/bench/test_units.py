@@ -48,6 +48,15 @@ def test_registries_find_every_backend_without_a_list():
     ({**BASE, "sm": {"host": "z"}}, "inv.yaml: sm.host: 'z' is neither 'local' nor one of the hosts"),
     ({**BASE, "slurm": {"login": "z"}}, "inv.yaml: slurm.login: 'z' is not one of the hosts"),
     ({**BASE, "hostz": 1}, "inv.yaml: hostz: unknown key"),
+    ({**BASE, "benchmarks": {"hpcc": {"params": {"N": "abc"}}}},
+     "inv.yaml: benchmarks.hpcc.params.N: must be an integer >= 0, got 'abc'"),
+    ({**BASE, "benchmarks": {"graph500": {"params": {"skip_validation": "yes"}}}},
+     "inv.yaml: benchmarks.graph500.params.skip_validation: must be true or false"),
+    ({**BASE, "benchmarks": {"netgauge": {"params": {"pattern": 3}}}},
+     "inv.yaml: benchmarks.netgauge.params.pattern: must be a non-empty string"),
+    ({**BASE, "slurm": {"login": ["a"]}}, "inv.yaml: slurm.login: must be a non-empty string, got ['a']"),
+    ({**BASE, "sm": {"env": {"A": [1]}}}, "inv.yaml: sm.env.A: must be a string or number, got [1]"),
+    ({**BASE, "ssh": {"key": "/tmp"}}, "inv.yaml: ssh.key: not a file: /tmp"),
 ])
 def test_inventory_errors_name_the_key(data, message):
     with pytest.raises(InputError) as e:
@@ -67,6 +76,21 @@ def test_inventory_yaml_error_has_a_line(tmp_path):
     (tmp_path / "inv.yaml").write_text("hosts:\n  - name: a\n   bad: [\n")
     with pytest.raises(InputError, match=r"inv.yaml:\d+: not valid YAML"):
         inventory.load(tmp_path / "inv.yaml")
+
+
+@pytest.mark.parametrize("content,message", [
+    (b"\x00\xff\xfe", "not a text file (YAML expected)"),
+    (None, "is a directory, not an inventory file"),
+])
+def test_inventory_file_that_is_not_yaml_text(tmp_path, content, message):
+    path = tmp_path / "inv.yaml"
+    if content is None:
+        path.mkdir()
+    else:
+        path.write_bytes(content)
+    with pytest.raises(InputError) as e:
+        inventory.load(path)
+    assert str(e.value) == f"{path}: {message}"
 
 
 def test_linear_and_random_mapping():
