@@ -23,6 +23,23 @@ def routed(fabric):
     return hdor.compute(fabric)
 
 
+def mixed_order(f, ref) -> lft.Tables:
+    """hdor's tables, except that the routers with odd coordinate sums cross dimension 1 first (YX)
+    to routers and HCAs that differ in both coordinates, while the rest go XY."""
+    t = lft.Tables(lft={g: a.copy() for g, a in ref.tables.lft.items()}, names=dict(ref.tables.names))
+    owners = f.lid_owners()
+    for w in range(f.num_nodes):
+        c = ref.coords.get(w)
+        if ref.role[w] != "router" or sum(c) % 2 == 0:
+            continue
+        for lid, (node, _) in owners.items():
+            if ref.role[node] in ("router", "hca") and node != w:
+                tc = ref.coords[node]
+                if tc[0] != c[0] and tc[1] != c[1]:  # differs in both: take dimension 1 (port 3) first
+                    t.lft[f.guids[w]][lid] = 3
+    return t
+
+
 def naive(f, tables):
     """Walk every (source port, LID) pair one hop at a time in plain Python."""
     owners = f.lid_owners()
@@ -123,17 +140,7 @@ def test_mixed_dimension_order_has_a_real_cycle():
     f = kns(3, 2, radix=8)
     ref = routed(f)
     assert routes.verify(f, ref.tables)["deadlock"]["free"]
-    t = lft.Tables(lft={g: a.copy() for g, a in ref.tables.lft.items()}, names=dict(ref.tables.names))
-    owners = f.lid_owners()
-    for w in range(f.num_nodes):
-        c = ref.coords.get(w)
-        if ref.role[w] != "router" or sum(c) % 2 == 0:
-            continue
-        for lid, (node, _) in owners.items():
-            if ref.role[node] in ("router", "hca") and node != w:
-                tc = ref.coords[node]
-                if tc[0] != c[0] and tc[1] != c[1]:  # differs in both: take dimension 1 (port 3) first
-                    t.lft[f.guids[w]][lid] = 3
+    t = mixed_order(f, ref)
     r = routes.verify(f, t, expect="hdor", reference=ref)
     assert r["delivered"] == r["pairs"] == naive(f, t)["delivered"]
     assert r["minimal"]
@@ -254,17 +261,7 @@ def test_sl2vl_moves_channels_to_other_vls():
     from ibtool.formats.sl2vl import SL2VL
     f = kns(3, 2, radix=8)
     ref = routed(f)
-    t = lft.Tables(lft={g: a.copy() for g, a in ref.tables.lft.items()}, names=dict(ref.tables.names))
-    owners = f.lid_owners()
-    for w in range(f.num_nodes):
-        c = ref.coords.get(w)
-        if ref.role[w] != "router" or sum(c) % 2 == 0:
-            continue
-        for lid, (node, _) in owners.items():
-            if ref.role[node] in ("router", "hca") and node != w:
-                tc = ref.coords[node]
-                if tc[0] != c[0] and tc[1] != c[1]:
-                    t.lft[f.guids[w]][lid] = 3
+    t = mixed_order(f, ref)
     s = SL2VL()
     for i in range(f.num_nodes):
         if f.types[i] == SWITCH:
