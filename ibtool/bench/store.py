@@ -35,8 +35,15 @@ def write_json(path: Path, data) -> None:
     os.replace(tmp, path)
 
 
-def read_json(path: Path):
-    return json.loads(Path(path).read_text())
+def read_json(path: Path) -> dict:
+    """A JSON object the store wrote; anything else (edited, truncated) is an input error naming it."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (ValueError, OSError) as e:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise InputError(f"unreadable campaign file ({type(e).__name__}: {e})", path=str(path)) from None
+    if not isinstance(data, dict):
+        raise InputError(f"a JSON object expected, got {type(data).__name__}", path=str(path))
+    return data
 
 
 class Store:

@@ -332,3 +332,21 @@ def test_walltime_kills_the_run_and_says_so(tmp_path):
     assert run["exit_code"] == 124 and run["status"] == "failed"
     assert "exit code 124: killed by timeout (walltime reached)" in run["reasons"]
     assert "timeout --kill-after=10 2 " in run["command"] and run["launch_argv"][-3:] == ["sleep", "60", "60"]
+
+
+@pytest.mark.parametrize("name,content", [
+    ("campaign.json", "{bad"), ("campaign.json", "[]"),
+    ("runs/current--hpcc--linear--r1/run.json", "{trunc"), ("runs/current--hpcc--linear--r1/run.json", "[]"),
+])
+def test_damaged_campaign_files_are_named_not_tracebacks(tmp_path, name, content):
+    (tmp_path / "inv.yaml").write_text("hosts: [{name: a, slots: 2}]\nrunner: local\n")
+    camp = tmp_path / "c"
+    (camp / "runs/current--hpcc--linear--r1").mkdir(parents=True)
+    (camp / "campaign.json").write_text(json.dumps({"benchmarks": ["hpcc"], "mappings": ["linear"],
+                                                    "engines": ["current"], "repeat": 1, "seed": 1,
+                                                    "campaign_id": "x", "created": "t", "runs": []}))
+    (camp / "runs/current--hpcc--linear--r1/run.json").write_text('{"status": "ok"}')
+    (camp / name).write_text(content)
+    for args in (("report", camp), ("run", "-i", tmp_path / "inv.yaml", "-b", "hpcc", "-o", camp, "--no-progress")):
+        p = ibtool("bench", *args, check=2)
+        assert p.stderr.startswith(f"ibtool: error: {camp / name}: ") and "Traceback" not in p.stderr
