@@ -35,7 +35,6 @@ class Ports:
     offset: np.ndarray  # int64, N+1
     peer: np.ndarray  # int32 per slot: remote node or -1
     peer_port: np.ndarray  # int16 per slot: remote port or -1
-    link: np.ndarray  # int32 per slot: link index or -1
 
     def slot(self, node: int, port: int) -> int:
         return int(self.offset[node]) + port
@@ -52,7 +51,6 @@ class Fabric:
         self.names: list[str] = []
         self.roles: list[str] = []
         self.labels: list[dict] = []
-        self.lids: list[int | None] = []  # switch: LID of port 0; CA: LID of its first port
         # per-port facts of discovered fabrics: (node, port) -> value
         self.port_guids: dict[tuple[int, int], int] = {}
         self.port_lids: dict[tuple[int, int], tuple[int, int]] = {}  # (lid, lmc)
@@ -85,7 +83,6 @@ class Fabric:
         self.names.append(name)
         self.roles.append(role)
         self.labels.append(labels or {})
-        self.lids.append(None)
         self._next_port.append(1)
         self._by_name[name] = i
         self._by_guid[g] = i
@@ -197,16 +194,14 @@ class Fabric:
             np.cumsum(nports + 1, out=offset[1:])
             peer = np.full(int(offset[-1]), -1, dtype=np.int32)
             peer_port = np.full(int(offset[-1]), -1, dtype=np.int16)
-            link = np.full(int(offset[-1]), -1, dtype=np.int32)
             a = np.asarray(self.link_a, dtype=np.int64)
             pa = np.asarray(self.link_pa, dtype=np.int64)
             b = np.asarray(self.link_b, dtype=np.int64)
             pb = np.asarray(self.link_pb, dtype=np.int64)
-            ids = np.arange(len(a), dtype=np.int32)
             sa, sb = offset[a] + pa, offset[b] + pb
-            peer[sa], peer_port[sa], link[sa] = b, pb, ids
-            peer[sb], peer_port[sb], link[sb] = a, pa, ids
-            self._ports = Ports(offset, peer, peer_port, link)
+            peer[sa], peer_port[sa] = b, pb
+            peer[sb], peer_port[sb] = a, pa
+            self._ports = Ports(offset, peer, peer_port)
         return self._ports
 
     def lid_owners(self) -> dict[int, tuple[int, int]]:

@@ -202,7 +202,6 @@ def _build(path: str, nodes: dict[str, _Node], order: list[str], nnm: dict[int, 
             i = f.add_node(nd.kind, name, nd.nports, "switch" if nd.kind == SWITCH else "hca", guid=nd.guid)
         except InputError as e:
             raise InputError(str(e), path=path, line=nd.line) from None
-        f.lids[i] = nd.lid
         index[nid] = i
     for nid in order:
         nd = nodes[nid]
@@ -214,8 +213,6 @@ def _build(path: str, nodes: dict[str, _Node], order: list[str], nnm: dict[int, 
                 f.port_guids[(i, port)] = lguid
             if plid is not None:
                 f.port_lids[(i, port)] = (plid, plmc)
-                if f.lids[i] is None:
-                    f.lids[i] = plid
             j = index.get(rid)
             if j is None:
                 raise InputError(f"port {port} of {nid!r} links to unknown node {rid!r}", path=path, line=ln)

@@ -86,7 +86,6 @@ def read(path: str | Path, node_name_map: dict[int, str] | None = None) -> Fabri
                 f.port_lids[(i, port)] = (lid, 0)
         for port, pg in nd["pguids"].items():
             f.port_guids[(i, port)] = pg
-        f.lids[i] = min(nd["lids"].values()) if nd["lids"] else None
     seen = set()
     for (ga, pa), (gb, pb), rate, ln in ends:
         key = frozenset(((ga, pa), (gb, pb)))

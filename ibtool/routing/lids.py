@@ -16,7 +16,7 @@ MAX_UNICAST_LID = 0xBFFF
 
 
 def assign_lids(fabric: Fabric, lmc: int = 0) -> int:
-    """Fill `fabric.port_lids` and `fabric.lids` (replacing any LIDs); returns the highest LID."""
+    """Fill `fabric.port_lids` (replacing any LIDs); returns the highest LID."""
     if not 0 <= lmc <= 7:
         raise InputError(f"LMC {lmc} is outside 0..7")
     step = 1 << lmc
@@ -29,10 +29,7 @@ def assign_lids(fabric: Fabric, lmc: int = 0) -> int:
     top = len(ends) * step + step - 1
     if top > MAX_UNICAST_LID:
         raise InputError(f"{len(ends)} ports with LMC {lmc} need LIDs up to {top:#x}, beyond {MAX_UNICAST_LID:#x}")
-    fabric.lids = [None] * fabric.num_nodes
+    fabric.port_lids = {}
     for j, (node, port) in enumerate(ends):
-        lid = (j + 1) * step
-        fabric.port_lids[(node, port)] = (lid, lmc)
-        if fabric.lids[node] is None:
-            fabric.lids[node] = lid
+        fabric.port_lids[(node, port)] = ((j + 1) * step, lmc)
     return len(ends) * step + step - 1 if ends else 0
