@@ -33,25 +33,24 @@ class Launcher:
 class OpenMPI(Launcher):
     """Open MPI mpirun with a rankfile: any permutation of ranks over hosts and slots."""
 
+    placement = ("--rankfile", "rankfile.txt")
+
     def files(self, mapping):
         return {"rankfile.txt": mapping.rankfile()}
 
     def argv(self, mapping, command, env):
         xs = [a for name in sorted(env) for a in ("-x", name)]
-        return [self.exe, "-np", str(mapping.nprocs), "--rankfile", "rankfile.txt", *self.args, *xs, *command]
+        return [self.exe, "-np", str(mapping.nprocs), *self.placement, *self.args, *xs, *command]
 
 
 @LAUNCHERS.register("openmpi-seq")
-class OpenMPISeq(Launcher):
+class OpenMPISeq(OpenMPI):
     """Open MPI mpirun with an ordered hostfile and --map-by seq (rank i on line i)."""
+
+    placement = ("--hostfile", "hostfile.txt", "--map-by", "seq")
 
     def files(self, mapping):
         return {"hostfile.txt": mapping.hostfile()}
-
-    def argv(self, mapping, command, env):
-        xs = [a for name in sorted(env) for a in ("-x", name)]
-        return [self.exe, "-np", str(mapping.nprocs), "--hostfile", "hostfile.txt", "--map-by", "seq",
-                *self.args, *xs, *command]
 
 
 @LAUNCHERS.register("mpich")

@@ -329,25 +329,21 @@ def test_netgauge_congestion_default(case, pattern, first, last):
     assert r.value(f"{pattern}_bandwidth") == pytest.approx(last[2] / 8000)
 
 
-def test_netgauge_nto1_verbose2():
-    r = parse("netgauge", "Nto1_np4_verbose2/stdout.txt")
-    assert r.status == OK and r.params["pattern"] == "Nto1"
+@pytest.mark.parametrize("run,pattern,blocking,latency,mbits", [
+    ("Nto1_np4_verbose2", "Nto1", [24.93, 26.80, 25.26, 95.45], [12.49, 13.43, 12.66, 47.93],
+     (10939.23, 39042.32, 41420.23, 41984.90)),
+    ("1toN_np4_verbose3", "1toN", [0.21, 0.40, 0.36, 2.49], [26.71, 29.65, 28.16, 71.45],
+     (7337.34, 17682.05, 18615.32, 19627.21)),
+])
+def test_netgauge_congestion_patterns(run, pattern, blocking, latency, mbits):
+    r = parse("netgauge", f"{run}/stdout.txt")
+    assert r.status == OK and r.params["pattern"] == pattern
     last = r.details["sizes"][-1]
     assert last["size"] == 65536
-    assert [last[f"blocking_{s}_us"] for s in ("min", "avg", "med", "max")] == [24.93, 26.80, 25.26, 95.45]
-    assert [last[f"latency_{s}_us"] for s in ("min", "avg", "med", "max")] == [12.49, 13.43, 12.66, 47.93]
-    assert [last[f"bandwidth_{s}_GBs"] for s in ("min", "avg", "med", "max")] == pytest.approx(
-        [x / 8000 for x in (10939.23, 39042.32, 41420.23, 41984.90)])
-
-
-def test_netgauge_1ton_verbose3():
-    r = parse("netgauge", "1toN_np4_verbose3/stdout.txt")
-    assert r.status == OK and r.params["pattern"] == "1toN"
-    last = r.details["sizes"][-1]
-    assert [last[f"blocking_{s}_us"] for s in ("min", "avg", "med", "max")] == [0.21, 0.40, 0.36, 2.49]
-    assert [last[f"latency_{s}_us"] for s in ("min", "avg", "med", "max")] == [26.71, 29.65, 28.16, 71.45]
-    assert [last[f"bandwidth_{s}_GBs"] for s in ("min", "avg", "med", "max")] == pytest.approx(
-        [x / 8000 for x in (7337.34, 17682.05, 18615.32, 19627.21)])
+    stats = ("min", "avg", "med", "max")
+    assert [last[f"blocking_{s}_us"] for s in stats] == blocking
+    assert [last[f"latency_{s}_us"] for s in stats] == latency
+    assert [last[f"bandwidth_{s}_GBs"] for s in stats] == pytest.approx([x / 8000 for x in mbits])
 
 
 def test_netgauge_odd_ranks():

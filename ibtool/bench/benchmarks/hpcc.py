@@ -245,15 +245,6 @@ def _body(text: str, r: ParseResult) -> None:
             if g:
                 ring = "natural_ring" if g.group(1) == "naturally" else "random_ring"
                 detailed[ring] = {"latency_us": float(g.group(2)) * 1000.0, "bandwidth_GBs": float(g.group(3)) / 1000.0}
-    if gups:
-        r.details["random_access_body_GUPs"] = gups
-    if wall:
-        r.details["ptrans_wall_GBs"] = wall
-    if hpl:
-        r.details["hpl"] = hpl
-    if detailed:
-        r.details["latency_bandwidth"] = detailed
-    if major:
-        r.details["major_results"] = major
-    if echo:
-        r.details["hpl_input"] = echo
+    found = {"random_access_body_GUPs": gups, "ptrans_wall_GBs": wall, "hpl": hpl,
+             "latency_bandwidth": detailed, "major_results": major, "hpl_input": echo}
+    r.details.update({k: v for k, v in found.items() if v})
