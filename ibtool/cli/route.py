@@ -3,12 +3,32 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
 import click
 
+from ibtool.errors import InputError
 from ibtool.formats import ibnetdiscover, lft
+
+
+def _output_file(path: Path, option: str) -> None:
+    """Refuse an output path that cannot be written before any work is done (one-line error)."""
+    parent = path.parent
+    if path.is_dir():
+        raise InputError(f"{option} {path}: is a directory")
+    if not parent.is_dir():
+        raise InputError(f"{option} {path}: {parent} is not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise InputError(f"{option} {path}: directory {parent} is not writable")
+
+
+def _write(option: str, path: Path, write) -> None:
+    try:
+        write()
+    except OSError as e:
+        raise InputError(f"{option} {path}: cannot write: {e.strerror}") from None
 
 
 @click.group(name="route")
@@ -38,6 +58,9 @@ def hdor_cmd(fabric_path, out, dump, as_json):
     """
     from ibtool.routing import hdor
 
+    _output_file(out, "--out")
+    if dump:
+        _output_file(dump, "--dump")
     say = (lambda m: None) if as_json else (lambda m: click.echo(f"  {m}", err=True))
     t0 = time.monotonic()
     f = ibnetdiscover.read(fabric_path)
@@ -46,9 +69,9 @@ def hdor_cmd(fabric_path, out, dump, as_json):
     r = hdor.compute(f)
     t2 = time.monotonic()
     say(f"routed in {t2 - t1:.2f} s; writing {len(r.tables.lft)} tables x {r.tables.max_lid} LIDs")
-    lft.write_file_engine(r.tables, out, hdor.port_guids(f))
+    _write("--out", out, lambda: lft.write_file_engine(r.tables, out, hdor.port_guids(f)))
     if dump:
-        hdor.write_dump(r, f, dump)
+        _write("--dump", dump, lambda: hdor.write_dump(r, f, dump))
     t3 = time.monotonic()
     spread = r.spread_summary()
     summary = {"fabric": str(fabric_path), "k": r.k, "n": r.n, "s": r.s, "routers": len(r.routers),

@@ -113,3 +113,22 @@ def test_cellia_fixture_tables_are_dimension_ordered():
     assert f.names[f.peer(r00, int(row[lid_of["H[5,0]"]]))[0]] == "S[1,0]"
     assert f.names[f.peer(r00, int(row[lid_of["H[0,5]"]]))[0]] == "S[0,0]"
     assert np.count_nonzero(row == 0) == 1
+
+
+def test_route_hdor_unwritable_outputs(tmp_path):
+    """--out/--dump that cannot be written (a directory, under a missing directory or a file) are
+    one-line input errors before any work, and nothing is left behind; a write that fails late
+    (/proc refuses new files) too."""
+    (tmp_path / "adir").mkdir()
+    (tmp_path / "afile").write_text("x")
+    ok = tmp_path / "ok.lft"
+    for args in (["--out", tmp_path / "adir"], ["--out", tmp_path / "missing" / "x.lft"],
+                 ["--out", tmp_path / "afile" / "x.lft"], ["--out", ok, "--dump", tmp_path / "adir"],
+                 ["--out", ok, "--dump", tmp_path / "afile" / "d"], ["--out", "/proc/ibtool-x.lft"]):
+        r = ibtool("route", "hdor", "--fabric", CELLIA, *args, check=2)
+        err = [ln for ln in r.stderr.splitlines() if not ln.startswith("  ")]  # indented lines: progress
+        assert len(err) == 1 and err[0].startswith(f"ibtool: error: {args[-2]} "), r.stderr
+        assert "Traceback" not in r.stderr
+        assert not ok.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["adir", "afile"]
+    assert list((tmp_path / "adir").iterdir()) == []
