@@ -24,6 +24,13 @@ import sys
 import time
 from pathlib import Path
 
+import verify_bench  # bench/ is on sys.path: this script lives there
+from measure import measure
+
+from ibtool.formats import ibnetdiscover
+from ibtool.sim.runner import ibsim
+from ibtool.topologies.kns import kns
+
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
 IBTOOL = [PY, "-m", "ibtool.cli.main"]
@@ -35,17 +42,6 @@ def machine() -> str:
     return f"{os.cpu_count()} x {cpu}, {mem:.0f} GiB RAM, {platform.platform()}"
 
 
-def timed(argv: list[str], timeout: float = 3600, **kw) -> dict:
-    """Run argv in a fresh process under /usr/bin/time: wall seconds and peak RSS (MiB)."""
-    t0 = time.monotonic()
-    p = subprocess.run(["/usr/bin/time", "-f", "__rss_kb=%M", *argv], capture_output=True, text=True,
-                       timeout=timeout, cwd=ROOT, **kw)
-    wall = time.monotonic() - t0
-    rss = next((int(l.split("=")[1]) for l in p.stderr.splitlines() if l.startswith("__rss_kb=")), 0)
-    return {"wall_s": round(wall, 3), "peak_rss_mib": round(rss / 1024, 1), "rc": p.returncode,
-            "stdout": p.stdout[-4000:], "stderr": p.stderr[-2000:]}
-
-
 def bench_gen(out: Path) -> list[dict]:
     rows = []
     for label, args in [
@@ -54,29 +50,25 @@ def bench_gen(out: Path) -> list[dict]:
         ("KNS 47-ary 3-direct, radix 64 (103,823 HCAs)", ["--k", "47", "--n", "3", "--radix", "64"]),
     ]:
         d = out / "gen" / "_".join(args).replace("--", "")
-        r = timed([*IBTOOL, "topo", "kns", *args, "--out", str(d), "--force", "--json"])
-        s = json.loads(r["stdout"]) if r["rc"] == 0 else {}
+        r = measure([*IBTOOL, "topo", "kns", *args, "--out", d, "--force", "--json"], cwd=ROOT)
+        s = json.loads(r["stdout"]) if r["exit"] == 0 else {}
         net = d / "topology.net"
         # stock reference: ibsim loading the same file (started, then stopped once ready); beyond
         # ~20,000 switches ibsim takes many GB and minutes, so it is measured on the first size only
-        ref = ibsim_load(net, s) if r["rc"] == 0 and s.get("switches", 0) < 20000 else None
+        ref = ibsim_load(net) if r["exit"] == 0 and s.get("switches", 0) < 20000 else None
         rows.append({"fabric": label, "switches": s.get("switches"), "hcas": s.get("hcas"),
                      "links": s.get("links"), "net_mib": round(net.stat().st_size / 2**20, 1) if net.exists() else None,
-                     "ibtool_s": r["wall_s"], "ibtool_rss_mib": r["peak_rss_mib"],
-                     "ibsim_load_s": ref, "rc": r["rc"]})
+                     "ibtool_s": r["seconds"], "ibtool_rss_mib": r["peak_rss_mib"],
+                     "ibsim_load_s": ref, "rc": r["exit"]})
         print(rows[-1], flush=True)
     return rows
 
 
-def ibsim_load(net: Path, s: dict) -> float | None:
-    sys.path.insert(0, str(ROOT))
-    from ibtool.formats import ibnetdiscover
-    from ibtool.sim.runner import ibsim
-    work = net.parent / ".ibsim"
-    f = ibnetdiscover.read(net)
+def ibsim_load(net: Path) -> float | None:
+    fabric = ibnetdiscover.read(net)  # read before the clock starts: ibsim's time alone
     t0 = time.monotonic()
     try:
-        with ibsim(net, work, f, timeout=600):
+        with ibsim(net, net.parent / ".ibsim", fabric, timeout=600):
             return round(time.monotonic() - t0, 3)
     except Exception as e:  # noqa: BLE001 - recorded, not fatal for the benchmark
         print(f"ibsim failed on {net}: {e}", flush=True)
@@ -89,14 +81,14 @@ def sim_run(net: Path, engine: str, out: Path, extra: list[str] = (), timeout: i
             "--log-flags", "0x07", "--json", *extra]
     if not discover:
         args.append("--no-discover")
-    r = timed(args, timeout=timeout * 3 + 120)
+    r = measure(args, cwd=ROOT, timeout=timeout * 3 + 120)
     try:
         s = json.loads((out / "summary.json").read_text())
     except (OSError, ValueError):
         s = {}
     return {"engine_requested": engine, "engine_used": s.get("engine"), "subnet_up": s.get("subnet_up"),
             "timed_out": s.get("timed_out"), "routing_step_s": s.get("routing_step_s"),
-            "opensm_s": s.get("timings", {}).get("opensm_s"), "wall_s": r["wall_s"],
+            "opensm_s": s.get("timings", {}).get("opensm_s"), "wall_s": r["seconds"],
             "ibnetdiscover_s": s.get("timings", {}).get("ibnetdiscover_s"),
             "dump_fts_s": s.get("timings", {}).get("dump_fts_s")}
 
@@ -109,13 +101,11 @@ def plan(out: Path, k: int, n: int, radix: int = 36) -> Path:
     return d / "topology.net"
 
 
-def roots_file(net: Path) -> Path:
-    """updn needs root GUIDs on a KNS: all indirect-network switches."""
-    sys.path.insert(0, str(ROOT))
-    from ibtool.formats import ibnetdiscover
-    f = ibnetdiscover.read(net)
+def roots_file(net: Path, k: int, n: int) -> Path:
+    """updn needs root GUIDs on a KNS: all indirect-network switches (the builder's GUIDs are the plan's)."""
+    f = kns(k, n)
     p = net.parent / "roots.guids"
-    p.write_text("".join(f"{g:#018x}\n" for g, name in zip(f.guids, f.names) if name.startswith("S[")))
+    p.write_text("".join(f"{g:#018x}\n" for g, role in zip(f.guids, f.roles) if role == "switch"))
     return p
 
 
@@ -134,7 +124,7 @@ def bench_engines(out: Path, sizes: list[tuple[int, int]], engines: list[str], c
     rows = []
     for k, n in sizes:
         net = plan(out, k, n)
-        roots = roots_file(net)
+        roots = roots_file(net, k, n)
         for engine in engines:
             extra = ["--conf", f"root_guid_file={roots.resolve()}"] if engine == "updn" else []
             r = sim_run(net, engine, out / "engines" / f"{k}-{n}-{engine}", extra, timeout=cap)
@@ -189,9 +179,7 @@ def main() -> None:
         sizes = [(6, 2), (4, 3), (8, 3), (12, 3)] + ([] if a.quick else [(16, 3)])
         engines = ["hdor", "minhop", "dor", "updn", "dfsssp", "lash", "nue"]
         results["engines"] = bench_engines(out, sizes, engines, a.cap)
-    if "verify" in only and (ROOT / "bench" / "verify_bench.py").exists():
-        sys.path.insert(0, str(ROOT / "bench"))
-        import verify_bench  # noqa: E402
+    if "verify" in only:
         results["verify"] = verify_bench.main(out / "verify")
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     (out / "results.md").write_text(markdown(results))
