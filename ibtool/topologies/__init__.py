@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from ibtool.fabric import Fabric
@@ -29,7 +29,6 @@ class Topology:
     summary: str
     reference: str
     example: str = ""
-    extra: dict = field(default_factory=dict)
 
 
 REGISTRY: dict[str, Topology] = {}
