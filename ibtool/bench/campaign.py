@@ -31,6 +31,7 @@ from ibtool.bench.registry import BENCHMARKS, RUNNERS
 from ibtool.bench.runners.base import Job, Outcome
 from ibtool.bench.store import Store, write_json
 from ibtool.errors import InputError
+from ibtool.sim.opensm import parse_engines
 
 CURRENT = "current"  # no engine switching: whatever routes the fabric now
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")
@@ -63,7 +64,7 @@ def plan(benchmarks: list[str], mappings: list[str], engines: list[str], repeat:
             if not _NAME.fullmatch(n) or "--" in n:
                 raise InputError(f"invalid {kind} name {n!r}")
         if len(set(names)) != len(names):
-            raise InputError(f"a {kind} is listed twice: {','.join(names)}")
+            raise InputError(f"the same {kind} is listed twice: {','.join(names)}")
     if repeat < 1:
         raise InputError("--repeat must be at least 1")
     return [PlannedRun(e, b, m, r, run_seed(seed, b, r))
@@ -125,6 +126,9 @@ class Campaign:
         self.retry_failed = retry_failed
         self.options = {"benchmarks": benchmarks, "mappings": mappings, "engines": self.engines,
                         "repeat": repeat, "seed": seed}
+        for e in engines or []:
+            if parse_engines(e) != [e]:  # unknown names are refused before anything runs
+                raise InputError(f"invalid routing engine name {e!r}")
         if any(e != CURRENT for e in self.engines) and inv.sm is None:
             raise InputError("--engines needs an 'sm' section in the inventory (where and how to run OpenSM)",
                              path=inv.path)

@@ -16,9 +16,7 @@ from pathlib import Path
 
 from ibtool.bench.runners.base import Local, Transport
 from ibtool.errors import CheckFailed, InputError
-from ibtool.sim.opensm import routing_outcome
-
-ENGINE_NAME = "abcdefghijklmnopqrstuvwxyz0123456789-_"
+from ibtool.sim.opensm import parse_engines, routing_outcome
 
 
 def sm_transport(inv, runner) -> Transport:
@@ -43,7 +41,7 @@ def switch(t: Transport, sm: dict, engine: str, say=lambda msg: None) -> dict:
     """Restart OpenSM with `engine`; return what its log says. A configuration given in sm.args
     (-F FILE) must set force_log_flush TRUE, or the log is only written when OpenSM exits. Raises CheckFailed when the subnet
     did not come up or another engine (a fallback) configured the tables."""
-    if not engine or any(ch not in ENGINE_NAME for ch in engine.lower()):
+    if parse_engines(engine) != [engine]:  # raises for names OpenSM does not know (it would fall back)
         raise InputError(f"invalid routing engine name {engine!r}")
     d = sm["workdir"]
     log = f"{d}/opensm-{engine}.log"

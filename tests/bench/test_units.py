@@ -173,6 +173,8 @@ def test_campaign_refuses_impossible_runs_before_running(tmp_path):
         Campaign(i, str(tmp_path / "c"), ["netgauge"], ["linear"], None)
     with pytest.raises(InputError, match="needs an 'sm' section"):
         Campaign(inv(), str(tmp_path / "c"), ["hpcc"], ["linear"], ["updn"])
+    with pytest.raises(InputError, match="unknown routing engine 'updown'"):  # OpenSM would fall back to minhop
+        Campaign(inv(sm={"host": "local"}), str(tmp_path / "c"), ["hpcc"], ["linear"], ["updn", "updown"])
     assert not (tmp_path / "c").exists()
 
 
