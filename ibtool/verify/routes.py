@@ -261,6 +261,7 @@ def trace(b: Bound, origins: np.ndarray, lids: np.ndarray, *, cap: int | None = 
     in_slot = np.full(n, -1, dtype=slot_t.dtype) if need_in else None
     mark = None
     vlc = np.zeros(n, dtype=np.int8) if vl is not None else None
+    last = None
     if dims is not None:
         dim, router = dims
         last = np.full(n, -1, dtype=np.int8)
@@ -285,18 +286,8 @@ def trace(b: Bound, origins: np.ndarray, lids: np.ndarray, *, cap: int | None = 
             hops[fi] = h + ca
             if len(fin) == len(kd):
                 break
-            keep = kd == K_SWITCH
-            idx, cur, L, k = idx[keep], cur[keep], L[keep], k[keep]
-            if vl is not None:
-                port = port[keep]
-            if need_in:
-                in_slot = in_slot[keep]
-            if vl is not None:
-                vlc = vlc[keep]
-            if dims is not None:
-                last = last[keep]
-            if mark is not None:
-                mark = mark[keep]
+            idx, cur, L, k, port, in_slot, vlc, last, mark = _keep(
+                kd == K_SWITCH, idx, cur, L, k, port if vl is not None else None, in_slot, vlc, last, mark)
         nxt = node_t[k]
         slot = slot_t[k]
         if vl is not None:
@@ -331,15 +322,13 @@ def trace(b: Bound, origins: np.ndarray, lids: np.ndarray, *, cap: int | None = 
             status[idx[stop]] = LOOP
             end[idx[stop]] = cur[stop]
             hops[idx[stop]] = h
-            keep = ~stop
-            idx, cur, L, mark = idx[keep], cur[keep], L[keep], mark[keep]
-            if need_in:
-                in_slot = in_slot[keep]
-            if vl is not None:
-                vlc = vlc[keep]
-            if dims is not None:
-                last = last[keep]
+            idx, cur, L, mark, in_slot, vlc, last = _keep(~stop, idx, cur, L, mark, in_slot, vlc, last)
     return status, hops, end, dviol
+
+
+def _keep(keep: np.ndarray, *arrays):
+    """The pairs still in flight: every per-pair array filtered by `keep` (None stays None)."""
+    return tuple(None if a is None else a[keep] for a in arrays)
 
 
 def path_of(b: Bound, origin: int, lid: int, limit: int = 64) -> tuple[list[tuple[int, int]], int]:
