@@ -200,6 +200,8 @@ class _Checker:
                 setattr(c, k, p)
         if "jump" in o:
             c.jump = self.string(o["jump"], f"{key}.jump")
+            if not re.fullmatch(r"(?:[^@\s]+@)?[^@:\s]+(?::\d+)?", c.jump):
+                self.fail(f"{key}.jump", f"must be a host of the inventory or [user@]address[:port], got {c.jump!r}")
         if "connect_timeout" in o:
             c.connect_timeout = self.number(o["connect_timeout"], f"{key}.connect_timeout")
         return c
@@ -253,6 +255,16 @@ def parse(data, path: str = "<inventory>") -> Inventory:
         hosts.append(Host(name, c.string(h.get("address", name), f"{key}.address"),
                           c.integer(h.get("slots", 1), f"{key}.slots"), c.ssh(h.get("ssh"), f"{key}.ssh", base),
                           c.boolean(h.get("compute", True), f"{key}.compute")))
+    by_name = {h.name: h for h in hosts}
+    for i, h in enumerate(hosts):
+        if h.ssh.jump == h.name:
+            h.ssh.jump = None  # the jump host itself (ssh.jump of every host names it) is reached directly
+        seen, hop = {h.name}, h.ssh.jump
+        while hop in by_name:
+            if hop in seen:
+                c.fail(f"hosts[{i}].ssh.jump", f"jump hosts form a loop through {hop!r}")
+            seen.add(hop)
+            hop = by_name[hop].ssh.jump
     if not any(h.compute for h in hosts):
         c.fail("hosts", "no compute host (every host has compute: false)")
     inv = Inventory(path, hosts, raw=data)

@@ -57,6 +57,9 @@ def test_registries_find_every_backend_without_a_list():
     ({**BASE, "slurm": {"login": ["a"]}}, "inv.yaml: slurm.login: must be a non-empty string, got ['a']"),
     ({**BASE, "sm": {"env": {"A": [1]}}}, "inv.yaml: sm.env.A: must be a string or number, got [1]"),
     ({**BASE, "ssh": {"key": "/tmp"}}, "inv.yaml: ssh.key: not a file: /tmp"),
+    ({**BASE, "ssh": {"jump": "gw:abc"}}, "inv.yaml: ssh.jump: must be a host of the inventory or [user@]address"),
+    ({"hosts": [{"name": "a", "ssh": {"jump": "b"}}, {"name": "b", "ssh": {"jump": "a"}}]},
+     "inv.yaml: hosts[0].ssh.jump: jump hosts form a loop through 'a'"),
 ])
 def test_inventory_errors_name_the_key(data, message):
     with pytest.raises(InputError) as e:
@@ -70,6 +73,11 @@ def test_inventory_defaults_and_overrides():
     assert [(h.name, h.address, h.slots, h.ssh.port, h.ssh.user) for h in i.hosts] == [
         ("a", "a", 1, 22, "bench"), ("b", "b", 1, 2200, "bench")]
     assert i.runner == "ssh" and i.mpi["launcher"] == "openmpi" and i.sm is None
+
+
+def test_a_jump_host_of_the_inventory_is_reached_directly():
+    i = inventory.parse({"hosts": ["login", "a"], "ssh": {"jump": "login"}}, "inv.yaml")
+    assert [h.ssh.jump for h in i.hosts] == [None, "login"]
 
 
 def test_inventory_yaml_error_has_a_line(tmp_path):

@@ -151,15 +151,17 @@ class SSHPool:
     def __init__(self, inventory):
         self.inv = inventory
         self._conns: dict[str, SSH] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
 
     def get(self, host: Host) -> SSH:
+        """The connection to `host`; a jump host of the inventory is reached as its own settings say
+        (its own jump host included) and shared with its other uses."""
         with self._lock:
             if host.name not in self._conns:
                 jump = None
                 if host.ssh.jump:
                     jh = parse_jump(host.ssh.jump, self.inv, host)
-                    jump = self._conns.setdefault(jh.name, SSH(jh))
+                    jump = self.get(jh) if jh in self.inv.hosts else self._conns.setdefault(jh.name, SSH(jh))
                 self._conns[host.name] = SSH(host, jump)
             return self._conns[host.name]
 
