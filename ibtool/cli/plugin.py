@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
@@ -47,6 +48,33 @@ def multiarch_libdir() -> Path:
 
 def _root(destdir: Path | None, p: Path) -> Path:
     return destdir / p.relative_to("/") if destdir else p
+
+
+def _read(path: Path, what: str) -> bytes | None:
+    """The bytes of `path`, None when it does not exist; anything else unreadable is one line."""
+    if not path.exists():
+        return None
+    if not path.is_file():
+        raise InputError(f"{what} {path}: not a regular file")
+    try:
+        return path.read_bytes()
+    except OSError as e:
+        raise EnvironmentProblem(f"cannot read {path}: {e.strerror}") from None
+
+
+def _write(path: Path, data: bytes, mode: int = 0o644) -> None:
+    """Replace `path` atomically with `data` (file mode `mode`), creating its directory."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_bytes(data)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except OSError as e:
+        if tmp.parent.is_dir():
+            tmp.unlink(missing_ok=True)
+        hint = " (run as root, or use --prefix/--destdir)" if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS) else ""
+        raise EnvironmentProblem(f"cannot write {path}: {e.strerror}{hint}") from None
 
 
 _KEY = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(.*?)\s*$")
@@ -159,37 +187,36 @@ def install_cmd(prefix, conf, engines, destdir, dry_run):
     libdir = (prefix.resolve() / "lib") if prefix else multiarch_libdir()
     dst = _root(destdir, libdir / LIB)
 
+    # read everything first: a conf that cannot be updated stops the install before any change
+    cpath = _root(destdir, conf.resolve() if not conf.is_absolute() else conf)
+    old_bytes = _read(cpath, "--conf")
+    try:
+        old = old_bytes.decode() if old_bytes is not None else None
+    except UnicodeDecodeError:
+        raise InputError(f"--conf {cpath}: not a text file (not UTF-8); is it an opensm.conf?") from None
+    new, changes = update_conf(old or "", names)
+
     # 1. the library
-    data = src.read_bytes() if src.is_file() else None
-    if data is not None and dst.is_file() and dst.read_bytes() == data:
+    data = _read(src, "library")
+    if data is not None and _read(dst, "installed library") == data:
         click.echo(f"unchanged {dst}")
     else:
         click.echo(f"{pre}install {dst} (from {src}{f', {len(data)} bytes' if data else ''})")
         if not dry_run:
-            try:
-                dst.parent.mkdir(parents=True, exist_ok=True)
-                tmp = dst.with_name(f".{LIB}.tmp")
-                shutil.copyfile(src, tmp)
-                os.chmod(tmp, 0o644)
-                os.replace(tmp, dst)
-            except OSError as e:
-                raise EnvironmentProblem(f"cannot install {dst}: {e.strerror} (run as root, or use "
-                                         "--prefix/--destdir)") from None
+            if data is None:
+                raise EnvironmentProblem(f"make succeeded but {src} is missing")
+            _write(dst, data)
 
     # 2. loader path for --prefix
     if prefix:
         ldconf = _root(destdir, LDCONF)
-        line = f"{libdir}\n"
-        if ldconf.is_file() and ldconf.read_text() == line:
+        line = f"{libdir}\n".encode()
+        if _read(ldconf, "loader config") == line:
             click.echo(f"unchanged {ldconf}")
         else:
             click.echo(f"{pre}write {ldconf}: {libdir}")
             if not dry_run:
-                try:
-                    ldconf.parent.mkdir(parents=True, exist_ok=True)
-                    ldconf.write_text(line)
-                except OSError as e:
-                    raise EnvironmentProblem(f"cannot write {ldconf}: {e.strerror}") from None
+                _write(ldconf, line)
     if destdir is None:
         click.echo(f"{pre}run ldconfig")
         if not dry_run:
@@ -198,32 +225,23 @@ def install_cmd(prefix, conf, engines, destdir, dry_run):
                 raise EnvironmentProblem("ldconfig failed")
 
     # 3. opensm.conf
-    cpath = _root(destdir, conf.resolve() if not conf.is_absolute() else conf)
-    old = cpath.read_text() if cpath.is_file() else None
-    new, changes = update_conf(old or "", names)
     if old is None:
         click.echo(f"{pre}create {cpath}:")
-        for c in changes:
-            click.echo(f"  {c}")
     elif not changes:
         click.echo(f"unchanged {cpath} (already has event_plugin_name hdor, routing_engine {','.join(names)})")
     else:
         click.echo(f"{pre}update {cpath}:")
-        for c in changes:
-            click.echo(f"  {c}")
+    for c in changes:
+        click.echo(f"  {c}")
     if (old is None or changes) and not dry_run:
-        try:
-            cpath.parent.mkdir(parents=True, exist_ok=True)
-            if old is not None:
-                backup = cpath.with_name(cpath.name + ".ibtool-bak")
-                if not backup.exists():
-                    backup.write_text(old)
-                    click.echo(f"  saved the previous file as {backup}")
-            tmp = cpath.with_name(f".{cpath.name}.tmp")
-            tmp.write_text(new)
-            os.replace(tmp, cpath)
-        except OSError as e:
-            raise EnvironmentProblem(f"cannot write {cpath}: {e.strerror}") from None
+        mode = 0o644
+        if old is not None:  # keep the file's permissions (an opensm.conf may hold keys)
+            mode = cpath.stat().st_mode & 0o7777
+            backup = cpath.with_name(cpath.name + ".ibtool-bak")
+            if not backup.exists():
+                _write(backup, old_bytes, mode)
+                click.echo(f"  saved the previous file as {backup}")
+        _write(cpath, new.encode(), mode)
     if not dry_run and destdir is None:
         click.echo("restart OpenSM to load it (systemctl restart opensm); check its log for "
                    "'hdor tables configured on all switches'")

@@ -80,6 +80,42 @@ def test_install_staged_then_unchanged(tmp_path):
     assert "does not list hdor" in bad.stderr
 
 
+def test_install_refuses_a_conf_it_cannot_update_before_changing_anything(tmp_path):
+    """A conf that is not text or not a file, or a destination under a file: one line, no traceback;
+    a bad conf stops the install before the library is copied."""
+    root = tmp_path / "root"
+    (root / "etc/opensm").mkdir(parents=True)
+    conf = root / "etc/opensm/opensm.conf"
+    conf.write_bytes(b"\xff\xfe\x00binary\nrouting_engine\n")
+    for extra in ((), ("--dry-run",)):
+        r = ibtool("plugin", "install", "--destdir", root, *extra, check=2)
+        assert r.stderr.strip() == f"ibtool: error: --conf {conf}: not a text file (not UTF-8); is it an opensm.conf?"
+    assert sorted(p.name for p in (root / "etc/opensm").iterdir()) == ["opensm.conf"]
+    assert not (root / "usr").exists()
+    conf.unlink()
+    conf.mkdir()
+    r = ibtool("plugin", "install", "--destdir", root, check=2)
+    assert r.stderr.strip() == f"ibtool: error: --conf {conf}: not a regular file"
+    assert not (root / "usr").exists()
+    (tmp_path / "afile").write_text("x")
+    r = ibtool("plugin", "install", "--destdir", tmp_path / "afile" / "root", check=3)
+    assert r.stderr.startswith("ibtool: error: cannot write ") and r.stderr.strip().endswith("Not a directory")
+    assert "Traceback" not in r.stderr and len(r.stderr.splitlines()) == 1
+
+
+def test_install_keeps_the_conf_permissions(tmp_path):
+    root = tmp_path / "root"
+    (root / "etc/opensm").mkdir(parents=True)
+    conf = root / "etc/opensm/opensm.conf"
+    conf.write_text("routing_engine updn\n")
+    conf.chmod(0o600)
+    ibtool("plugin", "install", "--destdir", root, check=0)
+    assert "routing_engine hdor,minhop" in conf.read_text()
+    assert conf.stat().st_mode & 0o777 == 0o600
+    assert (root / "etc/opensm/opensm.conf.ibtool-bak").stat().st_mode & 0o777 == 0o600
+    assert (root / multiarch_libdir().relative_to("/") / "libhdor.so").stat().st_mode & 0o777 == 0o644
+
+
 @pytest.mark.ibsim
 def test_staged_install_is_loaded_by_debian_opensm(tmp_path):
     """The staged conf + library, used as OpenSM would find them (config file, loader path)."""
