@@ -60,9 +60,11 @@ def _checks(name: str, s: dict) -> list[dict]:
             d = s["reference_vs_plan"]
             rl = d.get("relabeling")
             out.append({"name": "coords: fabric vs plan", "ok": d["ok"],
-                        "summary": f"{d.get('routers_compared', 0)} routers compared"
-                                   + (f" under dimension order {rl['dimensions']}" if rl else "")
-                                   + f", {len(d['problems'])} inconsistent"})
+                        # no relabeling: nothing was compared, and the first problem says why
+                        "summary": d["problems"][0] if not rl and d["problems"] else
+                        f"{d.get('routers_compared', 0)} routers compared"
+                        + (f" under dimension order {rl['dimensions']}" if rl else "")
+                        + f", {len(d['problems'])} inconsistent"})
         if not out:
             out.append({"name": "coords", "ok": s["ok"], "summary": f"KNS k={s['k']} n={s['n']} inferred"})
         return out

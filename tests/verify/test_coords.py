@@ -2,6 +2,7 @@
 legitimate relabelings (dimension order, positions within a dimension)."""
 
 import json
+import shutil
 
 from support import FIXTURES, ibtool
 from verify_fabrics import Cabling
@@ -96,3 +97,20 @@ def test_hca_on_the_wrong_router_is_at_the_wrong_coordinates():
     assert not rep["ok"] and len(probs) == 2
     assert all("cabled to another router" in p for p in probs)
     assert {p.split(" ")[0] for p in probs} == {"H[0,0]-0", "H[2,1]-1"}
+
+
+def test_a_plan_that_is_not_a_kns_is_a_finding_not_an_abort(tmp_path):
+    """`verify all` with a plan of another shape: the coordinates check fails saying why, and the
+    topology and routes sections are still reported (exit 1, not a bare error)."""
+    run = tmp_path / "run"
+    run.mkdir()
+    for name in ("ibnetdiscover.out", "dump_fts.out"):
+        shutil.copy(KNS / name, run)
+    (run / "summary.json").write_text('{"engine": "hdor", "ok": true}')
+    r = ibtool("verify", "all", run, "--plan", FIXTURES / "real" / "ndr-2sw.ibnetdiscover", "--json")
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    rep = json.loads(r.stdout)
+    assert {"topology", "coords", "routes"} <= set(rep) and rep["routes"]["ok"]
+    assert rep["coords"]["reference_vs_plan"]["problems"][0].startswith("the plan is not a KNS: ")
+    check = next(c for c in rep["checks"] if c["name"] == "coords: fabric vs plan")
+    assert not check["ok"] and check["summary"].startswith("the plan is not a KNS: ")
