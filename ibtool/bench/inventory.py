@@ -208,7 +208,8 @@ class _Checker:
 
 
 LAUNCHER_KEYS = {"launcher", "mpirun", "args", "env", "nprocs"}
-SLURM_KEYS = {"login", "options", "poll", "srun_args", "env", "sbatch", "squeue", "sacct", "scontrol"}
+SLURM_TOOLS = ("sbatch", "squeue", "sacct", "scontrol", "scancel")
+SLURM_KEYS = {"login", "options", "poll", "env", *SLURM_TOOLS}
 SM_KEYS = {"host", "opensm", "args", "env", "stop", "timeout", "workdir", "verify_routes"}
 BENCH_KEYS = {"type", "binary", "params", "nprocs", "hosts", "timeout", "expect"}
 TOP_KEYS = {"hosts", "ssh", "runner", "workdir", "launch_host", "parallel", "mpi", "slurm", "sm", "benchmarks"}
@@ -291,9 +292,8 @@ def parse(data, path: str = "<inventory>") -> Inventory:
     inv.slurm = {"login": c.string(sl["login"], "slurm.login") if sl.get("login") is not None else None,
                  "options": c.strings(sl.get("options", []), "slurm.options"),
                  "poll": c.number(sl.get("poll", 2), "slurm.poll"),
-                 "srun_args": c.strings(sl.get("srun_args", []), "slurm.srun_args"),
                  "env": c.env(sl.get("env"), "slurm.env")}
-    for tool in ("sbatch", "squeue", "sacct", "scontrol"):
+    for tool in SLURM_TOOLS:
         inv.slurm[tool] = c.string(sl.get(tool, tool), f"slurm.{tool}")
     if inv.slurm["login"] is not None and inv.slurm["login"] not in names:
         c.fail("slurm.login", f"{inv.slurm['login']!r} is not one of the hosts (add the login node to hosts)")

@@ -54,6 +54,7 @@ def test_registries_find_every_backend_without_a_list():
      "inv.yaml: benchmarks.graph500.params.skip_validation: must be true or false"),
     ({**BASE, "benchmarks": {"netgauge": {"params": {"pattern": 3}}}},
      "inv.yaml: benchmarks.netgauge.params.pattern: must be a non-empty string"),
+    ({**BASE, "slurm": {"srun_args": ["--mpi=pmix"]}}, "inv.yaml: slurm.srun_args: unknown key"),  # was ignored
     ({**BASE, "slurm": {"login": ["a"]}}, "inv.yaml: slurm.login: must be a non-empty string, got ['a']"),
     ({**BASE, "sm": {"env": {"A": [1]}}}, "inv.yaml: sm.env.A: must be a string or number, got [1]"),
     ({**BASE, "ssh": {"key": "/tmp"}}, "inv.yaml: ssh.key: not a file: /tmp"),

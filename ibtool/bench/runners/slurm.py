@@ -100,7 +100,7 @@ class SlurmRunner(Runner):
                 if state in DONE_STATES:
                     return state
             time.sleep(self.cfg["poll"])
-        self._slurm(["scancel", job_id])
+        self._slurm([self.cfg["scancel"], job_id])
         return "TIMEOUT (cancelled by ibtool)"
 
     def _show(self, job_id: str) -> dict:
