@@ -29,6 +29,10 @@ def _opts(f):
     return f
 
 
+_permutations = click.option("--permutations", default=16, show_default=True, type=click.IntRange(min=0),
+                             help="Random permutations for the load estimate.")
+
+
 def _say(as_json: bool):
     return (lambda m: None) if as_json else (lambda m: click.echo(f"  {m}", err=True))
 
@@ -155,7 +159,7 @@ def _routes(fabric: Path, lfts: Path, sl2vl_path: Path | None, expect: str | Non
               help="OpenSM's opensm-sl2vl.dump: the deadlock check per VL (default: everything on VL0).")
 @click.option("--expect", type=click.Choice(["hdor"]),
               help="Also require exactly the hdor reference tables and dimension-ordered routes.")
-@click.option("--permutations", default=16, show_default=True, help="Random permutations for the load estimate.")
+@_permutations
 @click.option("--no-balance", is_flag=True, help="Skip link loads (routes per link, all-to-all, permutations).")
 @_opts
 def routes_cmd(fabric, lfts, sl2vl_path, expect, permutations, no_balance, as_json, html_out):
@@ -201,7 +205,7 @@ def _read_summary(path: Path) -> dict:
 @click.option("--node-name-map", "nnm", type=click.Path(path_type=Path), help="Plan names for the fabric's GUIDs.")
 @click.option("--expect", type=click.Choice(["hdor", "none"]),
               help="Expected routing (default: hdor when hdor configured the tables).")
-@click.option("--permutations", default=16, show_default=True, help="Random permutations for the load estimate.")
+@_permutations
 @_opts
 def all_cmd(run_dir, plan, nnm, expect, permutations, as_json, html_out):
     """Every check on the output directory of `ibtool sim run`.

@@ -212,3 +212,10 @@ def test_switch_without_a_table_fails_delivery(tmp_path):
     rep = json.loads(r.stdout)["routes"]
     assert rep["switches_without_table"] == ["S[0,1]"]
     assert rep["undelivered"]["black hole (no LFT entry)"] > 0
+
+
+@pytest.mark.parametrize("cmd", [["routes", "--fabric", KNS / "ibnetdiscover.out", "--lfts", KNS / "dump_fts.out"],
+                                 ["all", KNS]])
+def test_negative_permutations_is_a_usage_error(cmd):
+    r = ibtool("verify", *cmd, "--permutations", "-1")
+    assert r.returncode == 2 and "Traceback" not in r.stderr and "--permutations" in r.stderr, r.stderr
