@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from ibtool.fabric import Fabric
-from ibtool.formats import ibnetdiscover, lft
+from ibtool.formats import hdor_dump, ibnetdiscover, lft
 
 CA, SWITCH = 1, 2
 NO_ROUTE = 255
@@ -33,30 +33,14 @@ def libhdor() -> Path:
 
 
 def read_hdor_dump(path: Path) -> dict:
-    """opensm-hdor.dump -> {'header': {...}, 'router': {guid: coords}, 'switch': {guid: (dim, coords)},
-    'hca': {guid: coords}, 'spread': [(guid, dim, {port: count})], 'names': {guid: desc}}"""
-    out = {"header": {}, "router": {}, "switch": {}, "hca": {}, "spread": [], "names": {}}
-    text = Path(path).read_text()
-    lines = text.splitlines()
-    assert lines and lines[0].startswith("# hdor "), f"{path}: bad header {lines[:1]}"
-    out["header"] = {k: int(v) for k, v in (kv.split("=") for kv in lines[0][7:].split())}
-    coord = lambda s: tuple(int(x) for x in s.strip("[]").split(",") if x != "")  # noqa: E731
-    for ln in lines[1:]:
-        if ln.startswith("spread "):
-            m = re.fullmatch(r"spread 0x([0-9a-f]+) dim=(\d+) ports=(\S+)", ln)
-            assert m, ln
-            ports = {int(p): int(c) for p, c in (x.split(":") for x in m.group(3).split(","))}
-            out["spread"].append((int(m.group(1), 16), int(m.group(2)), ports))
-            continue
-        m = re.fullmatch(r'(router|switch|hca) +0x([0-9a-f]{16}) (?:dim=(\d+) )?(\[[0-9,]*\]) "(.*)"', ln)
-        assert m, f"bad dump line: {ln!r}"
-        role, guid, dim, c, desc = m.groups()
-        guid = int(guid, 16)
-        out["names"][guid] = desc
-        if role == "switch":
-            out["switch"][guid] = (int(dim), coord(c))
-        else:
-            out[role][guid] = coord(c)
+    """opensm-hdor.dump, read by ibtool.formats.hdor_dump, as {'header': {...}, 'router': {guid: coords},
+    'switch': {guid: (dim, coords)}, 'hca': {guid: coords}, 'spread': [(guid, dim, {port: count})],
+    'names': {guid: desc}}"""
+    d = hdor_dump.read(path)
+    out = {"header": d.header, "router": {}, "switch": {}, "hca": {}, "names": d.names,
+           "spread": [(g, dim, ports) for (g, dim), ports in d.spread.items()]}
+    for g, role in d.role.items():
+        out[role][g] = (d.dim[g], d.coords[g]) if role == "switch" else d.coords[g]
     return out
 
 
