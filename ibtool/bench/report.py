@@ -45,7 +45,10 @@ def build(campaign_dir: str | Path, out: str | Path | None = None) -> dict:
     if not runs:
         raise InputError("no finished runs in this campaign yet", path=str(campaign_dir))
     out = Path(out) if out else Path(campaign_dir) / "report"
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"cannot create the report directory: {e.strerror or e}", path=str(out)) from None
     engines = manifest["engines"]
     mappings = manifest["mappings"]
     with open(out / "results.csv", "w", newline="") as fh:

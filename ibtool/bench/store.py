@@ -56,8 +56,11 @@ class Store:
     def open(self, manifest: dict) -> dict:
         """Create the campaign, or resume it when OUT holds the same campaign; returns the manifest.
         The directory stays locked (flock) until this process ends or close() is called."""
-        self.out.mkdir(parents=True, exist_ok=True)
-        self._lock = open(self.out / ".lock", "w")
+        try:
+            self.out.mkdir(parents=True, exist_ok=True)
+            self._lock = open(self.out / ".lock", "w")
+        except OSError as e:
+            raise InputError(f"cannot use as campaign directory: {e.strerror or e}", path=str(self.out)) from None
         try:
             fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -361,3 +361,23 @@ def test_damaged_campaign_files_are_named_not_tracebacks(tmp_path, name, content
     for args in (("report", camp), ("run", "-i", tmp_path / "inv.yaml", "-b", "hpcc", "-o", camp, "--no-progress")):
         p = ibtool("bench", *args, check=2)
         assert p.stderr.startswith(f"ibtool: error: {camp / name}: ") and "Traceback" not in p.stderr
+
+
+def test_unusable_output_paths_are_input_errors(tmp_path):
+    (tmp_path / "inv.yaml").write_text("hosts: [{name: a, slots: 2}]\nrunner: local\n")
+    (tmp_path / "afile").write_text("x")
+    p = ibtool("bench", "run", "-i", tmp_path / "inv.yaml", "-b", "hpcc", "-o", tmp_path / "afile/c",
+               "--no-progress", check=2)
+    assert p.stderr == f"ibtool: error: {tmp_path / 'afile/c'}: cannot use as campaign directory: Not a directory\n"
+    camp = tmp_path / "c"
+    (camp / "runs/current--hpcc--linear--r1").mkdir(parents=True)
+    (camp / "campaign.json").write_text(json.dumps({"benchmarks": ["hpcc"], "mappings": ["linear"],
+                                                    "engines": ["current"], "repeat": 1, "seed": 1, "runs": []}))
+    (camp / "runs/current--hpcc--linear--r1/run.json").write_text(json.dumps(
+        {"run_id": "current--hpcc--linear--r1", "engine": "current", "benchmark": "hpcc", "type": "hpcc",
+         "mapping": {"policy": "linear"}, "repeat": 1, "status": "failed", "reasons": ["x"]}))
+    ibtool("bench", "report", camp, "-o", tmp_path / "r")  # the hand-made campaign is a valid one
+    p = ibtool("bench", "report", camp, "-o", tmp_path / "afile/r", check=2)
+    assert p.stderr == f"ibtool: error: {tmp_path / 'afile/r'}: cannot create the report directory: Not a directory\n"
+    p = ibtool("bench", "parse", "hpcc", "/dev/null", check=2)
+    assert p.stderr == "ibtool: error: /dev/null: not a regular file\n"

@@ -58,7 +58,7 @@ class RunFiles:
         if p.is_dir():
             return cls([p], None, exit_code)
         if not p.is_file():
-            raise InputError("no such file or directory", path=str(p))
+            raise InputError("not a regular file" if p.exists() else "no such file or directory", path=str(p))
         return cls([p.parent], p, exit_code)
 
     def path(self, *names: str) -> Path | None:
