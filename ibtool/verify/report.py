@@ -14,6 +14,9 @@ import html
 import json
 from pathlib import Path
 
+from ibtool.errors import InputError
+from ibtool.formats import atomic_write
+
 SCHEMA = "ibtool-verify/1"
 MAX_LINES = 40  # per list in the text report; JSON has everything
 
@@ -234,4 +237,8 @@ tr.info td:first-child{{color:#555}} pre{{background:#f4f4f4;padding:1em;overflo
 <h2>JSON</h2><pre>{esc(json.dumps(rep, indent=1))}</pre>
 </body></html>
 """
-    Path(path).write_text(doc)
+    try:
+        with atomic_write(path) as fh:
+            fh.write(doc)
+    except OSError as e:
+        raise InputError(f"cannot write the HTML report: {e.strerror}", path=str(path)) from None

@@ -219,3 +219,11 @@ def test_switch_without_a_table_fails_delivery(tmp_path):
 def test_negative_permutations_is_a_usage_error(cmd):
     r = ibtool("verify", *cmd, "--permutations", "-1")
     assert r.returncode == 2 and "Traceback" not in r.stderr and "--permutations" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("where", ["a-directory", "no-such-dir/r.html"])
+def test_html_report_that_cannot_be_written(tmp_path, where):
+    (tmp_path / "a-directory").mkdir()
+    r = ibtool("verify", "routes", "--fabric", KNS / "ibnetdiscover.out", "--lfts", KNS / "dump_fts.out",
+               "--html", tmp_path / where)
+    assert "cannot write" in _one_line_error(r, where, None)
