@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 from collections import Counter, defaultdict
 
+from ibtool.errors import InputError
 from ibtool.fabric import Fabric
 
 
@@ -22,7 +23,14 @@ def _c(t) -> str:
 
 
 def dump_vs_reference(fabric: Fabric, ref, dump) -> dict:
-    """Every device of the dump against the reference result for the same fabric."""
+    """Every device of the dump against the reference result for the same fabric. InputError when
+    most of the dump's devices are not in the fabric (as for LFT and SL2VL dumps)."""
+    unknown = [g for g in dump.role if fabric.by_guid(g) is None]
+    if unknown and len(unknown) * 2 > len(dump.role):
+        g = min(unknown, key=lambda x: dump.lines[x])
+        raise InputError(f"{dump.role[g]} {g:#018x} {dump.names.get(g, '')!r} is not in the fabric ({len(unknown)} "
+                         f"of {len(dump.role)} devices are unknown): an hdor dump of another fabric?",
+                         path=dump.path, line=dump.lines[g])
     problems: list[str] = []
     seen = set()
     for i, role in enumerate(ref.role):

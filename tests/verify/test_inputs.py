@@ -227,3 +227,11 @@ def test_html_report_that_cannot_be_written(tmp_path, where):
     r = ibtool("verify", "routes", "--fabric", KNS / "ibnetdiscover.out", "--lfts", KNS / "dump_fts.out",
                "--html", tmp_path / where)
     assert "cannot write" in _one_line_error(r, where, None)
+
+
+def test_hdor_dump_of_another_fabric(tmp_path):
+    """Every GUID of the dump unknown to the fabric: an input error naming the first, not 48 findings."""
+    d = tmp_path / "opensm-hdor.dump"
+    d.write_text((KNS / "opensm-hdor.dump").read_text().replace("0x0002c9", "0x00aaaa"))
+    r = ibtool("verify", "coords", "--fabric", KNS / "ibnetdiscover.out", "--dump", d)
+    assert "another fabric" in _one_line_error(r, "opensm-hdor.dump", 2)
