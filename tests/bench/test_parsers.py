@@ -372,3 +372,20 @@ COVERED = [
     ("netgauge", "Nto1_np4"), ("netgauge", "Nto1_np4_verbose2"), ("netgauge", "1toN_np4_verbose3"),
     ("netgauge", "fail_ebb_np3_odd_ranks"), ("netgauge", "fail_bad_cmdline"),
 ]
+
+
+# ---------------------------------------------------------------- damaged outputs
+
+@pytest.mark.parametrize("bench,fixture,line,damaged", [
+    ("hpcc", "np4_linear_rankfile/hpccoutf.txt", "PTRANS_GBs=", "PTRANS_GBs=0.2\x00\x00"),
+    ("hpcc", "np4_linear_rankfile/hpccoutf.txt", "HPL_N=", "HPL_N=abc"),
+    ("hpcg", "np4_16x16x16_rt30/HPCG-Benchmark_*.txt", "Local Domain Dimensions::nx=",
+     "Local Domain Dimensions::nx=1?"),
+])
+def test_a_corrupted_number_fails_the_run_and_names_the_key(tmp_path, bench, fixture, line, damaged):
+    src = next((FIX / bench).glob(fixture))
+    text = "".join(damaged + "\n" if ln.startswith(line) else ln + "\n" for ln in src.read_text().splitlines())
+    (tmp_path / src.name).write_text(text)
+    r = BENCHMARKS.get(bench).parse(RunFiles.from_path(tmp_path / src.name))
+    key = line.rstrip("=")
+    assert r.status == FAILED and any(key in x and "is not a number (corrupted output)" in x for x in r.reasons)

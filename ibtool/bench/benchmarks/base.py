@@ -123,6 +123,14 @@ class ParseResult:
     def metric(self, name: str, value: float, unit: str) -> None:
         self.metrics[name] = {"value": value, "unit": unit}
 
+    def number(self, where: str, value) -> float | None:
+        """`value` as a float; anything else fails the run (a corrupted output file) and gives None."""
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{where}: {str(value).strip()!r} is not a number (corrupted output)")
+            return None
+
     def value(self, name: str) -> float | None:
         m = self.metrics.get(name)
         return None if m is None else m["value"]
@@ -210,10 +218,6 @@ class Benchmark:
     @classmethod
     def parse(cls, files: RunFiles, request: dict | None = None) -> ParseResult:
         raise NotImplementedError
-
-
-def num(s: str) -> float:
-    return float(s)
 
 
 def is_power_of_two(n: int) -> bool:

@@ -145,11 +145,11 @@ class HPCC(Benchmark):
             r.fail(f"output truncated: no Summary section and no 'End of HPC Challenge tests.'{where}; "
                    "the run was killed or crashed")
         for key, (name, unit, factor) in SUMMARY.items():
-            if key in summary:
-                r.metric(name, summary[key] * factor, unit)
+            if key in summary and (v := r.number(f"hpccoutf.txt Summary {key}", summary[key])) is not None:
+                r.metric(name, v * factor, unit)
         for key, name in PARAMS.items():
-            if key in summary:
-                r.params[name] = int(summary[key])
+            if key in summary and (v := r.number(f"hpccoutf.txt Summary {key}", summary[key])) is not None:
+                r.params[name] = int(v)
         if summary and summary.get("Success") != 1:
             r.fail("HPCC reports Success=0")
         hpl = r.details.get("hpl", [])

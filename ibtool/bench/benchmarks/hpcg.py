@@ -97,11 +97,11 @@ class HPCG(Benchmark):
             if sep:
                 kv[k] = v
         for key, (name, unit, factor) in KEYS.items():
-            if key in kv:
-                r.metric(name, float(kv[key]) * factor, unit)
+            if key in kv and (v := r.number(f"{results[-1].name} {key}", kv[key])) is not None:
+                r.metric(name, v * factor, unit)
         for key, name in PARAMS.items():
-            if key in kv:
-                r.params[name] = int(kv[key])
+            if key in kv and (v := r.number(f"{results[-1].name} {key}", kv[key])) is not None:
+                r.params[name] = int(v)
         r.params["quickpath"] = QUICKPATH in kv
         checks = {k.rsplit("::", 1)[0]: v for k, v in kv.items() if k.endswith("::Result")}
         r.details["checks"] = checks
