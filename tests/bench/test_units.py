@@ -381,3 +381,12 @@ def test_unusable_output_paths_are_input_errors(tmp_path):
     assert p.stderr == f"ibtool: error: {tmp_path / 'afile/r'}: cannot create the report directory: Not a directory\n"
     p = ibtool("bench", "parse", "hpcc", "/dev/null", check=2)
     assert p.stderr == "ibtool: error: /dev/null: not a regular file\n"
+
+
+def test_local_transport_timeout_ends_the_whole_process_group():
+    import time
+
+    from ibtool.bench.runners.base import Local
+    started = time.monotonic()
+    rc, out, _ = Local().run("echo started; sleep 30 & sleep 30", 0.5)
+    assert rc is None and out == "started\n" and time.monotonic() - started < 10  # the background sleep too

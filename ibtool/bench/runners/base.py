@@ -8,9 +8,7 @@ an Outcome with transports: stage the input files, launch, wait, collect.
 from __future__ import annotations
 
 import fnmatch
-import os
 import shlex
-import signal
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,7 +93,9 @@ class Local(Transport):
         try:
             out, err = p.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
+            from ibtool.sim.runner import _kill  # the project's one way: TERM the group, a grace, then KILL
+
+            _kill(p)
             out, err = p.communicate()
             return None, out.decode(errors="replace"), err.decode(errors="replace")
         return p.returncode, out.decode(errors="replace"), err.decode(errors="replace")
