@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -78,4 +79,10 @@ def read(path: str | Path) -> HdorDump:
             raise InputError(f"unrecognised line {s[:60]!r} (not an opensm-hdor.dump?)", path=path, line=ln)
     if not d.role:
         raise InputError("no router/switch/hca lines (not an opensm-hdor.dump?)", path=path)
+    counts = Counter(d.role.values())
+    for role, key in (("router", "routers"), ("switch", "switches"), ("hca", "hcas")):
+        if key in d.header and counts[role] != d.header[key]:
+            cut = "truncated? " if counts[role] < d.header[key] else ""
+            raise InputError(f"{cut}the header says {key}={d.header[key]}, the file lists {counts[role]}",
+                             path=path, line=ln)
     return d

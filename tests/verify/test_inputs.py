@@ -235,3 +235,12 @@ def test_hdor_dump_of_another_fabric(tmp_path):
     d.write_text((KNS / "opensm-hdor.dump").read_text().replace("0x0002c9", "0x00aaaa"))
     r = ibtool("verify", "coords", "--fabric", KNS / "ibnetdiscover.out", "--dump", d)
     assert "another fabric" in _one_line_error(r, "opensm-hdor.dump", 2)
+
+
+@pytest.mark.parametrize("keep,line", [(20, 20), (5, 5)])
+def test_hdor_dump_cut_at_a_line_boundary(tmp_path, keep, line):
+    """The header's counts say so (not 'devices missing from the dump')."""
+    d = tmp_path / "opensm-hdor.dump"
+    d.write_text("".join((KNS / "opensm-hdor.dump").read_text().splitlines(keepends=True)[:keep]))
+    r = ibtool("verify", "coords", "--fabric", KNS / "ibnetdiscover.out", "--dump", d)
+    assert "truncated" in _one_line_error(r, "opensm-hdor.dump", line)
