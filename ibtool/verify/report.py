@@ -224,7 +224,7 @@ def write_html(rep: dict, path: str | Path) -> None:
     rows = "".join(f"<tr class='{'info' if c.get('info') else ('ok' if c['ok'] else 'bad')}'>"
                    f"<td>{'info' if c.get('info') else ('PASS' if c['ok'] else 'FAIL')}</td><td>{esc(c['name'])}</td>"
                    f"<td>{esc(c['summary'])}</td></tr>" for c in rep["checks"])
-    details = esc(text(rep).split("\n", 1)[1] if "\n" in text(rep) else "")
+    details = esc(text(rep).partition("\n")[2])  # the text report without its verdict line
     doc = f"""<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>ibtool verify: {'PASS' if rep['ok'] else 'FAIL'}</title>
 <style>body{{font-family:sans-serif;margin:2em}} td{{padding:2px 8px;vertical-align:top}}
