@@ -1318,6 +1318,15 @@ out:
 /* ------------------------------------------------------------------------------------------ */
 /* forwarding tables                                                                          */
 
+/* the highest LID of sw's new_lft that may be written: max_lid_ho, within lft_size */
+static uint32_t lft_top(const osm_switch_t *sw)
+{
+	uint32_t top = sw->max_lid_ho;
+	if (top >= sw->lft_size)
+		top = sw->lft_size ? (uint32_t)sw->lft_size - 1 : 0;
+	return top;
+}
+
 /* indirect switch w (group G, dimension e) toward switch D of another group G' of dimension e:
  * the member coordinate j minimising hops(w -> member j of G) + hops(member j of G' -> D), the
  * lowest j on ties (with s = 1 every j ties: j = 0) */
@@ -1341,11 +1350,9 @@ static void route_switch(hdor_pass_t *P, int w)
 	hsw_t *W = &P->sw[w];
 	osm_switch_t *sw = W->sw;
 	unsigned n = P->n, k = P->k, e;
-	uint32_t lid, top = sw->max_lid_ho;
+	uint32_t lid, top = lft_top(sw);
 	uint8_t *lft = sw->new_lft;
 
-	if (top >= sw->lft_size)
-		top = sw->lft_size ? (uint32_t)sw->lft_size - 1 : 0;
 	if (top > P->max_lid)
 		top = P->max_lid;
 
@@ -1497,11 +1504,9 @@ static int write_dump(hdor_ctx_t *ctx, hdor_pass_t *P, char *path, size_t pathsz
 	for (i = 0; i < P->nr; i++) {
 		hsw_t *W = &P->sw[ord[i]];
 		osm_switch_t *sw = W->sw;
-		uint32_t hist[256], lid, top = sw->max_lid_ho, l;
+		uint32_t hist[256], lid, top = lft_top(sw), l;
 		unsigned e;
 		int have = 0;
-		if (top >= sw->lft_size)
-			top = sw->lft_size ? (uint32_t)sw->lft_size - 1 : 0;
 		for (e = 0; e < n; e++) {
 			int g = P->rg[(size_t)W->router * n + e], np = 0, first = 1;
 			for (l = W->loff; l < W->loff + W->ln; l++)
