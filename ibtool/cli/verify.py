@@ -147,7 +147,12 @@ def _routes(fabric: Path, lfts: Path, sl2vl_path: Path | None, expect: str | Non
         except hdor.NotKNS as e:
             ref = None
             say(str(e))
-    return routes.verify(f, t, s, expect, ref, permutations=permutations, progress=say, balance=balance)
+    try:
+        return routes.verify(f, t, s, expect, ref, permutations=permutations, progress=say, balance=balance)
+    except InputError as e:
+        if e.path is None:  # about the fabric itself (duplicate LIDs, too many switches): name its file
+            raise InputError(str(e), path=str(fabric)) from None
+        raise
 
 
 @group.command(name="routes")

@@ -77,6 +77,8 @@ def bind(fabric: Fabric, tables: Tables) -> Bound:
                          f"another fabric?", path=path, line=tables.lines.get(g))
     sw_nodes = np.asarray([i for i in range(fabric.num_nodes) if fabric.types[i] == SWITCH], dtype=np.int32)
     owners = fabric.lid_owners()
+    if len(owners) != sum(1 << lmc for _, lmc in fabric.port_lids.values()):
+        _duplicate_lid(fabric)
     top = max(owners)
     guids = [fabric.guids[i] for i in sw_nodes]
     lft = tables.matrix(guids, top)
@@ -124,6 +126,19 @@ def bind(fabric: Fabric, tables: Tables) -> Bound:
     return Bound(fabric, sw_nodes, row, lft, ports.offset, ports.peer, ports.peer_port, types,
                  np.asarray(fabric.nports, dtype=np.int32), own_node, own_port, base, lids, att, ca_ports,
                  ca_in, missing)
+
+
+def _duplicate_lid(fabric: Fabric):
+    """Two ports own the same LID: route checks would give one of them the other's routes."""
+    def port(node: int, p: int) -> str:
+        return fabric.names[node] + (f" port {p}" if fabric.types[node] == CA else "")
+    first: dict[int, tuple[int, int]] = {}
+    for (node, p), (lid, lmc) in sorted(fabric.port_lids.items(), key=lambda x: x[1]):
+        for x in range(lid, lid + (1 << lmc)):
+            if x in first:
+                raise InputError(f"LID {x} is assigned to both {port(*first[x])} and {port(node, p)}: the fabric "
+                                 f"dump is inconsistent (or the subnet manager assigned a LID twice)")
+            first[x] = (node, p)
 
 
 # ------------------------------------------------------------------------------------ distances

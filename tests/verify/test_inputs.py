@@ -244,3 +244,15 @@ def test_hdor_dump_cut_at_a_line_boundary(tmp_path, keep, line):
     d.write_text("".join((KNS / "opensm-hdor.dump").read_text().splitlines(keepends=True)[:keep]))
     r = ibtool("verify", "coords", "--fabric", KNS / "ibnetdiscover.out", "--dump", d)
     assert "truncated" in _one_line_error(r, "opensm-hdor.dump", line)
+
+
+def test_a_lid_assigned_twice(tmp_path):
+    """Two ports with one LID: an input error naming both (was a PASS, one port's routes unchecked)."""
+    lines = (KNS / "ibnetdiscover.out").read_text().splitlines(keepends=True)
+    assert '"S[0,0]" enhanced port 0 lid 7 lmc 0' in lines[126] and '"H[2,2]" lid 5 ' in lines[10]
+    lines[126] = lines[126].replace("lid 7 lmc", "lid 5 lmc")
+    p = tmp_path / "dup-lid.ibnetdiscover"
+    p.write_text("".join(lines))
+    r = ibtool("verify", "routes", "--fabric", p, "--lfts", KNS / "dump_fts.out")
+    msg = _one_line_error(r, "dup-lid.ibnetdiscover", None)
+    assert "LID 5 is assigned to both" in msg and "S[0,0]" in msg and "H[2,2] port 1" in msg
