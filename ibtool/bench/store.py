@@ -35,7 +35,10 @@ def write_json(path: Path, data) -> None:
     os.replace(tmp, path)
 
 
-def read_json(path: Path) -> dict:
+RUN_KEYS = ("run_id", "engine", "benchmark", "type", "mapping", "repeat", "status")
+
+
+def read_json(path: Path, required: tuple[str, ...] = ()) -> dict:
     """A JSON object the store wrote; anything else (edited, truncated) is an input error naming it."""
     try:
         data = json.loads(Path(path).read_text())
@@ -43,6 +46,9 @@ def read_json(path: Path) -> dict:
         raise InputError(f"unreadable campaign file ({type(e).__name__}: {e})", path=str(path)) from None
     if not isinstance(data, dict):
         raise InputError(f"a JSON object expected, got {type(data).__name__}", path=str(path))
+    missing = [k for k in required if k not in data]
+    if missing:
+        raise InputError(f"not written by ibtool bench: no {', '.join(missing)}", path=str(path))
     return data
 
 
@@ -101,7 +107,7 @@ class Store:
         path = self.out / MANIFEST
         if not path.exists():
             raise InputError(f"not a campaign directory (no {MANIFEST})", path=str(self.out))
-        return read_json(path)
+        return read_json(path, COMPARED + ("runs",))
 
     def status(self, run_id: str) -> str | None:
         p = self.runs_dir / run_id / "run.json"
@@ -128,7 +134,7 @@ class Store:
         """Every finished run: run.json with its parse result under 'result'."""
         out = []
         for d in sorted(self.runs_dir.glob("*/run.json")):
-            run = read_json(d)
+            run = read_json(d, RUN_KEYS)
             m = d.parent / "metrics.json"
             run["result"] = read_json(m) if m.exists() else {}
             run["dir"] = str(d.parent)

@@ -377,6 +377,13 @@ def test_unusable_output_paths_are_input_errors(tmp_path):
         {"run_id": "current--hpcc--linear--r1", "engine": "current", "benchmark": "hpcc", "type": "hpcc",
          "mapping": {"policy": "linear"}, "repeat": 1, "status": "failed", "reasons": ["x"]}))
     ibtool("bench", "report", camp, "-o", tmp_path / "r")  # the hand-made campaign is a valid one
+    (camp / "runs/current--hpcc--linear--r1/run.json").write_text('{"status": "failed"}')
+    p = ibtool("bench", "report", camp, "-o", tmp_path / "r", check=2)
+    assert p.stderr.startswith(f"ibtool: error: {camp}/runs/current--hpcc--linear--r1/run.json: not written by "
+                               "ibtool bench: no run_id, engine, benchmark, type, mapping, repeat")
+    (camp / "runs/current--hpcc--linear--r1/run.json").write_text(json.dumps(
+        {"run_id": "current--hpcc--linear--r1", "engine": "current", "benchmark": "hpcc", "type": "hpcc",
+         "mapping": {"policy": "linear"}, "repeat": 1, "status": "failed", "reasons": ["x"]}))
     p = ibtool("bench", "report", camp, "-o", tmp_path / "afile/r", check=2)
     assert p.stderr == f"ibtool: error: {tmp_path / 'afile/r'}: cannot create the report directory: Not a directory\n"
     p = ibtool("bench", "parse", "hpcc", "/dev/null", check=2)
