@@ -91,6 +91,16 @@ def _ibtool(*args) -> list[str]:
     return [PY, "-m", "ibtool.cli.main", *map(str, args)]
 
 
+def _verify_routes(fabric: Path, lfts: Path) -> dict:
+    """`ibtool verify routes --json` in its own process: time, peak RSS, and the verdict."""
+    m = _measure(_ibtool("verify", "routes", "--fabric", fabric, "--lfts", lfts, "--json"), cwd=ROOT)
+    rep = json.loads(m["stdout"]) if m["stdout"].strip().startswith("{") else {}
+    r = rep.get("routes", {})
+    return {"seconds": m["seconds"], "peak_rss_mib": m["peak_rss_mib"], "exit": m["exit"],
+            "pairs": r.get("pairs"), "delivered": r.get("delivered"),
+            "credit_loop": (not r["deadlock"]["free"]) if r else None}
+
+
 def bench_a_c(out: Path, k: int = 12, n: int = 3, skip_sim: bool = False) -> dict:
     plan = out / f"kns-{k}-{n}"
     run = out / f"kns-{k}-{n}-minhop"
@@ -113,13 +123,7 @@ def bench_a_c(out: Path, k: int = 12, n: int = 3, skip_sim: bool = False) -> dic
     m = _measure([PY, "-c", _PARSE, dump], cwd=ROOT)
     res["parse"] = json.loads(m["stdout"]) if m["exit"] == 0 else {"error": m["stderr"]}
     res["parse"]["peak_rss_mib"] = m["peak_rss_mib"]
-    m = _measure(_ibtool("verify", "routes", "--fabric", run / "ibnetdiscover.out", "--lfts", dump, "--json"),
-                 cwd=ROOT)
-    rep = json.loads(m["stdout"]) if m["stdout"].strip().startswith("{") else {}
-    r = rep.get("routes", {})
-    res["verify_dump_fts"] = {"seconds": m["seconds"], "peak_rss_mib": m["peak_rss_mib"], "exit": m["exit"],
-                              "pairs": r.get("pairs"), "delivered": r.get("delivered"),
-                              "credit_loop": (not r["deadlock"]["free"]) if r else None}
+    res["verify_dump_fts"] = _verify_routes(run / "ibnetdiscover.out", dump)
     # (c) the same OpenSM dumps: ibdmchk vs ibtool verify routes on opensm.fdbs (ibdmchk's input)
     # and on opensm-lfts.dump
     osm = run / "osm"
@@ -127,11 +131,7 @@ def bench_a_c(out: Path, k: int = 12, n: int = 3, skip_sim: bool = False) -> dic
     for name, fabric in (("opensm.fdbs", run / "ibnetdiscover.out"), ("opensm-lfts.dump", run / "ibnetdiscover.out"),
                          ("subnet.lst+fdbs", osm / "opensm-subnet.lst")):
         lfts = osm / ("opensm.fdbs" if name == "subnet.lst+fdbs" else name)
-        m = _measure(_ibtool("verify", "routes", "--fabric", fabric, "--lfts", lfts, "--json"), cwd=ROOT)
-        rep = json.loads(m["stdout"]) if m["stdout"].strip().startswith("{") else {}
-        r = rep.get("routes", {})
-        runs[name] = {"seconds": m["seconds"], "peak_rss_mib": m["peak_rss_mib"],
-                      "credit_loop": (not r["deadlock"]["free"]) if r else None}
+        runs[name] = _verify_routes(fabric, lfts)
     ours = runs["opensm.fdbs"]
     exe = shutil.which("ibdmchk")
     if exe is None:

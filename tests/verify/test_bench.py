@@ -18,3 +18,10 @@ def test_scale_item_runs_small():
 def test_measure_reports_exit_and_memory(tmp_path):
     m = verify_bench._measure([sys.executable, "-c", "import sys; x = bytearray(50 << 20); sys.exit(3)"])
     assert m["exit"] == 3 and m["peak_rss_mib"] >= 50
+
+
+def test_verify_routes_item_on_a_fixture():
+    kns = ROOT / "fixtures" / "real" / "ibsim-kns-k3-n2-hdor"
+    r = verify_bench._verify_routes(kns / "ibnetdiscover.out", kns / "dump_fts.out")
+    assert r["exit"] == 0 and r["pairs"] == r["delivered"] == 552 and r["credit_loop"] is False
+    assert r["seconds"] > 0 and r["peak_rss_mib"] > 0
