@@ -56,11 +56,7 @@ class Bound:
     ca_ports: np.ndarray  # per switch node: CA ports (with LIDs) cabled to it
     ca_in_port: np.ndarray  # per switch node: the lowest switch port facing such a CA (0 if none)
     missing_tables: list[int] = field(default_factory=list)
-    _ptab: tuple | None = None
-
-    @property
-    def is_ca_lid(self) -> np.ndarray:
-        return self.att_sw >= 0
+    _ptab: tuple | None = None  # _port_tables(), built once
 
 
 def bind(fabric: Fabric, tables: Tables) -> Bound:
@@ -224,7 +220,7 @@ def _port_tables(b: Bound):
     """Per (switch row, port 0..255): what is behind that port. One gather per hop instead of
     a chain of checks: kind (switch, CA, local delivery, no LFT entry, dead port), the node, the
     port on the far side, and the channel (the egress slot)."""
-    if getattr(b, "_ptab", None) is not None:
+    if b._ptab is not None:
         return b._ptab
     ns = len(b.sw_nodes)
     kind = np.full((ns, 256), K_DEAD, dtype=np.int8)
