@@ -58,7 +58,7 @@ class Fabricsim:
             try:
                 _, err = p.communicate(timeout=timeout)
             except subprocess.TimeoutExpired:
-                _kill(p)
+                stop_process(p)
                 raise EnvironmentProblem(f"{argv[0]} did not finish within {timeout:.0f} s") from None
         if p.returncode != 0:
             msg = (err or b"").decode(errors="replace").strip().splitlines()
@@ -107,10 +107,11 @@ def ibsim(net: str | Path, work: Path, fabric: Fabric | None = None, timeout: fl
             time.sleep(0.05)
         yield Fabricsim(net, work, sock, proc, log)
     finally:
-        _kill(proc)
+        stop_process(proc)
 
 
-def _kill(p: subprocess.Popen, grace: float = 3.0) -> None:
+def stop_process(p: subprocess.Popen, grace: float = 3.0) -> None:
+    """Stop a child started in its own session: TERM its process group, then KILL after `grace` s."""
     if p.poll() is not None:
         return
     try:
@@ -194,7 +195,7 @@ def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> di
                 timed_out = True
                 err = b""
             finally:
-                _kill(p)  # also on Ctrl-C / SIGTERM
+                stop_process(p)  # also on Ctrl-C / SIGTERM
             timings["opensm_s"] = round(time.monotonic() - t0, 3)
             text = log.read_text(errors="replace") if log.exists() else ""
             outcome = opensm.routing_outcome(text, opts.engines)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ibtool.errors import EnvironmentProblem
+from ibtool.sim.runner import stop_process
 
 
 @dataclass
@@ -93,9 +94,7 @@ class Local(Transport):
         try:
             out, err = p.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            from ibtool.sim.runner import _kill  # the project's one way: TERM the group, a grace, then KILL
-
-            _kill(p)
+            stop_process(p)
             out, err = p.communicate()
             return None, out.decode(errors="replace"), err.decode(errors="replace")
         return p.returncode, out.decode(errors="replace"), err.decode(errors="replace")
