@@ -9,6 +9,17 @@ from pathlib import Path
 from ibtool.errors import InputError
 
 
+def open_input(path: str | Path, binary: bool = False):
+    """Open an input file for reading; a missing, unreadable or directory path is an InputError
+    naming it (the one-line message every reader gives)."""
+    try:
+        if binary:
+            return open(path, "rb")
+        return open(path, encoding="utf-8", errors="replace")
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror}", path=str(path)) from None
+
+
 @contextmanager
 def atomic_write(path: str | Path, mode: str = "w"):
     """Write to PATH.tmp and rename on success, so a failure never leaves a partial file."""

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ibtool.errors import InputError
+from ibtool.formats import open_input
 
 _HEAD = re.compile(r"^#\s*hdor\s+(.*)$")
 _KV = re.compile(r"(\w+)=(\d+)")
@@ -37,10 +38,7 @@ class HdorDump:
 def read(path: str | Path) -> HdorDump:
     path = str(path)
     d = HdorDump(path=path)
-    try:
-        fh = open(path, encoding="utf-8", errors="replace")
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror}", path=path) from None
+    fh = open_input(path)
     with fh:
         for ln, raw in enumerate(fh, 1):
             s = raw.strip()

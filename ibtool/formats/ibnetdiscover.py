@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ibtool.errors import InputError
-from ibtool.formats import atomic_write
+from ibtool.formats import atomic_write, open_input
 from ibtool.fabric import CA, SWITCH, Fabric
 
 SWITCH_DEVID = 0xBD36  # Mellanox InfiniScale IV (IS5022, CELLIA's switch)
@@ -107,10 +107,7 @@ def read(path: str | Path, node_name_map: dict[int, str] | None = None) -> Fabri
     order: list[str] = []
     cur: _Node | None = None
     pending_guid: int | None = None
-    try:
-        fh = open(path, encoding="utf-8", errors="replace")
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror}", path=path) from None
+    fh = open_input(path)
     with fh:
         for ln, raw in enumerate(fh, 1):
             line = raw.strip()

@@ -28,7 +28,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ibtool.errors import InputError
-from ibtool.formats import atomic_write
+from ibtool.formats import atomic_write, open_input
 
 NO_ROUTE = 255
 MAX_UNICAST_LID = 0xBFFF
@@ -83,10 +83,7 @@ def _bad(path: str, ln: int, msg: str):
 def read(path: str | Path) -> Tables:
     """Read a dump_fts / ibroute / opensm-lfts.dump / file-engine LFT file."""
     path = str(path)
-    try:
-        fh = open(path, "rb")
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror}", path=path) from None
+    fh = open_input(path, binary=True)
     with fh:
         size = fh.seek(0, 2)
         if size == 0:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ibtool.errors import InputError
 from ibtool.fabric import Fabric
-from ibtool.formats import atomic_write
+from ibtool.formats import atomic_write, open_input
 
 _LINE = re.compile(r'^\s*(0x[0-9a-fA-F]+|[0-9]+)\s+"?([^"]*?)"?\s*$')
 
@@ -20,10 +20,8 @@ def write(fabric: Fabric, path: str | Path) -> None:
 
 def read(path: str | Path) -> dict[int, str]:
     out: dict[int, str] = {}
-    try:
-        lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror}", path=str(path)) from None
+    with open_input(path) as fh:
+        lines = fh.read().splitlines()
     for ln, line in enumerate(lines, 1):
         s = line.split("#", 1)[0].strip() if not line.lstrip().startswith('"') else line.strip()
         if not s:

@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 from ibtool.errors import InputError
+from ibtool.formats import open_input
 from ibtool.fabric import CA, SWITCH, Fabric
 
 _END = (r"\{\s*(CA|SW-SM|SW|CA-SM|RT)\s+Ports:([0-9A-Fa-f]+)\s+SystemGUID:[0-9A-Fa-f]+\s+NodeGUID:([0-9A-Fa-f]+)\s+"
@@ -30,10 +31,8 @@ SPEED_NAMES = {"2.5": "SDR", "5": "DDR", "10": "QDR", "14": "FDR", "25": "EDR", 
 
 def read(path: str | Path, node_name_map: dict[int, str] | None = None) -> Fabric:
     path = str(path)
-    try:
-        lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror}", path=path) from None
+    with open_input(path) as fh:
+        lines = fh.read().splitlines()
     nodes: dict[int, dict] = {}  # node GUID -> kind, ports, desc, line
     ends: list[tuple] = []
     for ln, line in enumerate(lines, 1):

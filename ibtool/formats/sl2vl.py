@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 from ibtool.errors import InputError
+from ibtool.formats import open_input
 
 _NODE = re.compile(r'^(Switch|Channel Adapter|Router)\s+(0x[0-9a-fA-F]+)\b')
 _ROW = re.compile(r"^(\d+)\s+(\d+)\s*:\s*((?:\d+\s*){16})$")
@@ -43,10 +44,7 @@ def read(path: str | Path) -> SL2VL:
     path = str(path)
     out = SL2VL()
     out.path = path
-    try:
-        fh = open(path, encoding="utf-8", errors="replace")
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror}", path=path) from None
+    fh = open_input(path)
     cur: dict | None = None
     with fh:
         for ln, raw in enumerate(fh, 1):

@@ -247,7 +247,7 @@ class _Topology:
 
     # ----------------------------------------------------------------- 2. dimensions
     def dimensions(self):
-        f, G, k, n = self.f, self.groups, self.k, self.n
+        f, G, n = self.f, self.groups, self.n
         gof = self.groups_of
         memset = [set(g.members) for g in G]
         r0 = self.routers[0]
@@ -497,7 +497,6 @@ class _Topology:
     def _router_plan(self, W: int, lids_of_switch, lids_of_router) -> "_Plan":
         G, k, n = self.groups, self.k, self.n
         plan = _Plan(n * k)
-        c = self.RC[self.ridx[W]]
         into: dict[int, list[tuple[int, int]]] = {}
         for port, p in self.nbrs(W):
             g = int(self.group_of[p])

@@ -3,10 +3,7 @@ and a staged install that Debian's opensm actually loads under ibsim."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import time
-from pathlib import Path
 
 import pytest
 
