@@ -19,42 +19,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
-import subprocess
 import sys
-import time
 from pathlib import Path
+
+from measure import measure  # bench/measure.py: this script's directory is on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
-
-
-def _measure(argv: list[str], cwd: Path | None = None, timeout: float = 1800, stdout=None) -> dict:
-    """Run argv; wall seconds, peak RSS (MiB) of that process alone, exit code, output."""
-    t0 = time.monotonic()
-    out = open(stdout, "wb") if stdout else subprocess.PIPE
-    p = subprocess.Popen([str(a) for a in argv], cwd=cwd, stdout=out, stderr=subprocess.PIPE)
-    deadline = t0 + timeout
-    while True:
-        pid, status, ru = os.wait4(p.pid, os.WNOHANG)
-        if pid:
-            break
-        if time.monotonic() > deadline:
-            p.kill()
-            pid, status, ru = os.wait4(p.pid, 0)
-            break
-        time.sleep(0.05)
-    wall = time.monotonic() - t0
-    text = b""
-    if out is subprocess.PIPE:
-        text = p.stdout.read()
-    else:
-        out.close()
-    err = p.stderr.read()
-    rc = os.waitstatus_to_exitcode(status)
-    return {"seconds": round(wall, 2), "peak_rss_mib": round(ru.ru_maxrss / 1024, 1), "exit": rc,
-            "stdout": text.decode(errors="replace"), "stderr": err.decode(errors="replace")[-2000:]}
 
 
 _PARSE = """
@@ -93,7 +65,7 @@ def _ibtool(*args) -> list[str]:
 
 def _verify_routes(fabric: Path, lfts: Path) -> dict:
     """`ibtool verify routes --json` in its own process: time, peak RSS, and the verdict."""
-    m = _measure(_ibtool("verify", "routes", "--fabric", fabric, "--lfts", lfts, "--json"), cwd=ROOT)
+    m = measure(_ibtool("verify", "routes", "--fabric", fabric, "--lfts", lfts, "--json"), cwd=ROOT)
     rep = json.loads(m["stdout"]) if m["stdout"].strip().startswith("{") else {}
     r = rep.get("routes", {})
     return {"seconds": m["seconds"], "peak_rss_mib": m["peak_rss_mib"], "exit": m["exit"],
@@ -106,11 +78,11 @@ def bench_a_c(out: Path, k: int = 12, n: int = 3, skip_sim: bool = False) -> dic
     run = out / f"kns-{k}-{n}-minhop"
     res: dict = {"fabric": f"KNS {k}-ary {n}-direct, minhop, ibsim"}
     if not (skip_sim and (run / "dump_fts.out").is_file()):
-        m = _measure(_ibtool("topo", "kns", "--k", k, "--n", n, "--radix", 36, "--out", plan, "--force"), cwd=ROOT)
+        m = measure(_ibtool("topo", "kns", "--k", k, "--n", n, "--radix", 36, "--out", plan, "--force"), cwd=ROOT)
         if m["exit"] != 0:
             return {**res, "error": "topo: " + m["stderr"]}
         # 0x43: OpenSM writes opensm.fdbs / opensm-subnet.lst for ibdmchk, and opensm-lfts.dump
-        m = _measure(_ibtool("sim", "run", plan / "topology.net", "--engine", "minhop", "--log-flags", "0x43",
+        m = measure(_ibtool("sim", "run", plan / "topology.net", "--engine", "minhop", "--log-flags", "0x43",
                              "--timeout", 900, "--out", run), cwd=ROOT, timeout=3600)
         res["sim_seconds"] = m["seconds"]
         if m["exit"] != 0:
@@ -120,7 +92,7 @@ def bench_a_c(out: Path, k: int = 12, n: int = 3, skip_sim: bool = False) -> dic
     with open(dump, "rb") as fh:
         res["dump_fts_lines"] = sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 24), b""))
     # (a) parsing alone, then everything: ibtool verify routes on dump_fts
-    m = _measure([PY, "-c", _PARSE, dump], cwd=ROOT)
+    m = measure([PY, "-c", _PARSE, dump], cwd=ROOT)
     res["parse"] = json.loads(m["stdout"]) if m["exit"] == 0 else {"error": m["stderr"]}
     res["parse"]["peak_rss_mib"] = m["peak_rss_mib"]
     res["verify_dump_fts"] = _verify_routes(run / "ibnetdiscover.out", dump)
@@ -139,7 +111,7 @@ def bench_a_c(out: Path, k: int = 12, n: int = 3, skip_sim: bool = False) -> dic
     else:
         work = out / "ibdmchk"
         work.mkdir(exist_ok=True)
-        m = _measure([exe, "-s", osm / "opensm-subnet.lst", "-f", osm / "opensm.fdbs", "-m", osm / "opensm.mcfdbs"],
+        m = measure([exe, "-s", osm / "opensm-subnet.lst", "-f", osm / "opensm.fdbs", "-m", osm / "opensm.mcfdbs"],
                      cwd=work, stdout=work / "ibdmchk.out")
         text = (work / "ibdmchk.out").read_text(errors="replace")
         found, none = "Found credit loop" in text, "no credit loops found" in text
@@ -155,7 +127,7 @@ def bench_a_c(out: Path, k: int = 12, n: int = 3, skip_sim: bool = False) -> dic
 
 
 def bench_b(k: int = 12, n: int = 3, h: int = 22, permutations: int = 4) -> dict:
-    m = _measure([PY, "-c", _SCALE, k, n, h, permutations], cwd=ROOT, timeout=3600)
+    m = measure([PY, "-c", _SCALE, k, n, h, permutations], cwd=ROOT, timeout=3600)
     if m["exit"] != 0:
         return {"error": m["stderr"]}
     res = json.loads(m["stdout"])

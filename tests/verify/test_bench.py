@@ -16,7 +16,7 @@ def test_scale_item_runs_small():
 
 
 def test_measure_reports_exit_and_memory(tmp_path):
-    m = verify_bench._measure([sys.executable, "-c", "import sys; x = bytearray(50 << 20); sys.exit(3)"])
+    m = verify_bench.measure([sys.executable, "-c", "import sys; x = bytearray(50 << 20); sys.exit(3)"])
     assert m["exit"] == 3 and m["peak_rss_mib"] >= 50
 
 
@@ -25,3 +25,9 @@ def test_verify_routes_item_on_a_fixture():
     r = verify_bench._verify_routes(kns / "ibnetdiscover.out", kns / "dump_fts.out")
     assert r["exit"] == 0 and r["pairs"] == r["delivered"] == 552 and r["credit_loop"] is False
     assert r["seconds"] > 0 and r["peak_rss_mib"] > 0
+
+
+def test_measure_does_not_stall_on_large_output():
+    """A child writing more than a pipe holds must still finish (output goes to files)."""
+    m = verify_bench.measure([sys.executable, "-c", "print('x' * (4 << 20))"], timeout=60)
+    assert m["exit"] == 0 and len(m["stdout"]) == (4 << 20) + 1
