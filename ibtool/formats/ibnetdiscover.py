@@ -17,7 +17,10 @@ input and directly comparable with what `ibnetdiscover` reports back:
 
 The reader also accepts ibsim's hand-written style (`Switch 8 "Switch1"` / `[1] "Hca1"[1]`,
 optional `w=4`), real-fabric extras (`[1][ext 1]`, `enhanced port 0`, `base port 0`, rates such
-as 4xEDR, 4xHDR, 2xNDR, multi-port CAs, LMC) and names nodes by their node description.
+as 4xEDR, 4xHDR, 2xNDR, multi-port CAs, LMC), what real saved dumps contain (tool noise such
+as `ibwarn:` lines, `-g` chassis headers, `-f` extras, the `-p` ports report, peers without a
+record of their own, loopback cables, IB router records) and names nodes by their node
+description.
 """
 
 from __future__ import annotations
@@ -28,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ibtool.errors import InputError
-from ibtool.formats import atomic_write, open_input
 from ibtool.fabric import CA, SWITCH, Fabric
+from ibtool.formats import atomic_write, open_input
 
 SWITCH_DEVID = 0xBD36  # Mellanox InfiniScale IV (IS5022, CELLIA's switch)
 CA_DEVID = 0x1003  # Mellanox ConnectX-3
@@ -78,7 +81,7 @@ _HEADER = re.compile(r'^(Switch|Ca|Hca|Rt)\s+(\d+)\s+"([^"]*)"\s*(.*)$')
 # a CA's far end that is another CA prints its port GUID after a space: `"H-..."[1] (guid) `
 _PORT = re.compile(r'^\[(\d+)\](?:\[ext \d+\])?(?:\(([0-9a-fA-F]+)\))?\s+"([^"]*)"\[(\d+)\](?:\[ext \d+\])?'
                    r'(?:\s*\(([0-9a-fA-F]+)\))?\s*(.*)$')
-_GUIDLINE = re.compile(r"^(sysimgguid|switchguid|caguid|rtrguid)=(0x[0-9a-fA-F]+)")
+_GUIDLINE = re.compile(r"^(sysimgguid|switchguid|caguid|rtguid|rtrguid)=(0x[0-9a-fA-F]+)")
 _RATE = re.compile(r"\b(\d+x(?:SDR|DDR|QDR|FDR10|FDR|EDR|HDR|NDR|XDR|[0-9.]+))\b")
 _LID = re.compile(r"\blid (\d+)(?: lmc (\d+))?")
 _QUOTED = re.compile(r'"([^"]*)"')
@@ -125,6 +128,8 @@ def read(path: str | Path, node_name_map: dict[int, str] | None = None) -> Fabri
     cur: _Node | None = None
     pending_guid: int | None = None
     noise: list[tuple[int, str]] = []
+    routers: list[int] = []  # lines of router records: skipped, with their cables
+    in_router = False
     ports_report = False
     fh = open_input(path)
     with fh:
@@ -133,6 +138,7 @@ def read(path: str | Path, node_name_map: dict[int, str] | None = None) -> Fabri
             if not line or line.startswith("#"):
                 if not line:
                     cur = None
+                    in_router = False
                 continue
             if _NOISE.match(line):
                 noise.append((ln, line))
@@ -147,8 +153,11 @@ def read(path: str | Path, node_name_map: dict[int, str] | None = None) -> Fabri
             m = _HEADER.match(line)
             if m:
                 kind_s, np_s, nid, rest = m.groups()
-                if kind_s == "Rt":
-                    raise InputError("router nodes (Rt) are not supported", path=path, line=ln)
+                if kind_s == "Rt":  # an IB router (between subnets): not part of this subnet's Fabric
+                    routers.append(ln)
+                    in_router, cur, pending_guid = True, None, None
+                    continue
+                in_router = False
                 if nid in nodes:
                     raise InputError(f"node {nid!r} listed twice (first at line {nodes[nid].line})", path=path, line=ln)
                 nports = int(np_s)
@@ -170,6 +179,8 @@ def read(path: str | Path, node_name_map: dict[int, str] | None = None) -> Fabri
                 order.append(nid)
                 continue
             m = _PORT.match(line)
+            if m and (in_router or re.fullmatch(r"R-[0-9a-fA-F]{16}", m.group(3))):
+                continue  # a router's own port, or a switch port cabled to a router
             if m:
                 if cur is None:
                     raise InputError("port line outside a node record", path=path, line=ln)
@@ -184,6 +195,10 @@ def read(path: str | Path, node_name_map: dict[int, str] | None = None) -> Fabri
     if not nodes:
         raise InputError("no nodes found (not an ibnetdiscover dump or ibsim net file?)", path=path)
     f = _build(path, nodes, order, node_name_map)
+    if routers:
+        f.discovery.setdefault("warnings", []).append(
+            f"{path}: skipped {len(routers)} router record{'s' if len(routers) > 1 else ''} (Rt, first at line "
+            f"{routers[0]}) and the cables to {'them' if len(routers) > 1 else 'it'}: verify covers one subnet")
     if noise:
         ln, text = noise[0]
         f.discovery.setdefault("warnings", []).insert(
@@ -221,8 +236,8 @@ def _ports_report_line(path: str, ln: int, m: re.Match, nodes: dict, order: list
     ports by description and port GUID - port number (ConnectX-3 ports share a node GUID one
     below port 1's)."""
     (t, lid, port, pguid, width, speed, rt, rlid, rport, rpguid, desc, rdesc, tail) = m.groups()
-    if t == "RT" or rt == "RT":
-        raise InputError("router nodes (RT) are not supported", path=path, line=ln)
+    if t == "RT" or rt == "RT":  # an IB router: not part of this subnet's Fabric (as in the records)
+        return
     if tail is not None:  # a port with nothing cabled: only the description
         desc = tail.strip().strip("'")
     rate = None if "?" in width + speed else f"{width}{speed}"

@@ -1,20 +1,24 @@
-"""Plan vs. discovered, without trusting names or GUIDs.
+"""Plan vs. discovered: by identity where the two share one, by structure where not.
 
-1. **Match** every discovered device to a planned one by structure:
-   * anchors: names from a node-name-map (`--node-name-map`) when given; devices whose
-     neighbourhood (type, and for each cabled port: the far end's port and type) occurs exactly
-     once in the plan and once in the fabric;
+1. **Match** every discovered device to a planned one:
+   * identities (`identities`): a site host map, equal names (node descriptions or
+     node-name-map names), equal node GUIDs. Identified devices keep their match, so a host on
+     the wrong port is a miswire ("H[0,0] (node018) is on R[0,1] port 1; it belongs on R[0,0]
+     port 1"), not a renaming;
+   * without identities, anchors: devices whose neighbourhood (type, and for each cabled port:
+     the far end's port and type) occurs exactly once in the plan and once in the fabric;
    * propagation (percolation graph matching): a matched pair votes for the pairs of devices
      cabled to the same port numbers on both sides (2 votes when the far ports agree too, 1 when
      only the near ports do); the pair with the most votes is matched next. A few wrong cables only
      take votes away from a few pairs, so the rest of the fabric still matches;
-   * what is left is paired by local agreement (then by equal name, only as a tie-break).
+   * what is left is paired by local agreement, then by type.
    When there are no anchors (a fabric whose every device looks alike), a few seeds are tried and
    the matching that explains the most cables wins.
 2. **Diff** the cables in plan terms and explain each difference as a technician's action: move
    one end (a cable in the wrong port whose right port is free), swap two ends (a swapped pair),
-   add a missing cable, remove an extra one; devices not found; links narrower or slower than the
-   rest of the fabric.
+   add a missing cable, remove an extra one; devices not found; loopback cables and devices the
+   dump saw only as peers; links below the plan's rate (or both ends' capability) and links
+   whose ends report different rates.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ _RATE = re.compile(r"^(\d+)x(\w+)$")
 # ------------------------------------------------------------------------------------ matching
 
 def _adj(f: Fabric) -> list[dict[int, tuple[int, int]]]:
-    adj: list[dict[int, tuple[int, int]]] = [dict() for _ in range(f.num_nodes)]
+    adj: list[dict[int, tuple[int, int]]] = [{} for _ in range(f.num_nodes)]
     for a, pa, b, pb in zip(f.link_a, f.link_pa, f.link_b, f.link_pb):
         adj[a][pa] = (b, pb)
         adj[b][pb] = (a, pa)

@@ -77,7 +77,7 @@ def drop_record(text: str, desc: str) -> str:
     """Remove a device's record (a partial discovery): its peers still name it."""
     blocks = text.split("\n\n")
     return "\n\n".join(b for b in blocks if f'# "{desc}" enhanced port 0' not in b and
-                       not re.search(rf'^(Ca|Switch).*# "{re.escape(desc)}"\s*$', b, re.M))
+                       not re.search(rf'^(Ca|Switch).*# "{re.escape(desc)}"\s*$', b, re.MULTILINE))
 
 
 def write(tmp_path, name, text):
@@ -245,8 +245,8 @@ def test_tool_noise_is_skipped_with_a_warning(tmp_path):
     # stderr of a failing run saved with the dump (2>&1), at the top and between records
     lines = FDR.read_text().split("\n")
     noisy = (["ibwarn: [4150] mad_rpc_open_port: client_register for mgmt 1 failed",
-              "src/query_smp.c:195; umad (DR path slid 0; dlid 0; 0,1,21,31 Attr 0x11:0) bad status 110; "
-              "Connection timed out"] + lines[:200]
+              ("src/query_smp.c:195; umad (DR path slid 0; dlid 0; 0,1,21,31 Attr 0x11:0) bad status 110; "
+               "Connection timed out")] + lines[:200]
              + ["ibwarn: [4150] smp_query_via: ignoring bad status"] + lines[200:])
     f = ibnetdiscover.read(write(tmp_path, "noisy.ibnetdiscover", "\n".join(noisy)))
     assert f.discovery["skipped_lines"] == 3 and "skipped 3 lines of tool noise (first at line 1: " \
@@ -274,11 +274,27 @@ def test_grouping_output_with_chassis_headers(tmp_path):
 def test_full_output_and_whitespace_lines(tmp_path):
     """`ibnetdiscover -f` appends ' s=.. w=.. v=..' to port lines; the real Sun DCS 36 dump has a
     line holding one space."""
-    full = re.sub(r"(\d+x[A-Z0-9]+)$", r"\1 s=4 w=2 v=4", FDR.read_text(), flags=re.M)
+    full = re.sub(r"(\d+x[A-Z0-9]+)$", r"\1 s=4 w=2 v=4", FDR.read_text(), flags=re.MULTILINE)
     f = ibnetdiscover.read(write(tmp_path, "full.ibnetdiscover", full))
     assert f.link_rate == ibnetdiscover.read(FDR).link_rate
     sun = ibnetdiscover.read(PUB / "sun-dcs36-qdr.ibnetdiscover")
     assert sun.names == ["Sun DCS 36 QDR switch localhost", "nsn33-43 HCA-1"] and sun.link_rate == ["4xQDR"]
+
+
+def test_router_records_are_skipped_with_a_warning(tmp_path):
+    """An IB router (Rt, as ibnetdiscover prints one for a Quantum-2 Q3400 router port) cabled to
+    a free port of ib7: the subnet is verified, the router and its cable skipped with a warning."""
+    text = FDR.read_text().replace(
+        '[11]\t"H-f452140300067e10"[2]',
+        '[10]\t"R-b8e924030000b928"[2](b8e924030000b929) \t\t# "MF0;mamba-2132:Q3400_RA/U2/RT" lid 9 4xQDR\n'
+        '[11]\t"H-f452140300067e10"[2]', 1)
+    text += ('\nvendid=0x2c9\ndevid=0xc839\nsysimgguid=0xb8e924030000b900\nrtguid=0xb8e924030000b928\n'
+             'Rt\t8 "R-b8e924030000b928"\t\t# "MF0;mamba-2132:Q3400_RA/U2/RT"\n'
+             '[2](b8e924030000b929) \t"S-f4521403007eaa70"[10]\t\t# lid 9 lmc 0 "MF0;ib7:SX6036/U1" lid 18 4xQDR\n')
+    disc = write(tmp_path, "router.ibnetdiscover", text)
+    assert '"R-b8e924030000b928"[2]' in text and text.count("\nRt\t") == 1
+    rep, err = topo("--plan", FDR, "--discovered", disc, code=0)
+    assert rep["correct_cables"] == 192 and "skipped 1 router record (Rt, first at line " in err
 
 
 def test_ports_report_and_its_partial_discovery():
@@ -327,9 +343,9 @@ def test_a_loopback_made_on_a_leaf(tmp_path):
     """Two hosts' cables on ib5 ports 1 and 2 replaced by one cable from port 1 to port 2."""
     text = FDR.read_text()
     text = re.sub(r'^\[1\]\t"H-24be05ffff980030".*$', '[1]\t"S-f4521403001165a0"[2]\t\t# "MF0;ib5:SX6036/U1" lid 128 4xQDR',
-                  text, count=1, flags=re.M)
+                  text, count=1, flags=re.MULTILINE)
     text = re.sub(r'^\[2\]\t"H-24be05ffff982d50".*$', '[2]\t"S-f4521403001165a0"[1]\t\t# "MF0;ib5:SX6036/U1" lid 128 4xQDR',
-                  text, count=1, flags=re.M)
+                  text, count=1, flags=re.MULTILINE)
     text = drop_record(drop_record(text, "stage114 mlx4_0"), "stage112 mlx4_0")
     rep, _ = topo("--plan", FDR, "--discovered", write(tmp_path, "loop.ibnetdiscover", text), code=1)
     (lb,) = rep["loopbacks"]
