@@ -78,7 +78,8 @@ def identities(plan: Fabric, found: Fabric, host_map: dict[str, str] | None = No
     """Devices the plan and the fabric name alike: (plan node, found node) pairs and their count
     per source. Sources, first come first served: the site's host map (plan name -> host name,
     description or GUID), equal names (node descriptions, or the node-name-map's names), equal
-    node GUIDs (a plan that is an earlier dump, or a plan emulated as is)."""
+    node GUIDs (a plan that is an earlier dump, or a plan emulated as is: at least half the
+    devices share their GUID)."""
     pairs: list[tuple[int, int]] = []
     used_p: set[int] = set()
     used_f: set[int] = set()
@@ -97,7 +98,11 @@ def identities(plan: Fabric, found: Fabric, host_map: dict[str, str] | None = No
         take("host map", ((by_name[n], j) for n, j in host_map_nodes(found, host_map).items() if n in by_name))
     fnames = {n: j for j, n in enumerate(found.names)}
     take("names", ((i, fnames[n]) for i, n in enumerate(plan.names) if n in fnames))
-    take("GUIDs", ((i, found.by_guid(g)) for i, g in enumerate(plan.guids) if found.by_guid(g) is not None))
+    by_guid = [(i, found.by_guid(g)) for i, g in enumerate(plan.guids) if found.by_guid(g) is not None]
+    # shared GUIDs mean the same hardware only when many are shared (an earlier dump, an emulated
+    # plan); a few equal GUIDs (a plan's made-up ones against a real fabric) identify nothing
+    if 2 * len(by_guid) >= min(plan.num_nodes, found.num_nodes):
+        take("GUIDs", by_guid)
     return pairs, count
 
 

@@ -106,7 +106,8 @@ def site_plan(tmp_path, keep_guids=False, rate="4xQDR"):
     names = plan_names(f)
     p = Fabric("site-plan")
     for i in range(f.num_nodes):
-        p.add_node(f.types[i], names[i], f.nports[i], f.roles[i], guid=f.guids[i] if keep_guids else None)
+        keep = keep_guids is True or (keep_guids and i in keep_guids)
+        p.add_node(f.types[i], names[i], f.nports[i], f.roles[i], guid=f.guids[i] if keep else None)
     for a, pa, b, pb, r in zip(f.link_a, f.link_pa, f.link_b, f.link_pb, f.link_rate):
         p.add_link(a, b, pa, pb, rate=r if rate == "dump" else None)
     out = tmp_path / "site-plan.net"
@@ -167,6 +168,10 @@ def test_swapped_hosts_against_a_site_plan_need_an_identity(tmp_path):
     plan_g, _, _ = site_plan(tmp_path, keep_guids=True)
     rep, _ = topo("--plan", plan_g, "--discovered", disc, code=1)
     assert rep["matching"]["identities"] == {"GUIDs": 152} and rep["counts"]["misplaced_devices"] == 2
+    # a few GUIDs in common (made-up plan GUIDs that happen to exist) identify nothing
+    plan_few, _, _ = site_plan(tmp_path, keep_guids={0, 1, 2})
+    rep, _ = topo("--plan", plan_few, "--discovered", disc, code=0)
+    assert rep["matching"]["identities"] == {}
 
 
 def test_host_map_errors_name_file_and_line(tmp_path):
