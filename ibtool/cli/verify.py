@@ -71,8 +71,8 @@ def _warn(fabric) -> None:
 
 
 def _fail_on(ctx, param, value: str) -> tuple:
-    cats = tuple(dict.fromkeys(c.strip() for c in value.split(",") if c.strip()))
     from ibtool.verify.topology import CATEGORIES
+    cats = tuple(dict.fromkeys(c.strip() for c in value.split(",") if c.strip()))
     bad = [c for c in cats if c not in CATEGORIES]
     if bad or not cats:
         raise click.BadParameter(f"{', '.join(bad) or value!r}: expected a comma list of {', '.join(CATEGORIES)}")
