@@ -504,74 +504,92 @@ def _certify(b: Bound, dist: np.ndarray, t: Tally, seen: np.ndarray | None, pw: 
     the HCA-to-HCA routes); the rest are traced pair by pair. Returns the certified mask by LID."""
     ns = len(b.sw_nodes)
     kind, node, _, _ = _port_tables(b)
-    nxt_t = np.where(kind == K_SWITCH, b.row[np.maximum(node, 0)], -1).astype(np.int32)  # (row*256+port) -> row
+    # (row * 256 + port) -> the next switch's row; ns (a column of -9 distances) for anything else
+    nxt_t = np.where(kind == K_SWITCH, b.row[np.maximum(node, 0)], ns).astype(np.int32)
     lft_t = np.ascontiguousarray(b.lft.T)  # LID-major: one row of switches per LID
-    dist_t = np.ascontiguousarray(dist.T)  # dist_t[target, source]
+    dist_t = np.full((ns, ns + 1), -9, dtype=np.int16)
+    dist_t[:, :ns] = dist.T  # dist_t[target, source]
     dsw, dport = _targets(b)
     sw256 = (np.arange(ns, dtype=np.int32) * 256)[None, :]
-    ar = np.arange(ns, dtype=np.int32)[None, :]
-    off_in = b.offset[b.sw_nodes].astype(np.int64)[None, :]
+    # route lengths depend only on the delivering switch: histograms per target switch, once
+    nl = int(dist.max()) + 3
     ca_w = b.ca_ports[b.sw_nodes]
-    groups = [(int(v), np.flatnonzero(ca_w == v)) for v in np.unique(ca_w) if v > 0]
+    keys = (np.arange(ns, dtype=np.int64)[:, None] * nl + np.maximum(dist_t[:, :ns], 0)).ravel()
+    h_sw = np.bincount(keys, minlength=ns * nl).reshape(ns, nl)
+    h_ca = np.bincount(keys, weights=np.tile(ca_w, ns), minlength=ns * nl).reshape(ns, nl).astype(np.int64)
     width = lft_t.shape[0]
     cert = np.zeros(width, dtype=bool)
     c = max(1, CHUNK_CELLS // max(ns, 1))
+    it = np.int32 if c * (ns + 1) < 2**31 else np.int64
     last_say = time.monotonic()
     for a in range(1, width, c):
         e = min(width, a + c)
-        D = dsw[a:e]
+        D = np.maximum(dsw[a:e], 0)
         P = lft_t[a:e]
         N = nxt_t[sw256 + P]
-        H = dist_t[np.maximum(D, 0)]
-        base = (np.arange(e - a, dtype=np.int64) * ns)[:, None]
-        Hn = H.ravel()[base + np.maximum(N, 0)]
-        ok = np.where(N >= 0, (Hn == H - 1) & (H > 0), (ar == D[:, None]) & (P == dport[a:e, None]))
-        good = ok.all(axis=1) & (D >= 0) & (b.own_node[a:e] >= 0)
+        H = dist_t[D]
+        Hn = H.ravel()[(np.arange(e - a, dtype=it) * (ns + 1))[:, None] + N]
+        closer = np.count_nonzero(Hn == H[:, :ns] - 1, axis=1)
+        good = (closer == ns - 1) & (P[np.arange(e - a), D] == dport[a:e]) & (dsw[a:e] >= 0) \
+            & (b.own_node[a:e] >= 0)
         if not good.any():
             continue
         cert[a:e] = good
         g = np.flatnonzero(good)
         cadest = b.att_sw[a:e][g] >= 0
-        Hg = H[g]
-        Lk = Hg + cadest[:, None]  # links from a switch source to the destination port
-        nl = int(Lk.max()) + 2
-        # switch sources (weight 1, each LID's own switch excluded) and HCA sources (one more link)
-        hs = np.bincount(Lk.ravel(), minlength=nl)
+        Dg = D[g]
+        # switch sources (each LID's own switch excluded), HCA sources one link longer (each HCA
+        # port to its own LID excluded); an HCA destination adds the last link
+        hs = h_sw[Dg[~cadest]].sum(axis=0)
         hs[0] -= int((~cadest).sum())
-        hc = np.zeros(nl, dtype=np.int64)
-        for v, rows in groups:
-            hc += v * np.bincount(Lk[:, rows].ravel(), minlength=nl)
-        hc[1] -= int(cadest.sum())  # each HCA port to its own LID: at its switch, length 0 + 1 link
+        hs_ca = h_sw[Dg[cadest]].sum(axis=0)
+        hc = h_ca[Dg[~cadest]].sum(axis=0)
+        hc_ca = h_ca[Dg[cadest]].sum(axis=0)
+        hc_ca[0] -= int(cadest.sum())
         t.add_hist(t.hist_len, hs)
-        t.add_hist(t.hist_len, hc[:-1], shift=1)
-        npairs = int(hs.sum() + hc.sum())
+        t.add_hist(t.hist_len, hs_ca + hc, shift=1)
+        t.add_hist(t.hist_len, hc_ca, shift=2)
+        npairs = int(hs.sum() + hs_ca.sum() + hc.sum() + hc_ca.sum())
         t.status[DELIVERED] += npairs
         t.hist_extra[0] = t.hist_extra.get(0, 0) + npairs
         t.pairs += npairs
         t.certified_lids += len(g)
         if seen is not None and cadest.any():
-            _dependencies(b, seen, pw, P[g][cadest], N[g][cadest], Hg[cadest], D[g][cadest], off_in, ca_w)
+            sel = g[cadest]
+            _dependencies(b, seen, pw, P[sel], N[sel], H[sel], D[sel], ca_w)
         if time.monotonic() - last_say > 2:
             say(f"  {e}/{width} LIDs checked")
             last_say = time.monotonic()
     return cert
 
 
-def _dependencies(b, seen, pw, P, N, H, D, off_in, ca_w) -> None:
+def _dependencies(b, seen, pw, P, N, H, D, ca_w) -> None:
     """Channel dependencies of the HCA-to-HCA routes to certified LIDs (rows: LIDs, columns:
-    switches). A switch carries such routes when an HCA other than the destination hangs on it,
-    or when one that does forwards to it: marked level by level, farthest first. Each carrying
-    switch p at distance >= 2 gives the dependency (p -> s, s -> t) with s = N[p], t = N[s]."""
+    switches; N the next switch, ns for none; H the distance with a -9 column for none). A switch
+    carries such routes when an HCA other than the destination hangs on it, or when one that does
+    forwards to it (grown to a fixed point). Each carrying switch p at distance >= 2 gives the
+    dependency (p -> s, s -> t) with s = N[p], t = N[s]."""
     m, ns = P.shape
-    base = (np.arange(m, dtype=np.int64) * ns)[:, None]
-    act = (ca_w[None, :] - (np.arange(ns)[None, :] == D[:, None])) > 0
-    idx = base + np.maximum(N, 0)
-    for d in range(int(H.max()), 1, -1):
-        sel = act & (H == d)
-        act.ravel()[idx[sel]] = True
-    sel = act & (H >= 2)
-    ps = P.ravel()[idx[sel]]  # the port s forwards by
-    seen[(off_in + P)[sel] * pw + ps] = True
+    base = (np.arange(m, dtype=np.int32) * (ns + 1))[:, None]
+    idx = base + N  # flat index of the next switch's cell in an (m, ns + 1) array
+    act = np.zeros((m, ns + 1), dtype=bool)
+    view = act[:, :ns]
+    view[:] = (ca_w > 0)[None, :]
+    view[np.arange(m), D] = ca_w[D] > 1  # the destination HCA itself is no source
+    count = np.count_nonzero(view)
+    while True:
+        act.ravel()[np.where(view, idx, base + ns)] = True
+        act[:, ns] = False
+        now = np.count_nonzero(view)
+        if now == count:
+            break
+        count = now
+    pn = np.zeros((m, ns + 1), dtype=np.uint8)
+    pn[:, :ns] = P
+    ps = pn.ravel()[idx]  # the port the next switch forwards by
+    kt = np.int32 if len(seen) < 2**31 else np.int64
+    key = (b.offset[b.sw_nodes].astype(kt)[None, :] + P) * kt(pw) + ps
+    seen[key[view & (H[:, :ns] >= 2)]] = True
 
 
 @dataclass
@@ -701,7 +719,6 @@ def verify(fabric: Fabric, tables: Tables, sl2vl=None, expect: str | None = None
         todo = lids[~cert[lids]]
     if not uniform:  # the VL changes along paths: dependencies of every route from the tracer
         todo = lids
-        t = Tally()
     if len(todo):
         say(f"tracing {ns} switch origins x {len(todo)} LIDs")
         _walk(b, todo, dist, t, seen, pw, edges, vl, None, None, {}, say)
