@@ -135,7 +135,8 @@ def test_route_hdor_unwritable_outputs(tmp_path):
 
 
 def test_route_hdor_json_on_a_fabric_that_is_not_kns_prints_the_error_object(tmp_path):
-    """Issue 8 item 8: a --json command that fails still prints JSON on stdout (a real NDR dump)."""
+    """Issue 8 item 8: a --json command that fails still prints JSON on stdout (the hand-written
+    two-switch NDR dump of fixtures/real: not a KNS)."""
     out = tmp_path / "hdor.lft"
     r = ibtool("route", "hdor", "--fabric", FIXTURES / "real" / "ndr-2sw.ibnetdiscover", "--out", out, "--json")
     assert r.returncode == 1
