@@ -193,7 +193,8 @@ def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> di
             t0 = time.monotonic()
             p = subprocess.Popen(argv, cwd=work, env=sim.env(**env_extra), stdin=subprocess.DEVNULL,
                                  stdout=subprocess.DEVNULL,
-                                 stderr=open(out / "opensm.stderr", "wb") if daemon else subprocess.PIPE,
+                                 stderr=sm_up.enter_context(open(out / "opensm.stderr", "wb")) if daemon
+                                 else subprocess.PIPE,
                                  start_new_session=True)
             sm_up.callback(stop_process, p)  # also on Ctrl-C / SIGTERM
             timed_out = False
@@ -241,7 +242,7 @@ def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> di
 
 
 _DR_HEADER = re.compile(rb"^Unicast lids \[[^\]]*\] of switch DR path slid \d+; dlid \d+; ([0-9,]+) guid (0x[0-9a-fA-F]+)")
-_DR_HEADER_M = re.compile(_DR_HEADER.pattern, re.M)
+_DR_HEADER_M = re.compile(_DR_HEADER.pattern, re.MULTILINE)
 
 
 def complete_top_lid(sim: Fabricsim, dump: Path, fabric: Fabric, timeout: float, say=None) -> dict | None:
@@ -255,7 +256,7 @@ def complete_top_lid(sim: Fabricsim, dump: Path, fabric: Fabric, timeout: float,
     if not top or top % 64:
         return None
     raw = dump.read_bytes()
-    if re.search(rb"^0x%04x " % top, raw, re.M):
+    if re.search(rb"^0x%04x " % top, raw, re.MULTILINE):
         return None  # printed after all (a fixed infiniband-diags)
     smpdump = require("smpdump", "infiniband-diags")
     if say:
@@ -264,7 +265,7 @@ def complete_top_lid(sim: Fabricsim, dump: Path, fabric: Fabric, timeout: float,
 
     def read_block(path: str) -> int:
         p = subprocess.run([smpdump, "-D", path, "0x19", str(top // 64)], cwd=sim.work, env=sim.env(),
-                           capture_output=True, timeout=timeout)
+                           capture_output=True, timeout=timeout, check=False)
         words = p.stdout.split()
         if p.returncode != 0 or not words or len(words[0]) != 4:
             msg = (p.stderr or p.stdout).decode(errors="replace").strip().splitlines()
@@ -323,7 +324,7 @@ def collect_path_sls(sim: Fabricsim, out: Path, fabric: Fabric, timeout: float) 
 
     def query(pair: tuple[int, int]) -> bytes:
         p = subprocess.run([saquery, "-p", "--slid", str(pair[0]), "--dlid", str(pair[1])], cwd=sim.work,
-                           env=sim.env(), capture_output=True, timeout=timeout)
+                           env=sim.env(), capture_output=True, timeout=timeout, check=False)
         if p.returncode != 0:
             msg = p.stderr.decode(errors="replace").strip().splitlines()
             raise EnvironmentProblem(f"saquery -p --slid {pair[0]} --dlid {pair[1]} failed (exit {p.returncode}): "

@@ -647,9 +647,9 @@ def _walk(b: Bound, lids: np.ndarray, dist, t: Tally | None, seen, pw, edges: li
 
         cb = on_hop if (loads is not None or t is not None) else None
         vary = t is not None and vl is not None and vl.uniform is None  # VLs change along paths
-        st, hp, end, dv = trace(b, o, L, hop_cb=cb, vl=vl if vary else None, dims=dims)
+        st, hp, _, dv = trace(b, o, L, hop_cb=cb, vl=vl if vary else None, dims=dims)
         if dims is not None:
-            dim, router = dims
+            _, router = dims
             ok = st == DELIVERED
             chk = router[o] & ok & ((b.types[b.own_node[L]] == CA) | router[b.own_node[L]])
             dimt["checked"] += int(wt[chk].sum())
