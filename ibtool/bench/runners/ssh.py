@@ -208,18 +208,24 @@ class SSHRunner(Runner):
         if bad:
             return Outcome(None, error="; ".join(bad), command=command)
         launch = self.pool.get(job.hosts[0])
-        try:
-            env_info = self.remote_environment(launch, job.hosts[0].name, job.argv[0])
-            rc, out, err = launch.run(command, job.timeout + 60)
-            files = launch.collect(job.remote_dir, job.collect)
-        except EnvironmentProblem as e:
-            return Outcome(None, error=str(e), command=command)
-        except (paramiko.SSHException, OSError) as e:
-            return Outcome(None, error=f"{launch.label}: connection lost: {e}", command=command)
-        error = None if rc is not None else f"no exit status within {job.timeout + 60:.0f} s (timed out)"
-        return Outcome(rc, out, err, files, error, command,
-                       {"launch_host": job.hosts[0].name, "remote_dir": job.remote_dir,
-                        "remote_environment": env_info})
+
+        def run() -> Outcome:
+            try:
+                env_info = self.remote_environment(launch, job.hosts[0].name, job.argv[0])
+                rc, out, err = launch.run(command, job.timeout + 60)
+                files = launch.collect(job.remote_dir, job.collect)
+            except EnvironmentProblem as e:
+                return Outcome(None, error=str(e), command=command)
+            except (paramiko.SSHException, OSError) as e:
+                return Outcome(None, error=f"{launch.label}: connection lost: {e}", command=command)
+            error = None if rc is not None else f"no exit status within {job.timeout + 60:.0f} s (timed out)"
+            return Outcome(rc, out, err, files, error, command,
+                           {"launch_host": job.hosts[0].name, "remote_dir": job.remote_dir,
+                            "remote_environment": env_info})
+
+        outcome = self.guarded(job, run)
+        outcome.command = outcome.command or command
+        return outcome
 
     def close(self) -> None:
         self.pool.close()
