@@ -211,7 +211,7 @@ class _Checker:
 LAUNCHER_KEYS = {"launcher", "mpirun", "args", "env", "nprocs"}
 SLURM_TOOLS = ("sbatch", "squeue", "sacct", "scontrol", "scancel")
 SLURM_KEYS = {"login", "options", "poll", "env", *SLURM_TOOLS}
-SM_KEYS = {"host", "opensm", "args", "env", "stop", "timeout", "workdir", "verify_routes"}
+SM_KEYS = {"host", "opensm", "args", "env", "stop", "timeout", "workdir", "verify_routes", "fabric"}
 BENCH_KEYS = {"type", "binary", "params", "nprocs", "hosts", "timeout", "expect"}
 TOP_KEYS = {"hosts", "ssh", "runner", "workdir", "launch_host", "parallel", "mpi", "slurm", "sm", "benchmarks",
             "oversubscribe"}
@@ -319,7 +319,15 @@ def parse(data, path: str = "<inventory>") -> Inventory:
                   "workdir": c.string(sm.get("workdir", "/tmp/ibtool-opensm"), "sm.workdir"),
                   "stop": c.string(sm["stop"], "sm.stop") if sm.get("stop") is not None else None,
                   "timeout": c.number(sm.get("timeout", 120), "sm.timeout"),
-                  "verify_routes": c.boolean(sm.get("verify_routes", False), "sm.verify_routes")}
+                  "verify_routes": c.boolean(sm.get("verify_routes", False), "sm.verify_routes"),
+                  "fabric": None}
+        if sm.get("fabric") is not None:  # an emulated fabric: ibsim + OpenSM under umad2sim, here
+            net = Path(path).parent / os.path.expanduser(c.string(sm["fabric"], "sm.fabric"))
+            if not net.is_file():
+                c.fail("sm.fabric", f"no such ibsim net file: {net}")
+            if host != "local":
+                c.fail("sm.host", "must be 'local' with sm.fabric (ibsim and OpenSM run on this machine)")
+            inv.sm["fabric"] = str(net.resolve())
     benches = c.mapping(data.get("benchmarks"), "benchmarks", set(data.get("benchmarks") or {}))
     for name, b in benches.items():
         key = f"benchmarks.{name}"

@@ -16,6 +16,7 @@ rates as the benchmark defines them (GUP/s, Gflop/s, TEPS).
 from __future__ import annotations
 
 import fnmatch
+import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -57,7 +58,14 @@ class RunFiles:
     def from_path(cls, path: str | Path, exit_code: int | None = None) -> "RunFiles":
         p = Path(path)
         if p.is_dir():
-            return cls([p], None, exit_code)
+            # a stored run directory: outputs/ and inputs/ hold the files, run.json the exit code
+            dirs = [d for d in (p / "outputs", p / "inputs") if d.is_dir()] + [p]
+            if exit_code is None and (p / "run.json").is_file():
+                try:
+                    exit_code = json.loads((p / "run.json").read_text()).get("exit_code")
+                except (ValueError, OSError, AttributeError):
+                    exit_code = None
+            return cls(dirs, None, exit_code)
         if not p.is_file():
             raise InputError("not a regular file" if p.exists() else "no such file or directory", path=str(p))
         return cls([p.parent], p, exit_code)
