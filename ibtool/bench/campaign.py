@@ -134,6 +134,14 @@ def measures(inv: Inventory, benchmarks: list[str], engines: list[str]) -> dict:
     return out
 
 
+def sanity_bounds(benchmark_type: str, result: ParseResult, expect: dict) -> dict:
+    """The benchmark's default bounds for the figures the run gave, overridden and extended by the
+    inventory's `expect` (whose metrics must be present)."""
+    bounds = {k: v for k, v in BENCHMARKS.get(benchmark_type).expect.items() if k in result.metrics}
+    bounds.update(expect)
+    return bounds
+
+
 def run_figure(benchmark_type: str, result: ParseResult) -> str:
     """The run's headline figure for progress lines: the first figure metric it has."""
     for f in BENCHMARKS.get(benchmark_type).figures:
@@ -373,11 +381,9 @@ class Campaign:
             if outcome.error:
                 result.fail(outcome.error)
             else:
-                cls = BENCHMARKS.get(prep.bench_type)
-                result = cls.parse(RunFiles([out, tmp / "inputs"], None, outcome.exit_code), prep.request)
-                # the benchmark's sanity bounds for the figures it gave, then the inventory's own
-                bounds = {k: v for k, v in cls.expect.items() if k in result.metrics}
-                bounds.update(self.inv.bench(p.benchmark).expect)
+                result = BENCHMARKS.get(prep.bench_type).parse(
+                    RunFiles([out, tmp / "inputs"], None, outcome.exit_code), prep.request)
+                bounds = sanity_bounds(prep.bench_type, result, self.inv.bench(p.benchmark).expect)
                 rec["expect"] = bounds
                 result.check_expect(bounds)
         rec.update({"status": result.status, "reasons": result.reasons, "warnings": result.warnings,

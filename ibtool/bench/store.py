@@ -99,7 +99,7 @@ class Store:
         gens = [{k: v for k, v in g.items() if k != "started_now"} for g in gens]
         changed = changes(gens[-1]["measures"] or {}, manifest.get("measures", {}))
         if changed and not new_parameters:
-            more = f" (and {len(changed) - 1} more)" if len(changed) > 1 else ""
+            more = f" (also changed: {', '.join(c.split(':', 1)[0] for c in changed[1:])})" if len(changed) > 1 else ""
             raise InputError(f"{self.out}: the inventory changes what the runs measure: {changed[0]}{more}; "
                              "resuming would mix parameters. Resume with the inventory the campaign started "
                              "with, or add --new-parameters to start a new generation of it (recorded, "

@@ -48,15 +48,17 @@ echo "still alive: $(what "$p")"; exit 1
 """
 
 
-def end_processes(t: "Transport", prefix: str, kill: bool = True) -> str | None:
+def end_processes(t: "Transport", prefix: str, kill: bool = True) -> tuple[str | None, str | None]:
     """End every process on `t`'s machine whose environment carries MARK=`prefix`...; verified.
-    Returns None when none is left, else what was found (kill=False) or survived."""
+    Returns (what was found, what is still alive): None for none. kill=False only looks."""
     script = _ENDS.format(pattern=shlex.quote(f"^{MARK}={prefix}"), kill=1 if kill else 0)
     rc, out, err = t.run(script, 60)
-    if rc == 0:
-        return None
     lines = [ln for ln in (out + err).strip().splitlines() if ln]
-    return lines[-1] if lines else f"exit {rc}"
+    found = next((ln[len("found: "):].strip() for ln in lines if ln.startswith("found: ")), None)
+    if rc == 0:
+        return found, None
+    left = next((ln[len("still alive: "):].strip() for ln in lines if ln.startswith("still alive: ")), None)
+    return found, left or found or (lines[-1] if lines else f"exit {rc}")
 
 
 @dataclass
@@ -186,30 +188,37 @@ class Runner:
         if not job.marker:
             return launch()
         campaign = job.marker.split("/", 1)[0] + "/"
-        stale = self._ends(job, campaign)
-        if stale:
-            return Outcome(None, error="processes of an earlier run are still alive, not starting: " + stale)
+        stale, left = self._ends(job, campaign)
+        if left:
+            return Outcome(None, error="processes of an earlier run are still alive, not starting: " + left)
         try:
             outcome = launch()
         except BaseException:
             self._ends(job, job.marker)
             raise
-        left = self._ends(job, job.marker)
+        if stale:
+            outcome.info["ended_before_start"] = stale  # left behind by an earlier run (ibtool killed hard)
+        ended, left = self._ends(job, job.marker)
+        if ended:
+            outcome.info["ended_after"] = ended
         if left:
             outcome.error = "; ".join(filter(None, [outcome.error, "processes of the run could not be ended: "
                                                     + left]))
         return outcome
 
-    def _ends(self, job: Job, prefix: str) -> str | None:
-        found = []
+    def _ends(self, job: Job, prefix: str) -> tuple[str | None, str | None]:
+        """End the marked processes on every host of the job: (found, still alive), by host."""
+        found, left = [], []
         for h in job.hosts:
             try:
-                msg = end_processes(self.transport(h), prefix)
+                f, lv = end_processes(self.transport(h), prefix)
             except (EnvironmentProblem, OSError) as e:
-                msg = f"cannot check: {e}"
-            if msg:
-                found.append(f"{h.name}: {msg}")
-        return "; ".join(found) or None
+                f, lv = None, f"cannot check: {e}"
+            if f:
+                found.append(f"{h.name}: {f}")
+            if lv:
+                left.append(f"{h.name}: {lv}")
+        return "; ".join(found) or None, "; ".join(left) or None
 
     def describe(self) -> dict:
         return {"runner": self.name}
