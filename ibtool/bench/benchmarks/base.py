@@ -184,8 +184,16 @@ class ParseResult:
 
 
 def stderr_tail(text: str, lines: int = 4, chars: int = 600) -> str:
-    """The last non-empty lines of a launcher's stderr, on one line: what mpirun said when it failed."""
-    keep = [ln.strip() for ln in text.splitlines() if ln.strip() and not set(ln.strip()) <= set("-*=")]
+    """What a launcher said when it failed, on one line: its own lines, and only the first line of
+    each of Open MPI's dashed help blocks (the rest is boilerplate advice)."""
+    keep, inside, first = [], False, False
+    for ln in (x.strip() for x in text.splitlines()):
+        if ln and set(ln) <= set("-*="):
+            inside, first = not inside, True
+            continue
+        if ln and (not inside or first):
+            keep.append(ln)
+        first = False if ln else first
     return " | ".join(keep[-lines:])[-chars:]
 
 
