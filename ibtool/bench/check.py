@@ -37,6 +37,10 @@ def hosts(inv: Inventory) -> dict:
         return {"lines": [("local", f"ok           {info.get('uname', '')} | "
                                     f"{info.get('launcher_version') or launcher + ' not found'}")],
                 "unreachable": []}
+    targets = inv.hosts
+    if inv.runner == "slurm":  # compute nodes are reached by Slurm; over SSH only the login (and SM) node
+        names = {inv.slurm.get("login"), (inv.sm or {}).get("host")}
+        targets = [h for h in inv.hosts if h.name in names]
     pool = SSHPool(inv)
 
     def reach(t):
@@ -44,11 +48,11 @@ def hosts(inv: Inventory) -> dict:
         found[t.host.name] = probe(t, launcher)
 
     try:
-        errors = pool.fan_out(inv.hosts, reach, inv.parallel)
+        errors = pool.fan_out(targets, reach, inv.parallel) if targets else {}
     finally:
         pool.close()
     lines = []
-    for h in inv.hosts:
+    for h in targets:
         if errors[h.name]:
             lines.append((h.name, f"UNREACHABLE  {errors[h.name]}"))
         else:

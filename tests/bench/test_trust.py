@@ -275,7 +275,7 @@ def test_7_check_asks_the_slurm_controller(slurm, tmp_path):
     inv = write_yaml(tmp_path / "inv.yaml", data)
     p = ibtool("bench", "check", "-i", inv, check=0)
     assert "controller ok: Slurmctld(primary) at" in p.stdout and "is UP" in p.stdout
-    assert "partition ok: debug up 1 nodes" in p.stdout
+    assert "partition ok: debug* up 1 nodes idle" in p.stdout
     data["slurm"]["options"] = ["--partition=nosuch"]
     write_yaml(inv, data)
     p = ibtool("bench", "check", "-i", inv, check=3)
