@@ -393,6 +393,7 @@ def test_done_when_a_campaign_interrupted_three_times_ends_like_an_uninterrupted
         proc.communicate(timeout=120)
         assert not (out / ".partial").exists() or all(p.name.startswith("current--") for p in
                                                        (out / ".partial").iterdir())
+    assert len(runs(out)) < 6, "the interruptions came too late to interrupt anything"
     ibtool(*base, "-o", out, check=0)
     whole, cut = runs(tmp_path / "whole"), runs(out)
     assert set(whole) == set(cut) and len(cut) == 6
