@@ -16,11 +16,11 @@ import uuid
 from pathlib import Path
 
 from ibtool.bench import mapping as mapping_mod
+from ibtool.bench.benchmarks.base import stderr_tail
 from ibtool.bench.inventory import Inventory
 from ibtool.bench.launchers import LAUNCHERS, ssh_config
 from ibtool.bench.registry import RUNNERS
 from ibtool.bench.runners.base import MARK, Job, probe, shell_command
-from ibtool.bench.benchmarks.base import stderr_tail
 
 HELLO = Path(__file__).resolve().parents[2] / "templates" / "bench" / "mpi_hello.c"
 

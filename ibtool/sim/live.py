@@ -62,7 +62,7 @@ def last_error(*texts: str) -> str | None:
     for text in texts:
         lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
         bad = [ln for ln in lines if re.search(r"ERR [0-9A-F]{4}|error|fail|No local ports|cannot|can't",
-                                                ln, re.I)]
+                                                ln, re.IGNORECASE)]
         if bad:
             return bad[-1][-300:]
     return None
@@ -93,7 +93,7 @@ class LiveFabric:
         self._starts = 0
 
     # ------------------------------------------------------------------ lifecycle
-    def __enter__(self) -> "LiveFabric":
+    def __enter__(self) -> LiveFabric:
         try:
             self.start()
         except BaseException:

@@ -13,8 +13,16 @@ import time
 from pathlib import Path
 
 import pytest
+from benchkit import (
+    HPCC_PARAMS,
+    IBTOOL,
+    OMPI_ENV,
+    REPO,
+    ibtool,
+    ssh_inventory,
+    write_yaml,
+)
 
-from benchkit import HPCC_PARAMS, IBTOOL, OMPI_ENV, REPO, ibtool, ssh_inventory, write_yaml
 from ibtool.bench import inventory
 from ibtool.bench.runners.base import MARK, Local, end_processes
 from ibtool.errors import InputError
@@ -173,8 +181,8 @@ def test_3_two_hosts_at_one_address_are_refused_unless_deliberate(sshd, tmp_path
 
 
 def test_3_every_benchmark_has_default_sanity_bounds(tmp_path):
-    from ibtool.bench.campaign import sanity_bounds
     from ibtool.bench.benchmarks.base import ParseResult
+    from ibtool.bench.campaign import sanity_bounds
     from ibtool.bench.registry import BENCHMARKS
 
     for name in BENCHMARKS.names():
@@ -414,3 +422,27 @@ def test_done_when_a_campaign_interrupted_three_times_ends_like_an_uninterrupted
     assert marked(cid) == []  # nothing of it left on the hosts
     ps = subprocess.run(["pgrep", "-af", str(tmp_path / "remote")], capture_output=True, text=True).stdout
     assert ps == "", ps
+
+
+def test_9_on_a_terminal_the_bar_names_the_run_in_progress(tmp_path):
+    import pty
+    inv = write_yaml(tmp_path / "inv.yaml", local_inventory(tmp_path))
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([*IBTOOL, "bench", "run", "-i", str(inv), "-b", "hpcc", "-m", "linear,random",
+                             "-o", str(tmp_path / "camp")], stdout=subprocess.PIPE, stderr=slave, cwd=REPO)
+    os.close(slave)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # the terminal closed: ibtool exited
+            break
+        if not chunk:
+            break
+        seen += chunk
+    proc.communicate(timeout=120)
+    os.close(master)
+    text = seen.decode(errors="replace")
+    assert proc.returncode == 0, text
+    assert "running current--hpcc--linear--r1" in text and "running current--hpcc--random--r1" in text
+    assert "] start " not in text  # the bar, not the lines meant for logs
