@@ -54,3 +54,20 @@ def single_switch(ports: int) -> Fabric:
     for h in range(ports):
         f.add_link(s, f.add_hca(f"h{h}"), h + 1, 1)
     return f
+
+
+def k_ary_n_tree(k: int, n: int) -> Fabric:
+    """Petrini and Vanneschi's k-ary n-tree: n levels of k^(n-1) switches <w, l>, switch <w, l>
+    linked to <w', l+1> where w' differs from w at most in digit l; k HCAs per leaf: k^n HCAs."""
+    f = Fabric(f"tree-{k}-{n}")
+    words = k ** (n - 1)
+    sw = [[f.add_switch(f"s{l}-{w}", 2 * k) for w in range(words)] for l in range(n)]
+    for w in range(words):
+        for h in range(k):
+            f.add_link(sw[0][w], f.add_hca(f"h{w}-{h}"))
+    for l in range(n - 1):
+        for w in range(words):
+            digit = (w // k ** l) % k
+            for v in range(k):
+                f.add_link(sw[l][w], sw[l + 1][w + (v - digit) * k ** l])
+    return f

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from fabrics import complete, fat_tree, hypercube, ring, single_switch
+from fabrics import complete, fat_tree, hypercube, k_ary_n_tree, ring, single_switch
 
 from ibtool.analyze import analyze
 from ibtool.analyze.bisection import bisection, exact, heuristic
@@ -89,6 +89,15 @@ def test_two_level_fat_tree():
     assert b["links"] == k * k // 2 and b["exact"]
     assert (b["b_r"], b["B_r"]) == (0.25, 0.5)
     assert not r["moore"]["applies"]
+
+
+@pytest.mark.parametrize("n, b_r", [(2, 1 / 4), (3, 1 / 6)])
+def test_fat_tree_bisection_ratio_by_tiers(n, b_r):
+    # paper 002 section 4.3: b_r is 1/4 for a two-tier and 1/6 for a three-tier fat tree
+    f = k_ary_n_tree(2, n)
+    b = analyze(f, bisection="exact")["bisection"]
+    assert b["exact"] and b["links"] == 2 ** n // 2 and b["b_r"] == pytest.approx(b_r, abs=1e-6)
+    assert b["cables"] == n * 2 ** n
 
 
 def test_single_switch_bisection_ratio_is_one_half():
