@@ -152,3 +152,12 @@ def test_disconnected_fabric_reports_unreachable_pairs():
     f.add_link(c, d)
     r = analyze(f, bisection="none")
     assert r["distance"]["switch"]["unreachable_pairs"] == 8 and r["distance"]["switch"]["pairs"] == 4
+
+
+def test_paper_002_equation_3_links_b_r_and_B_r():
+    # b_r = B_r * K / (K + 2p): a ring (K = 2) with p = 1 HCA per router gives b_r = B_r / 2
+    f = ring(10)
+    for i in range(10):
+        f.add_link(i, f.add_hca(f"h{i}"))
+    b = analyze(f)["bisection"]
+    assert b["links"] == 2 and b["B_r"] == pytest.approx(0.2) and b["b_r"] == pytest.approx(0.2 * 2 / (2 + 2))
