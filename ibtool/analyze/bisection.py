@@ -12,7 +12,7 @@ B_r = B / (inter-switch cables).
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import scipy.sparse as sp
@@ -96,7 +96,8 @@ def heuristic(g: Graph, seeds: int = 4) -> dict:
     best = None
     for seed in range(seeds):
         opts = pymetis.Options(seed=seed, ufactor=1)
-        _, parts = pymetis.part_graph(2, xadj=xadj, adjncy=adjncy, vweights=vw, eweights=ew, options=opts)
+        _, parts = pymetis.part_graph(2, pymetis.CSRAdjacency(xadj, adjncy), vweights=vw, eweights=ew,
+                                      options=opts)
         side = _rebalance(sym, np.asarray(parts, dtype=np.int8), weight)
         cut = cut_of(g, side)
         if best is None or cut < best:
@@ -107,7 +108,7 @@ def heuristic(g: Graph, seeds: int = 4) -> dict:
 def _rebalance(sym: sp.csr_matrix, side: np.ndarray, weight: np.ndarray) -> np.ndarray:
     """Move endpoints from the heavier side, each time the one whose move adds the fewest cut links."""
     half = int(weight.sum()) // 2
-    heavy_w = lambda: int(weight[side == 1].sum())  # noqa: E731
+    heavy_w = lambda: int(weight[side == 1].sum())
     while heavy_w() != half:
         heavy = 1 if heavy_w() > half else 0
         cand = np.flatnonzero((side == heavy) & (weight > 0))

@@ -18,20 +18,15 @@ import yaml
 
 from ibtool.errors import InputError
 from ibtool.fabric import SWITCH
-from ibtool.formats import open_input
+from ibtool.layout.site import compose_yaml
 
 KEYS = ("currency", "switch", "hca", "copper", "fiber")
 
 
 def read_prices(path: str | Path) -> dict:
     path = str(path)
-    with open_input(path) as fh:
-        try:
-            d = yaml.safe_load(fh)
-        except yaml.YAMLError as e:
-            mark = getattr(e, "problem_mark", None)
-            raise InputError(f"not valid YAML: {getattr(e, 'problem', e)}", path=path,
-                             line=mark.line + 1 if mark else None) from None
+    root = compose_yaml(path)
+    d = yaml.safe_load(yaml.serialize(root)) if root is not None else None
     if not isinstance(d, dict):
         raise InputError("a price table is a mapping (currency, switch, hca, copper, fiber)", path=path)
     for k in d:

@@ -4,6 +4,7 @@ csgraph), so memory stays at one chunk of rows whatever the fabric size."""
 from __future__ import annotations
 
 import numpy as np
+
 from ibtool.analyze.graph import Graph
 
 CHUNK = 256

@@ -42,6 +42,9 @@ class LatencyModel:
                 raise InputError(f"latency model: {k} cannot be negative, got {v}")
 
 
+DEFAULT_MODEL = LatencyModel()
+
+
 def cable_graph(g: Graph, lengths: np.ndarray) -> sp.csr_matrix:
     """Switch graph weighted by cable length; parallel cables keep the shortest. NaN lengths
     (an end on the floor) are refused: the model needs every switch cable."""
@@ -69,8 +72,9 @@ def cable_graph(g: Graph, lengths: np.ndarray) -> sp.csr_matrix:
                          shape=(g.n, g.n)).tocsr()
 
 
-def latency(g: Graph, lengths: np.ndarray, model: LatencyModel = LatencyModel(), progress=None) -> dict:
+def latency(g: Graph, lengths: np.ndarray, model: LatencyModel | None = None, progress=None) -> dict:
     """Max and average latency (ns) over ordered pairs of distinct endpoint switches, NR and FR."""
+    model = model or DEFAULT_MODEL
     lg = cable_graph(g, lengths)
     ends = g.endpoints
     fr_w = lg.copy()

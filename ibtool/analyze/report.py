@@ -11,7 +11,7 @@ from ibtool.analyze import bisection as bis
 from ibtool.analyze import cost as costs
 from ibtool.analyze.distances import distances
 from ibtool.analyze.graph import Graph, build
-from ibtool.analyze.latency import LatencyModel, latency
+from ibtool.analyze.latency import DEFAULT_MODEL, LatencyModel, latency
 from ibtool.analyze.paths import diversity
 from ibtool.fabric import Fabric
 
@@ -27,7 +27,7 @@ def counts(g: Graph) -> dict:
     inter = np.asarray(g.adj.sum(axis=1)).ravel().astype(np.int64)  # inter-switch links per switch
     neigh = np.diff(g.adj.indptr)  # distinct switch neighbours
     return {
-        "switches": int(len(sw)), "hcas": int(f.num_nodes - len(sw)), "links": f.num_links,
+        "switches": len(sw), "hcas": int(f.num_nodes - len(sw)), "links": f.num_links,
         "links_by_kind": g.kinds,
         "radix": {str(k): v for k, v in sorted(Counter(nports.tolist()).items())},
         "ports": {"used": int(u.sum()), "free": int((nports - u).sum()),
@@ -59,7 +59,7 @@ def moore(g: Graph, diameter: int) -> dict:
             "ratio": round(g.n / bound, 6) if bound else None}
 
 
-def analyze(fabric: Fabric, layout=None, *, prices: dict | None = None, model: LatencyModel = LatencyModel(),
+def analyze(fabric: Fabric, layout=None, *, prices: dict | None = None, model: LatencyModel = DEFAULT_MODEL,
             samples: int = 32, seed: int = 0, bisection: str = "auto", progress=None) -> dict:
     """Every metric of issue 11 for `fabric` (+ `layout` for cables and latency). `bisection`:
     'auto', 'exact', 'heuristic' or 'none'. `progress(msg)` gets one line per stage."""
@@ -97,12 +97,12 @@ def analyze(fabric: Fabric, layout=None, *, prices: dict | None = None, model: L
 
 def text(r: dict) -> str:
     c = r["counts"]
-    lines = [f"{r['fabric']}: {c['switches']:,} switches, {c['hcas']:,} HCAs, {c['links']:,} links "
-             f"({c['links_by_kind']['switch-switch']:,} switch-switch, {c['links_by_kind']['switch-hca']:,} "
-             f"switch-HCA)",
-             f"  radix {', '.join(f'{k} ports x {v}' for k, v in c['radix'].items())}; ports used "
-             f"{c['ports']['used']:,}, free {c['ports']['free']:,} (free per switch "
-             f"{c['ports']['free_per_switch']['min']}..{c['ports']['free_per_switch']['max']})",
+    lines = [(f"{r['fabric']}: {c['switches']:,} switches, {c['hcas']:,} HCAs, {c['links']:,} links "
+              f"({c['links_by_kind']['switch-switch']:,} switch-switch, {c['links_by_kind']['switch-hca']:,} "
+              f"switch-HCA)"),
+             (f"  radix {', '.join(f'{k} ports x {v}' for k, v in c['radix'].items())}; ports used "
+              f"{c['ports']['used']:,}, free {c['ports']['free']:,} (free per switch "
+              f"{c['ports']['free_per_switch']['min']}..{c['ports']['free_per_switch']['max']})"),
              f"  inter-switch degree {_fmt_hist(c['degree']['inter_switch_links'])}"]
     for key, label in (("switch", "switch graph"), ("hca", "HCA to HCA")):
         d = r["distance"].get(key)

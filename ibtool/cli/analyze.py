@@ -28,13 +28,15 @@ def load(path: Path) -> tuple[Fabric, Path | None]:
         if net is None:
             raise InputError(f"{path}: no {' or '.join(FABRIC_FILES)} in this directory")
         fabric = ibnetdiscover.read(net)
+        fabric.name = path.resolve().name
         meta = path / "fabric.json"
         if meta.is_file():  # the plan's parameters: the family picks its layout policy, closed forms
             try:
-                fabric.params = json.loads(meta.read_text()).get("params", {}) or {}
-                fabric.name = json.loads(meta.read_text()).get("name", fabric.name)
+                summary = json.loads(meta.read_text())
+                fabric.params = summary.get("params", {}) or {}
+                fabric.name = summary.get("name", fabric.name)
             except (json.JSONDecodeError, AttributeError):
-                raise InputError("not valid JSON", path=str(meta)) from None
+                raise InputError("not a JSON object", path=str(meta)) from None
         lay = path / "layout.json"
         return fabric, lay if lay.is_file() else None
     return ibnetdiscover.read(path), None
@@ -78,6 +80,8 @@ def group(path, layout_opt, site, save_layout, prices, bisection, samples, seed,
     fabric, plan_layout = load(path)
     if site and not layout_opt:
         raise InputError("--site needs --layout POLICY")
+    if save_layout and not layout_opt:
+        raise InputError("--save-layout needs a layout (--layout POLICY)")
     lay = None
     if layout_opt and (layout_opt in POLICIES or layout_opt == "default"):
         lay = place(fabric, None if layout_opt == "default" else layout_opt, site)
@@ -96,10 +100,8 @@ def group(path, layout_opt, site, save_layout, prices, bisection, samples, seed,
     report = analyze(fabric, lay, prices=table, model=model, samples=samples, seed=seed, bisection=bisection,
                      progress=progress)
     report["source"] = str(path)
-    if save_layout and lay is not None:
+    if save_layout:
         lay.write(save_layout)
-    elif save_layout:
-        raise InputError("--save-layout needs a layout (--layout POLICY)")
     if html_out:
         with atomic_write(html_out) as fh:
             fh.write(render("analyze.html.j2", r=report, fmt_hist=_bars))

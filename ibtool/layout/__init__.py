@@ -25,11 +25,33 @@ or simply gives each switch `labels["cabinet"] = i` so "cabinet-aware" keeps its
 and their defaults: ibtool.layout.site. Cable models: ibtool.layout.cables.
 """
 
-from ibtool.layout.cables import length_paper002, length_paper004, medium, purchasable, speed_of
+from ibtool.layout.cables import (
+           length_paper002,
+           length_paper004,
+           medium,
+           purchasable,
+           speed_of,
+)
 from ibtool.layout.model import FLOOR, Layout
 from ibtool.layout.policies import POLICIES, Placement, default_policy, place, policy
 from ibtool.layout.site import COPPER_LIMIT, PURCHASABLE, Site, make_site, read_site
 
-__all__ = ["COPPER_LIMIT", "FLOOR", "Layout", "POLICIES", "PURCHASABLE", "Placement", "Site", "default_policy",
-           "length_paper002", "length_paper004", "make_site", "medium", "place", "policy", "purchasable",
-           "read_site", "speed_of"]
+__all__ = [
+           "COPPER_LIMIT",
+           "FLOOR",
+           "POLICIES",
+           "PURCHASABLE",
+           "Layout",
+           "Placement",
+           "Site",
+           "default_policy",
+           "length_paper002",
+           "length_paper004",
+           "make_site",
+           "medium",
+           "place",
+           "policy",
+           "purchasable",
+           "read_site",
+           "speed_of",
+]

@@ -57,7 +57,7 @@ def purchasable(lengths, catalogue) -> np.ndarray:
     return out
 
 
-_SPEED = re.compile(r"(SDR|DDR|QDR|FDR10|FDR|EDR|HDR|NDR|XDR)", re.I)
+_SPEED = re.compile(r"(SDR|DDR|QDR|FDR10|FDR|EDR|HDR|NDR|XDR)", re.IGNORECASE)
 
 
 def speed_of(rate: str | None, default: str = "*") -> str:

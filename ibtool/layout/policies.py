@@ -8,9 +8,9 @@ that does not fit the room.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -37,8 +37,9 @@ class Policy:
 
 
 POLICIES: dict[str, Policy] = {}
-# Family (Fabric.params["topology"]) -> its default policy; families add themselves here.
-FAMILY_POLICY: dict[str, str] = {}
+# Family (Fabric.params["topology"]) -> its default policy; families add themselves here (or with
+# @policy(..., families=...)). KNS: every switch in switch racks, as CELLIA was built (paper 000).
+FAMILY_POLICY: dict[str, str] = {"kns": "switch-rack"}
 
 
 def policy(name: str, *, site: Site, summary: str, families: tuple[str, ...] = ()):
@@ -94,7 +95,7 @@ def _groups(fabric: Fabric) -> list[tuple[int | None, list[int]]]:
 def sequential(fabric: Fabric, site: Site) -> Placement:
     n = fabric.num_nodes
     cab, u, side = np.full(n, FLOOR), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int8)
-    top_free = lambda: site.cabinet_u  # noqa: E731 - the highest free slot of a fresh cabinet
+    top_free = lambda: site.cabinet_u
     c, top, bottom = 0, top_free(), site.reserved_u + 1  # slots bottom..top are free
     for sw, hcas in _groups(fabric):
         if sw is not None:

@@ -170,17 +170,23 @@ def make_site(base: Site | None = None, **overrides) -> Site:
     return _check(replace(base, **{k: _coerce(k, v, bad) for k, v in overrides.items()}))
 
 
-def read_site(path: str | Path, base: Site | None = None) -> Site:
-    """Read a YAML site description over `base`; errors name path:line and the key."""
-    path = str(path)
+def compose_yaml(path: str) -> yaml.Node | None:
+    """The YAML node tree of `path` (keys keep their line numbers); bad YAML is one line naming
+    path:line."""
     with open_input(path) as fh:
         text = fh.read()
     try:
-        root = yaml.compose(text)
+        return yaml.compose(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         raise InputError(f"not valid YAML: {getattr(e, 'problem', e)}", path=path,
                          line=mark.line + 1 if mark else None) from None
+
+
+def read_site(path: str | Path, base: Site | None = None) -> Site:
+    """Read a YAML site description over `base`; errors name path:line and the key."""
+    path = str(path)
+    root = compose_yaml(path)
     if root is None:
         return _check(base or Site())
     if not isinstance(root, yaml.MappingNode):

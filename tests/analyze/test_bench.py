@@ -8,11 +8,11 @@ import pytest
 from support import ROOT
 
 sys.path.insert(0, str(ROOT / "bench"))
-import analyze_bench  # noqa: E402
+import analyze_bench
 
-from ibtool.analyze import analyze  # noqa: E402
-from ibtool.formats import ibnetdiscover  # noqa: E402
-from ibtool.layout import place  # noqa: E402
+from ibtool.analyze import analyze
+from ibtool.formats import ibnetdiscover
+from ibtool.layout import place
 
 
 def test_networkx_reference_agrees_with_ibtool(tmp_path):

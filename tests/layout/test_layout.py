@@ -10,7 +10,15 @@ import pytest
 
 from ibtool.errors import InputError
 from ibtool.fabric import Fabric
-from ibtool.layout import Layout, length_paper002, length_paper004, medium, place, purchasable, read_site
+from ibtool.layout import (
+    Layout,
+    length_paper002,
+    length_paper004,
+    medium,
+    place,
+    purchasable,
+    read_site,
+)
 from ibtool.layout.policies import POLICIES, attached_switch
 from ibtool.topologies.kns import kns
 
