@@ -60,9 +60,10 @@ def moore(g: Graph, diameter: int) -> dict:
 
 
 def analyze(fabric: Fabric, layout=None, *, prices: dict | None = None, model: LatencyModel = DEFAULT_MODEL,
-            samples: int = 32, seed: int = 0, bisection: str = "auto", progress=None) -> dict:
+            samples: int = 32, seed: int = 0, bisection: str = "auto", progress=None, ticker=None) -> dict:
     """Every metric of issue 11 for `fabric` (+ `layout` for cables and latency). `bisection`:
-    'auto', 'exact', 'heuristic' or 'none'. `progress(msg)` gets one line per stage."""
+    'auto', 'exact', 'heuristic' or 'none'. `progress(msg)` gets one line per stage, `ticker(msg)`
+    the progress inside the long stages (for a terminal)."""
     t0 = time.monotonic()
     timings = {}
 
@@ -74,7 +75,7 @@ def analyze(fabric: Fabric, layout=None, *, prices: dict | None = None, model: L
     g = build(fabric)
     out = {"fabric": fabric.name, "params": fabric.params, "counts": counts(g)}
     stage("counts")
-    dist = distances(g, progress)
+    dist = distances(g, ticker)
     worst = dist.pop("worst_pairs")
     out["distance"] = dist
     stage("distances")
@@ -86,7 +87,7 @@ def analyze(fabric: Fabric, layout=None, *, prices: dict | None = None, model: L
     out["moore"] = moore(g, dist["switch"]["diameter"])
     if layout is not None:
         out["layout"] = {"policy": layout.policy, "site": layout.site.to_dict(), **layout.summary()}
-        out["latency"] = latency(g, layout.length, model, progress)
+        out["latency"] = latency(g, layout.length, model, ticker)
         stage("latency")
     if prices is not None:
         out["cost"] = costs.cost(fabric, layout, prices)

@@ -95,10 +95,14 @@ def group(path, layout_opt, site, save_layout, prices, bisection, samples, seed,
         lay = Layout.read(plan_layout, fabric)
     table = read_prices(prices) if prices else None
     model = LatencyModel(switch_delay, cable_delay, endpoint_delay)
-    big = fabric.num_nodes > 2000 and not as_json
-    progress = (lambda m: click.echo(f"  {m}", err=True)) if big or sys.stderr.isatty() and not as_json else None
+    # progress on stderr: one line per stage on big fabrics; on a terminal also a counter inside
+    # the long stages, rewritten in place
+    tty = sys.stderr.isatty()
+    progress = (lambda m: click.echo(f"\r  {m}\x1b[K" if tty else f"  {m}", err=True)) \
+        if fabric.num_nodes > 2000 or tty else None
+    ticker = (lambda m: click.echo(f"\r  {m}\x1b[K", err=True, nl=False)) if tty else None
     report = analyze(fabric, lay, prices=table, model=model, samples=samples, seed=seed, bisection=bisection,
-                     progress=progress)
+                     progress=progress, ticker=ticker)
     report["source"] = str(path)
     if save_layout:
         lay.write(save_layout)

@@ -173,3 +173,12 @@ def test_bad_layout_file_is_one_line(cellia, tmp_path):
 def test_help_teaches():
     r = ibtool("analyze", "--help", check=0)
     assert "Examples:" in r.stdout and "--layout switch-rack" in r.stdout and "--prices" in r.stdout
+
+
+def test_progress_is_one_line_per_stage_on_big_fabrics(tmp_path):
+    plan = tmp_path / "k12"
+    ibtool("topo", "kns", "--k", "12", "--n", "3", "--out", plan, check=0)  # 3,888 nodes
+    r = ibtool("analyze", plan, "--bisection", "heuristic", "--layout", "cabinet-aware", "--json", check=0)
+    stages = [line.split(":")[0].strip() for line in r.stderr.splitlines()]
+    assert stages == ["counts", "distances", "path diversity", "bisection", "latency"]
+    assert json.loads(r.stdout)["counts"]["switches"] == 2160
