@@ -170,3 +170,10 @@ def test_bad_site_descriptions_name_the_key(tmp_path, text, message):
 def test_unknown_policy_is_refused():
     with pytest.raises(InputError, match="unknown layout policy 'rows'"):
         place(cellia(), "rows")
+
+
+def test_family_default_policy():
+    assert place(cellia()).policy == "switch-rack"  # KNS: as CELLIA was built (paper 000)
+    f = Fabric("plain")
+    f.add_link(f.add_switch("a", 4), f.add_switch("b", 4))
+    assert place(f).policy == "sequential"
