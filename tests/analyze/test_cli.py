@@ -103,9 +103,10 @@ def test_real_production_fat_tree_dump():
     assert not b["exact"] and 0 < b["links"] <= 47 and "upper bound" in b["method"]
 
 
-@pytest.mark.parametrize("dump", ["ndr-2sw.ibnetdiscover", "ibsim-kns-k3-n2-hdor/ibnetdiscover.out"])
+@pytest.mark.parametrize("dump", ["real/ndr-2sw.ibnetdiscover", "real/ibsim-kns-k3-n2-hdor/ibnetdiscover.out",
+                                  "ibnetdiscover/cellia-minhop.out", "ibnetdiscover/edr-2switch.out"])
 def test_other_real_dumps(dump):
-    r = analyze_json(FIXTURES / "real" / dump)
+    r = analyze_json(FIXTURES / dump)
     assert r["counts"]["links"] > 0 and r["distance"]["switch"]["unreachable_pairs"] == 0
 
 
