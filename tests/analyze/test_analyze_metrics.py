@@ -33,6 +33,7 @@ def test_complete_graph():
     assert (c["switches"], c["hcas"], c["links"]) == (n, 0, n * (n - 1) // 2)
     assert c["degree"]["inter_switch_links"] == {str(n - 1): n}
     assert c["ports"]["free"] == 8 * n - n * (n - 1)
+    assert c["ports"]["free_histogram"] == {"1": n}
 
 
 @pytest.mark.parametrize("n", [10, 11])
