@@ -17,7 +17,7 @@ import numpy as np
 from ibtool.errors import InputError
 from ibtool.fabric import CA, SWITCH, Fabric
 from ibtool.layout.model import FLOOR, Layout
-from ibtool.layout.site import Site, make_site, read_site
+from ibtool.layout.site import Site, key_line, make_site, read_site
 
 
 @dataclass
@@ -200,7 +200,8 @@ def place(fabric: Fabric, policy: str | None = None, site: Site | dict | str | P
     cap = s.capacity()
     if cap is not None and len(p.kinds) > cap:
         first = int(np.flatnonzero(p.cabinet >= cap)[0])
-        where = f"{site}: " if isinstance(site, (str, Path)) else ""
-        raise InputError(f"{where}grid: {fabric.names[first]} does not fit the room: the {name} policy needs "
-                         f"{len(p.kinds)} cabinets, the grid {s.grid[0]}x{s.grid[1]} holds {cap}")
+        path = str(site) if isinstance(site, (str, Path)) else None
+        raise InputError(f"grid: {fabric.names[first]} does not fit the room: the {name} policy needs "
+                         f"{len(p.kinds)} cabinets, the grid {s.grid[0]}x{s.grid[1]} holds {cap}",
+                         path=path, line=key_line(path, "grid") if path else None)
     return Layout(fabric, s, name, p.cabinet, p.u, p.side, p.kinds)

@@ -157,7 +157,7 @@ def test_site_yaml_overrides_the_policy_defaults(tmp_path):
     ("cabinet_u: 42\ncabinet_hieght: 3\n", r"site.yaml:2: unknown site key 'cabinet_hieght'"),
     ("cabinet_u: 2\nreserved_u: 1\nswitch_u: 2\n", r"site.yaml:1: cabinet_u: .*too small for one switch"),
     ("side: -0.5\n", r"site.yaml:1: side: a length cannot be negative"),
-    ("grid: [1, 1]\n", r"site.yaml: grid: R\[3,3\] does not fit the room: .* needs 2 cabinets, the grid 1x1 holds 1"),
+    ("grid: [1, 1]\n", r"site.yaml:1: grid: R\[3,3\] does not fit the room: .* needs 2 cabinets, the grid 1x1 holds 1"),
     ("cable_model: [\n", r"site.yaml:\d+: not valid YAML"),
 ])
 def test_bad_site_descriptions_name_the_key(tmp_path, text, message):
