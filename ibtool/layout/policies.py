@@ -95,17 +95,17 @@ def _groups(fabric: Fabric) -> list[tuple[int | None, list[int]]]:
 def sequential(fabric: Fabric, site: Site) -> Placement:
     n = fabric.num_nodes
     cab, u, side = np.full(n, FLOOR), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int8)
-    top_free = lambda: site.cabinet_u
-    c, top, bottom = 0, top_free(), site.reserved_u + 1  # slots bottom..top are free
+    fresh_top, fresh_bottom = site.cabinet_u, site.reserved_u + 1
+    c, top, bottom = 0, fresh_top, fresh_bottom  # slots bottom..top of cabinet c are free
     for sw, hcas in _groups(fabric):
         if sw is not None:
             if top - site.switch_u + 1 < bottom:
-                c, top, bottom = c + 1, top_free(), site.reserved_u + 1
+                c, top, bottom = c + 1, fresh_top, fresh_bottom
             cab[sw], u[sw] = c, top - site.switch_u + 1
             top -= site.switch_u
         for h in hcas:
             if bottom + site.hca_u - 1 > top:  # endpoints spill into the next cabinet
-                c, top, bottom = c + 1, top_free(), site.reserved_u + 1
+                c, top, bottom = c + 1, fresh_top, fresh_bottom
             cab[h], u[h] = c, bottom
             bottom += site.hca_u
     used = int(cab.max()) + 1 if n else 0
