@@ -143,3 +143,21 @@ def test_missing_ibsim_is_one_line(tmp_path):
     assert r.returncode == 3
     assert r.stderr.strip().splitlines() == [
         "ibtool: error: ibsim not found; install the Debian package ibsim-utils (make setup does)"]
+
+
+def test_plan_engine_and_files_are_used_by_sim_run(tmp_path):
+    """`ibtool topo` names the family's engine and the files it reads in the plan's opensm.conf;
+    `sim run PLAN/topology.net` without --engine routes with them."""
+    from ibtool.cli.topo import write_plan
+    from ibtool.topologies import EngineFile, guid_list
+    f = kns(3, 2, radix=8)
+    roots = [i for i, r in enumerate(f.roles) if r == "switch"]
+    out = tmp_path / "plan"
+    write_plan(f, out, ["updn"], [EngineFile("root_guid_file", "root-guids", guid_list(f, roots))])
+    assert (out / "root-guids").read_text().count("\n") == len(roots) == 6
+    assert f"root_guid_file {(out / 'root-guids').resolve()}" in (out / "opensm.conf").read_text()
+    run = tmp_path / "run"
+    r = ibtool("sim", "run", out / "topology.net", "--out", run, "--no-discover", check=0)
+    s = json.loads((run / "summary.json").read_text())
+    # updn finds no roots on a KNS by itself (it falls back); with the plan's root GUIDs it routes
+    assert s["engines"] == ["updn"] and s["engine"] == "updn" and s["ok"], r.stdout

@@ -29,9 +29,10 @@ def _kv(ctx, param, values):
 
 @group.command(name="run")
 @click.argument("net", type=click.Path(path_type=Path))
-@click.option("--engine", "-R", default="minhop", show_default=True,
+@click.option("--engine", "-R", default=None,
               help="Routing engines for OpenSM, tried in order (e.g. hdor,minhop). hdor is loaded from "
-                   "opensm_plugin/libhdor.so automatically.")
+                   "opensm_plugin/libhdor.so automatically. Default: the plan's opensm.conf beside NET "
+                   "(its engine and the files it names, as `ibtool topo` wrote them), else minhop.")
 @click.option("--out", "-o", type=click.Path(path_type=Path), required=True, help="Run directory.")
 @click.option("--timeout", default=300.0, show_default=True, type=click.FloatRange(min=1),
               help="Seconds for OpenSM and each client.")
@@ -60,7 +61,11 @@ def run_cmd(net, engine, out, timeout, log_flags, conf_options, opensm_config, o
     Example:
       ibtool sim run cellia/topology.net --engine hdor --out run
     """
-    engines = opensm.parse_engines(engine)
+    if engine is None and opensm.plan_engines(net) is not None:
+        engines = opensm.plan_engines(net)  # the plan's engine, with its options (root GUIDs ...)
+        opensm_config = opensm_config or str(net.with_name("opensm.conf"))
+    else:
+        engines = opensm.parse_engines(engine or "minhop")
     try:
         flags = int(log_flags, 0)
     except ValueError:

@@ -51,9 +51,10 @@ def check_out(out: Path, force: bool) -> None:
         raise InputError(f"--out {out}: directory is not empty (use --force to overwrite)")
 
 
-def write_plan(fabric, out: Path, engines: list[str]) -> dict[str, str]:
+def write_plan(fabric, out: Path, engines: list[str], engine_files=()) -> dict[str, str]:
     """Write the plan files into `out`; built in a temporary sibling and moved in, so an error
-    never leaves a half-written plan."""
+    never leaves a half-written plan. `engine_files` (EngineFile) are written beside the plan and
+    named in opensm.conf by absolute path, since OpenSM reads them relative to its own cwd."""
     out = output_dir(out)
     tmp = out.with_name(f".{out.name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -61,7 +62,10 @@ def write_plan(fabric, out: Path, engines: list[str]) -> dict[str, str]:
     try:
         ibnetdiscover.write(fabric, tmp / "topology.net")
         node_name_map.write(fabric, tmp / "node-name-map")
-        (tmp / "opensm.conf").write_text(opensm.config(engines, fabric=fabric.name))
+        for ef in engine_files:
+            (tmp / ef.filename).write_text(ef.content)
+        options = [(ef.key, str(out.resolve() / ef.filename)) for ef in engine_files]
+        (tmp / "opensm.conf").write_text(opensm.config(engines, options, fabric=fabric.name))
         (tmp / "fabric.json").write_text(json.dumps(fabric.summary(), indent=2) + "\n")
         files = {}
         for p in sorted(tmp.iterdir()):
@@ -77,8 +81,8 @@ def _make_command(topo):
         click.Option(["--out", "-o"], type=click.Path(path_type=Path), required=True,
                      help="Directory for the plan files (must be empty unless --force)."),
         click.Option(["--force"], is_flag=True, help="Overwrite files in a non-empty --out."),
-        click.Option(["--engine"], default="hdor,minhop", show_default=True,
-                     help="routing_engine list written into opensm.conf."),
+        click.Option(["--engine"], default=topo.engine, show_default=True,
+                     help="routing_engine list written into opensm.conf (`ibtool sim run` uses it)."),
         click.Option(["--json", "as_json"], is_flag=True, help="Print a JSON summary."),
     ]
     for p in topo.params:
@@ -92,7 +96,7 @@ def _make_command(topo):
         fabric = topo.build(**kw)  # refuses impossible parameters before anything is written
         if fabric.num_nodes > 20_000 and not as_json:  # seconds of writing: say what is happening
             click.echo(f"  built {fabric.num_nodes:,} nodes in {time.monotonic() - t0:.1f} s; writing {out}", err=True)
-        files = write_plan(fabric, out, engines)
+        files = write_plan(fabric, out, engines, topo.engine_files(fabric) if topo.engine_files else ())
         s = fabric.summary()
         if as_json:
             click.echo(json.dumps({**s, "files": files, "seconds": round(time.monotonic() - t0, 3)}, indent=2))

@@ -38,6 +38,21 @@ def config(engines: list[str], options: list[tuple[str, str]] = (), base_path: s
                   base_path=base_path, fabric=fabric)
 
 
+def plan_engines(net: Path) -> list[str] | None:
+    """The routing_engine list of the plan's opensm.conf beside `net` (as `ibtool topo` writes it),
+    or None when there is none: `ibtool sim run PLAN/topology.net` routes with the family's engine."""
+    conf = Path(net).with_name("opensm.conf")
+    try:
+        text = conf.read_text()
+    except (OSError, UnicodeDecodeError):
+        return None
+    for line in text.splitlines():
+        parts = line.split(None, 1)
+        if len(parts) == 2 and parts[0] == "routing_engine":
+            return parse_engines(parts[1])
+    return None
+
+
 _TIME = re.compile(r"^\w{3} [ \d]\d (\d\d):(\d\d):(\d\d) (\d{6})")
 _CONFIGURED = re.compile(r"(\S+) tables configured on all switches")
 _BUILDING = re.compile(r"building routing with '([^']+)'")

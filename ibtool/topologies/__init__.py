@@ -22,6 +22,15 @@ class Param:
 
 
 @dataclass(frozen=True)
+class EngineFile:
+    """A file an OpenSM routing engine reads, written beside the plan and named in its opensm.conf
+    by `key` (e.g. ftree's root_guid_file)."""
+    key: str
+    filename: str
+    content: str
+
+
+@dataclass(frozen=True)
 class Topology:
     name: str
     build: Callable[..., Fabric]
@@ -29,16 +38,29 @@ class Topology:
     summary: str
     reference: str
     example: str = ""
+    engine: str = "minhop"  # the routing_engine list the plan's opensm.conf names
+    # the files that engine needs, derived from the built fabric (roles, GUIDs)
+    engine_files: Callable[[Fabric], list[EngineFile]] | None = None
 
 
 REGISTRY: dict[str, Topology] = {}
 
 
-def topology(name: str, *, params: list[Param], summary: str, reference: str, example: str = ""):
+def topology(name: str, *, params: list[Param], summary: str, reference: str, example: str = "",
+             engine: str = "minhop", engine_files: Callable[[Fabric], list[EngineFile]] | None = None):
+    """Register a builder. `engine` is the OpenSM routing_engine list an admin would use on the
+    family; `engine_files(fabric)` returns the files that engine reads (root GUIDs, compute-node
+    GUIDs, torus-2QoS.conf ...), which `ibtool topo` writes beside the plan."""
     def wrap(fn: Callable[..., Fabric]):
-        REGISTRY[name] = Topology(name, fn, tuple(params), summary, reference, example)
+        REGISTRY[name] = Topology(name, fn, tuple(params), summary, reference, example, engine, engine_files)
         return fn
     return wrap
+
+
+def guid_list(fabric: Fabric, nodes) -> str:
+    """The GUID-per-line format of OpenSM's root_guid_file, cn_guid_file and io_guid_file (for a
+    CA, the GUID of its port 1, the one cabled to the fabric)."""
+    return "".join(f"0x{fabric.port_guid(i, 1):016x}\n" for i in nodes)
 
 
 def load_all() -> dict[str, Topology]:

@@ -45,6 +45,7 @@ def tree_arity(k: int, s: int) -> int:
     summary="k-ary n-direct s-indirect hybrid (routers on a k^n grid, one indirect network per line)",
     reference="paper 000, sections 2.2, 3.2, 3.4 (KNS on the CELLIA cluster)",
     example="ibtool topo kns --k 6 --n 2 --radix 8 --out cellia   # CELLIA: 36 HCAs, 36 routers + 12 switches",
+    engine="hdor,minhop",
     params=[
         Param("k", int, None, "routers per dimension (k >= 2)"),
         Param("n", int, None, "dimensions (n >= 1)"),
