@@ -31,6 +31,11 @@ def group():
     """
 
 
+# Sites of the papers: (policy, site keys). CELLIA (paper 000, section 3.4): 48 switches in one
+# switch rack cabled front and back, the nodes in two node racks (50 nodes, 25 a rack).
+PRESETS = {"cellia": ("switch-rack", {"hcas_per_cabinet": 25})}
+
+
 def _say(as_json):
     return None if as_json else (lambda m: click.echo(f"  {m}", err=True))
 
@@ -42,6 +47,9 @@ def _say(as_json):
 @click.option("--site", "site", type=click.Path(path_type=Path), default=None,
               help="Site description (YAML: cabinet size, grid, cable model ...; see docs/layout.md). "
                    "Given, the plan is placed anew instead of using its layout.json.")
+@click.option("--preset", type=click.Choice(["cellia"]), default=None,
+              help="A site of a paper: cellia = paper 000's testbed (every switch in one switch rack cabled "
+                   "front and back, nodes in node racks of 25).")
 @click.option("--policy", default=None, help="Placement policy instead of layout.json / the family's "
                                              "(sequential, cabinet-aware, switch-rack).")
 @click.option("--prices", type=click.Path(path_type=Path), default=None,
@@ -51,7 +59,7 @@ def _say(as_json):
 @click.option("--site-name", default="site", show_default=True, help="Site name in the cable list and labels.")
 @click.option("--room", default="room", show_default=True, help="Room name in the cable list and labels.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary (stages, BOM, files).")
-def plan_cmd(plan, out, site, policy, prices, label_format, site_name, room, as_json):
+def plan_cmd(plan, out, site, preset, policy, prices, label_format, site_name, room, as_json):
     """Write the cabling package of PLAN (a plan directory of `ibtool topo`, or its topology.net).
 
     \b
@@ -66,13 +74,17 @@ def plan_cmd(plan, out, site, policy, prices, label_format, site_name, room, as_
     \b
     Example (CELLIA, paper 000: 48 switches in one switch rack, 36 nodes in two node racks):
       ibtool topo kns --k 6 --n 2 --radix 8 --out cellia
-      ibtool cabling cellia --policy switch-rack --out cellia/cabling
+      ibtool cabling cellia --preset cellia --out cellia/cabling
     """
     from ibtool.analyze.cost import read_prices
     from ibtool.layout.cabling import LABEL_FORMAT, plan_cables
     from ibtool.layout.plan import read_layout, read_plan
     from ibtool.layout.sheets import write_package
 
+    if preset:
+        if policy or site:
+            raise InputError("--preset sets the policy and the site: give it without --policy and --site")
+        policy, site = PRESETS[preset]
     fabric, plan_dir, _ = read_plan(plan)
     price_table = read_prices(prices) if prices else None
     layout = read_layout(fabric, plan_dir, policy, site)
@@ -97,6 +109,13 @@ def _plan_engine(plan_dir: Path) -> str | None:
     except InputError:
         return None
     return ",".join(engines) if engines else None
+
+
+def _engine_files(fabric):
+    """The family's engine files (root GUIDs ...), derived from the imported devices' roles."""
+    from ibtool.topologies import load_all
+    topo = load_all().get(str(fabric.params.get("topology")))
+    return topo.engine_files(fabric) if topo is not None and topo.engine_files else ()
 
 
 @group.command(name="import")
@@ -124,7 +143,7 @@ def import_cmd(csv_file, out, force, as_json):
     check_out(out, force)
     fabric, layout, meta = cables_csv.read(csv_file)
     engines = opensm.parse_engines(meta.get("engine") or "minhop")
-    files = write_plan(fabric, out, engines, (), layout)
+    files = write_plan(fabric, out, engines, _engine_files(fabric), layout)
     if as_json:
         click.echo(json.dumps({"ok": True, **fabric.summary(), "files": files}, indent=2))
         return

@@ -10,7 +10,8 @@ cabinet = the rack's position on the floor grid (row-major index), U, side, devi
 number of ports, GUID, port), the link rate, the model and purchasable length, the medium and a
 label per end. A device appears in every row of its cables, with the same location each time;
 moving a device means changing its rack, cabinet and U in all of its rows (a conflicting row is
-refused, naming it).
+refused, naming it). Lengths, media and labels are derived columns: the import recomputes them
+from the positions with the site's cable model (a measured length goes into layout.json).
 """
 
 from __future__ import annotations
@@ -142,7 +143,8 @@ def read(path: str | Path):
             known = devices.setdefault(name, {**attrs, "line": line})
             for k, v in attrs.items():
                 if known[k] != v:
-                    raise InputError(f"{tag}_{k}: {name} has {k} {v!r} here but {known[k]!r} on line "
+                    show = (lambda x: f"{x:#018x}") if k == "guid" else repr
+                    raise InputError(f"{tag}_{k}: {name} has {k} {show(v)} here but {show(known[k])} on line "
                                      f"{known['line']}", **where)
             if (name, port) in ports_used:
                 raise InputError(f"two cables on {name} port {port} (the other on line "
@@ -195,15 +197,4 @@ def read(path: str | Path):
     u = np.array([devices[f.names[i]]["u"] for i in range(n)], dtype=np.int64)
     side = np.array([SIDES.index(devices[f.names[i]]["side"]) for i in range(n)], dtype=np.int8)
     lay = Layout(f, site, meta.get("policy") or "file", cab, u, side, kinds, [cabinets[c] for c in range(ncab)])
-    # a length the site measured or edited wins over the model (as in layout.json)
-    from ibtool.layout import cables
-    edited = False
-    for li, (_, _, _, length, _) in enumerate(links):
-        if length is not None and not (abs(length - lay.length[li]) <= 0.0015):
-            lay.length[li] = length
-            edited = True
-    if edited:
-        lay.purchasable = cables.purchasable(lay.length, site.purchasable_lengths)
-        speeds = [cables.speed_of(r, site.default_speed) for r in f.link_rate]
-        lay.medium = cables.medium(lay.length, speeds, site.copper_limit)
     return f, lay, meta

@@ -139,7 +139,7 @@ class CablePlan:
                             f"{tag}_guid": f"{f.guids[node]:#018x}", f"{tag}_port": port})
             length, purch = lay.length[li], lay.purchasable[li]
             row.update({"rate": f.link_rate[li] or "",
-                        "length_m": "" if np.isnan(length) else round(float(length), 3),
+                        "length_m": "" if np.isnan(length) else round(round(float(length), 5), 3),  # as layout.json keeps it
                         "purchasable_m": "" if np.isnan(purch) else f"{float(purch):g}",
                         "medium": lay.medium[li] or "",
                         "a_label": self.label(cid, st, near, far), "b_label": self.label(cid, st, far, near)})

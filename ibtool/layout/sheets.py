@@ -113,7 +113,7 @@ def write_package(plan: CablePlan, out: Path, prices: dict | None = None, engine
             ports.sort(key=lambda p: p["order"])  # wiring order; free ports last
             c = int(lay.cabinet[s])
             (tmp / "switches" / fname).write_text(render(
-                "cabling/switch.html.j2", name=f.names[s], fabric=f.name, rack=plan.rack(s),
+                "cabling/switch.html.j2", switch=f.names[s], fabric=f.name, rack=plan.rack(s),
                 rack_file=rack_files[c] if c != FLOOR else None, u=int(lay.u[s]) if c != FLOOR else None,
                 side=SIDES[lay.side[s]], guid=f"{f.guids[s]:#018x}", ports=ports,
                 used=sum(1 for p in ports if p["cable"])))
