@@ -10,6 +10,7 @@ Sections:
            hdor vs minhop, dor, updn (indirect switches as roots), dfsssp, lash, nue on KNS from
            36 to ~2,000+ switches, each capped at 300 s
   verify   the verification benchmarks (bench/verify_bench.py), when present
+  cabling  the cabling package of KNS 16-ary 3-direct and its import (bench/cabling_bench.py)
 Results: OUT/results.json and OUT/results.md (tables pasted into BENCHMARKS.md).
 """
 
@@ -24,6 +25,7 @@ import sys
 import time
 from pathlib import Path
 
+import cabling_bench
 import verify_bench  # bench/ is on sys.path: this script lives there
 from measure import measure
 
@@ -162,7 +164,7 @@ def markdown(results: dict) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", default="gen,sim,engines,verify")
+    ap.add_argument("--only", default="gen,sim,engines,verify,cabling")
     ap.add_argument("--out", default=str(ROOT / "bench" / "out"))
     ap.add_argument("--quick", action="store_true", help="small engine sweep (no 16-ary 3-direct)")
     ap.add_argument("--cap", type=int, default=300, help="seconds per OpenSM run")
@@ -181,6 +183,8 @@ def main() -> None:
         results["engines"] = bench_engines(out, sizes, engines, a.cap)
     if "verify" in only:
         results["verify"] = verify_bench.main(out / "verify")
+    if "cabling" in only:
+        results["cabling"] = cabling_bench.main(out / "cabling")
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     (out / "results.md").write_text(markdown(results))
     print(f"results: {out / 'results.json'}")

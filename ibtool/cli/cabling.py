@@ -76,7 +76,6 @@ def plan_cmd(plan, out, site, preset, policy, prices, label_format, site_name, r
       ibtool topo kns --k 6 --n 2 --radix 8 --out cellia
       ibtool cabling cellia --preset cellia --out cellia/cabling
     """
-    from ibtool.analyze.cost import read_prices
     from ibtool.layout.cabling import LABEL_FORMAT, plan_cables
     from ibtool.layout.plan import read_layout, read_plan
     from ibtool.layout.sheets import write_package
@@ -86,7 +85,10 @@ def plan_cmd(plan, out, site, preset, policy, prices, label_format, site_name, r
             raise InputError("--preset sets the policy and the site: give it without --policy and --site")
         policy, site = PRESETS[preset]
     fabric, plan_dir, _ = read_plan(plan)
-    price_table = read_prices(prices) if prices else None
+    price_table = None
+    if prices:
+        from ibtool.analyze.cost import read_prices  # (analyze pulls in scipy: only when asked)
+        price_table = read_prices(prices)
     layout = read_layout(fabric, plan_dir, policy, site)
     cp = plan_cables(layout, site_name, room, label_format or LABEL_FORMAT)
     out = output_dir(out or plan_dir / "cabling")

@@ -33,11 +33,12 @@ COLUMNS = (["cable_id", "stage", "stage_name"] + [f"a_{c}" for c in END] + [f"b_
 META_FORMAT = "ibtool-cabling/1"
 
 
-def write(plan, path: str | Path) -> None:
+def write(rows, path: str | Path) -> None:
+    """Write the rows of CablePlan.rows() (a list, or the generator itself)."""
     with atomic_write(path) as fh:
-        w = csv.DictWriter(fh, fieldnames=COLUMNS, lineterminator="\n")
-        w.writeheader()
-        w.writerows(plan.rows())
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(COLUMNS)
+        w.writerows([r[c] for c in COLUMNS] for r in rows)
 
 
 def write_meta(plan, path: str | Path, engine: str | None = None) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import re
 import shutil
+from html import escape
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +40,26 @@ def _file_names(names: list[str]) -> list[str]:
     return out
 
 
+def _cable_row(r: dict) -> str:
+    """One cable of a rack sheet (HTML built here: sheets of thousands of rows)."""
+    e = escape
+    return (f'<tr class="cable" data-cable="{r["cable_id"]}"><td class="check">&#9744;</td><td>{r["cable_id"]}</td>'
+            f'<td class="num">{r["stage"]}</td><td>U{r["a_u"]} {e(r["a_device"])} port {r["a_port"]}</td>'
+            f'<td>{e(r["b_rack"])} U{r["b_u"]} {e(r["b_device"])} port {r["b_port"]}</td>'
+            f'<td>{r["purchasable_m"]} m {r["medium"]}</td><td class="label">{e(r["a_label"])}</td>'
+            f'<td class="label">{e(r["b_label"])}</td></tr>\n')
+
+
+def _port_row(p: dict) -> str:
+    e = escape
+    if not p["cable"]:
+        return f'<tr class="free" data-port="{p["port"]}"><td></td><td class="num">{p["port"]}</td><td colspan="6">free</td></tr>\n'
+    return (f'<tr class="port" data-port="{p["port"]}" data-cable="{p["cable"]}"><td class="check">&#9744;</td>'
+            f'<td class="num">{p["port"]}</td><td>{p["cable"]}</td><td class="num">{p["stage"]}</td>'
+            f'<td>cable {p["cable"]}</td><td>{e(p["far_rack"])} U{p["far_u"]} {e(p["far_device"])} port '
+            f'{p["far_port"]}</td><td>{p["length"]} m {p["medium"]}</td><td class="label">{e(p["label"])}</td></tr>\n')
+
+
 def write_package(plan: CablePlan, out: Path, prices: dict | None = None, engine: str | None = None,
                   progress=None) -> dict:
     """Write the package into `out` (built in a sibling temporary directory and moved in, so a
@@ -53,7 +74,7 @@ def write_package(plan: CablePlan, out: Path, prices: dict | None = None, engine
     try:
         say(f"cable list: {len(plan):,} cables")
         rows = list(plan.rows())
-        cables_csv.write(plan, tmp / "cables.csv")
+        cables_csv.write(rows, tmp / "cables.csv")
         cables_csv.write_meta(plan, tmp / "cabling.json", engine)
         items = bom(plan, prices)
         with open(tmp / "bom.csv", "w", newline="") as fh:
@@ -77,13 +98,15 @@ def write_package(plan: CablePlan, out: Path, prices: dict | None = None, engine
             devices = int((lay.cabinet == c).sum())
             (tmp / "racks" / rack_files[c]).write_text(render(
                 "cabling/rack.html.j2", rack=lay.cabinet_names[c], fabric=f.name, site=plan.site, room=plan.room,
-                devices=devices, rows=rack_rows[c], elevation=svg))
+                devices=devices, count=len(rack_rows[c]), table="".join(map(_cable_row, rack_rows[c])),
+                elevation=svg))
             racks.append({"name": lay.cabinet_names[c], "file": rack_files[c], "kind": lay.cabinet_kind[c],
                           "devices": devices, "cables": len(rack_rows[c])})
         if floor_rows:  # devices the layout leaves on the floor (e.g. paper 004's compute nodes)
             (tmp / "racks" / "floor.html").write_text(render(
                 "cabling/rack.html.j2", rack="floor (not placed)", fabric=f.name, site=plan.site, room=plan.room,
-                devices=int((lay.cabinet == FLOOR).sum()), rows=floor_rows, elevation=""))
+                devices=int((lay.cabinet == FLOOR).sum()), count=len(floor_rows),
+                table="".join(map(_cable_row, floor_rows)), elevation=""))
             racks.append({"name": "floor (not placed)", "file": "floor.html", "kind": "floor",
                           "devices": int((lay.cabinet == FLOOR).sum()), "cables": len(floor_rows)})
 
@@ -111,11 +134,12 @@ def write_package(plan: CablePlan, out: Path, prices: dict | None = None, engine
                               "far_port": r[f"{far}_port"], "length": r["purchasable_m"], "medium": r["medium"],
                               "label": r["a_label" if here_a else "b_label"]})
             ports.sort(key=lambda p: p["order"])  # wiring order; free ports last
+            table = "".join(_port_row(p) for p in ports)
             c = int(lay.cabinet[s])
             (tmp / "switches" / fname).write_text(render(
                 "cabling/switch.html.j2", switch=f.names[s], fabric=f.name, rack=plan.rack(s),
                 rack_file=rack_files[c] if c != FLOOR else None, u=int(lay.u[s]) if c != FLOOR else None,
-                side=SIDES[lay.side[s]], guid=f"{f.guids[s]:#018x}", ports=ports,
+                side=SIDES[lay.side[s]], guid=f"{f.guids[s]:#018x}", nports=len(ports), table=table,
                 used=sum(1 for p in ports if p["cable"])))
             sheets.append({"name": f.names[s], "file": fname})
 
