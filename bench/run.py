@@ -9,14 +9,16 @@ Sections:
   engines  OpenSM's routing step (-D 0x07: 'building routing with' -> 'tables configured') of
            hdor vs minhop, dor, updn (indirect switches as roots), dfsssp, lash, nue on KNS from
            36 to ~2,000+ switches, each capped at 300 s
-  verify   the verification benchmarks (bench/verify_bench.py), when present
-  cabling  the cabling package of KNS 16-ary 3-direct and its import (bench/cabling_bench.py)
+  and one section per module bench/<name>_bench.py (found, not listed: a new benchmark is one
+  module with a `main(out: Path[, quick: bool]) -> list[dict]`), e.g. verify (bench/verify_bench.py)
 Results: OUT/results.json and OUT/results.md (tables pasted into BENCHMARKS.md).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import inspect
 import json
 import os
 import platform
@@ -25,8 +27,6 @@ import sys
 import time
 from pathlib import Path
 
-import cabling_bench
-import verify_bench  # bench/ is on sys.path: this script lives there
 from measure import measure
 
 from ibtool.formats import ibnetdiscover
@@ -162,9 +162,15 @@ def markdown(results: dict) -> str:
     return "\n".join(md) + "\n"
 
 
+def sections() -> dict:
+    """The benchmark modules beside this script (bench/<name>_bench.py), by name."""
+    here = Path(__file__).resolve().parent  # on sys.path: this script lives there
+    return {p.stem[:-len("_bench")]: importlib.import_module(p.stem) for p in sorted(here.glob("*_bench.py"))}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", default="gen,sim,engines,verify,cabling")
+    ap.add_argument("--only", default=",".join(["gen", "sim", "engines", *sections()]))
     ap.add_argument("--out", default=str(ROOT / "bench" / "out"))
     ap.add_argument("--quick", action="store_true", help="small engine sweep (no 16-ary 3-direct)")
     ap.add_argument("--cap", type=int, default=300, help="seconds per OpenSM run")
@@ -181,10 +187,10 @@ def main() -> None:
         sizes = [(6, 2), (4, 3), (8, 3), (12, 3)] + ([] if a.quick else [(16, 3)])
         engines = ["hdor", "minhop", "dor", "updn", "dfsssp", "lash", "nue"]
         results["engines"] = bench_engines(out, sizes, engines, a.cap)
-    if "verify" in only:
-        results["verify"] = verify_bench.main(out / "verify")
-    if "cabling" in only:
-        results["cabling"] = cabling_bench.main(out / "cabling")
+    for name, mod in sections().items():
+        if name in only:
+            kw = {"quick": a.quick} if "quick" in inspect.signature(mod.main).parameters else {}
+            results[name] = mod.main(out / name, **kw)
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     (out / "results.md").write_text(markdown(results))
     print(f"results: {out / 'results.json'}")
