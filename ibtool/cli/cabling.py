@@ -84,7 +84,7 @@ def plan_cmd(plan, out, site, preset, policy, prices, label_format, site_name, r
         if policy or site:
             raise InputError("--preset sets the policy and the site: give it without --policy and --site")
         policy, site = PRESETS[preset]
-    fabric, plan_dir, _ = read_plan(plan)
+    fabric, plan_dir, build = read_plan(plan)
     price_table = None
     if prices:
         from ibtool.analyze.cost import read_prices  # (analyze pulls in scipy: only when asked)
@@ -93,7 +93,7 @@ def plan_cmd(plan, out, site, preset, policy, prices, label_format, site_name, r
     cp = plan_cables(layout, site_name, room, label_format or LABEL_FORMAT)
     out = output_dir(out or plan_dir / "cabling")
     engine = _plan_engine(plan_dir)
-    s = write_package(cp, out, price_table, engine, progress=_say(as_json))
+    s = write_package(cp, out, price_table, engine, build, progress=_say(as_json))
     if as_json:
         click.echo(json.dumps({"ok": True, "fabric": fabric.name, "policy": layout.policy, **s}, indent=2))
         return
@@ -145,7 +145,7 @@ def import_cmd(csv_file, out, force, as_json):
     check_out(out, force)
     fabric, layout, meta = cables_csv.read(csv_file)
     engines = opensm.parse_engines(meta.get("engine") or "minhop")
-    files = write_plan(fabric, out, engines, _engine_files(fabric), layout)
+    files = write_plan(fabric, out, engines, _engine_files(fabric), layout, build=meta.get("build"))
     if as_json:
         click.echo(json.dumps({"ok": True, **fabric.summary(), "files": files}, indent=2))
         return

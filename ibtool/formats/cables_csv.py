@@ -41,11 +41,11 @@ def write(rows, path: str | Path) -> None:
         w.writerows([r[c] for c in COLUMNS] for r in rows)
 
 
-def write_meta(plan, path: str | Path, engine: str | None = None) -> None:
+def write_meta(plan, path: str | Path, engine: str | None = None, build: dict | None = None) -> None:
     f, lay = plan.fabric, plan.layout
     meta = {"format": META_FORMAT, "fabric": f.name, "params": f.params, "policy": lay.policy,
             "site": lay.site.to_dict(), "site_name": plan.site, "room": plan.room,
-            "label_format": plan.label_format, "engine": engine}
+            "label_format": plan.label_format, "engine": engine, "build": build}
     with atomic_write(path) as fh:
         json.dump(meta, fh, indent=2)
         fh.write("\n")

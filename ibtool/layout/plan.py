@@ -19,40 +19,47 @@ from ibtool.fabric import Fabric
 from ibtool.formats import ibnetdiscover, open_input
 
 
-def _rebuild(params: dict) -> Fabric | None:
+def _rebuild(build: dict) -> Fabric | None:
+    """The family's fabric, built again with the arguments `ibtool topo` recorded."""
     from ibtool.topologies import load_all
-    topo = load_all().get(str(params.get("topology")))
-    if topo is None:
+    topo = load_all().get(str(build.get("family")))
+    args = build.get("args")
+    if topo is None or not isinstance(args, dict):
         return None
-    kw = {p.name: params[p.name] for p in topo.params if p.name in params and params[p.name] is not None}
     try:
-        return topo.build(**kw)
+        return topo.build(**args)
     except (InputError, TypeError, ValueError):
         return None
 
 
-def read_plan(plan: str | Path) -> tuple[Fabric, Path, bool]:
-    """(fabric, plan directory, labelled): PLAN is a plan directory or its topology.net."""
+def read_plan(plan: str | Path) -> tuple[Fabric, Path, dict | None]:
+    """(fabric, plan directory, build): PLAN is a plan directory or its topology.net; `build` (the
+    family and its arguments) is given when the fabric was rebuilt with the family's labels."""
     plan = Path(plan)
     net = plan / "topology.net" if plan.is_dir() else plan
     d = net.parent
     found = ibnetdiscover.read(net)
     fj = d / "fabric.json"
-    params = {}
+    summary = {}
     if fj.exists():
         with open_input(fj) as fh:
             try:
-                params = json.load(fh).get("params") or {}
-            except (json.JSONDecodeError, AttributeError, RecursionError):
-                raise InputError("not a plan summary (fabric.json of `ibtool topo`)", path=str(fj)) from None
-    if isinstance(params, dict) and params.get("topology"):
-        rebuilt = _rebuild(params)
+                summary = json.load(fh)
+            except (json.JSONDecodeError, RecursionError):
+                summary = None
+        if not isinstance(summary, dict):
+            raise InputError("not a plan summary (fabric.json of `ibtool topo`)", path=str(fj))
+    if isinstance(summary.get("build"), dict):
+        rebuilt = _rebuild(summary["build"])
         if (rebuilt is not None and rebuilt.names == found.names and rebuilt.guids == found.guids
                 and rebuilt.link_set() == found.link_set()):
             rebuilt.link_rate = [None] * rebuilt.num_links  # as planned: the writer's default rate
-            return rebuilt, d, True
-        found.params = params
-    return found, d, False
+            return rebuilt, d, summary["build"]
+    if isinstance(summary.get("name"), str):
+        found.name = summary["name"]
+    if isinstance(summary.get("params"), dict):
+        found.params = summary["params"]
+    return found, d, None
 
 
 def read_layout(fabric: Fabric, plan_dir: Path, policy: str | None = None, site=None):

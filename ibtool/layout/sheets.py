@@ -61,7 +61,7 @@ def _port_row(p: dict) -> str:
 
 
 def write_package(plan: CablePlan, out: Path, prices: dict | None = None, engine: str | None = None,
-                  progress=None) -> dict:
+                  build: dict | None = None, progress=None) -> dict:
     """Write the package into `out` (built in a sibling temporary directory and moved in, so a
     failure leaves no partial package). Returns a summary."""
     say = progress or (lambda m: None)
@@ -75,7 +75,7 @@ def write_package(plan: CablePlan, out: Path, prices: dict | None = None, engine
         say(f"cable list: {len(plan):,} cables")
         rows = list(plan.rows())
         cables_csv.write(rows, tmp / "cables.csv")
-        cables_csv.write_meta(plan, tmp / "cabling.json", engine)
+        cables_csv.write_meta(plan, tmp / "cabling.json", engine, build)
         items = bom(plan, prices)
         with open(tmp / "bom.csv", "w", newline="") as fh:
             cols = ["item", "quantity"] + (["unit_price", "price"] if prices else [])
