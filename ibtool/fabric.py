@@ -65,6 +65,9 @@ class Fabric:
         self._by_name: dict[str, int] = {}
         self._by_guid: dict[int, int] = {}
         self._ports: Ports | None = None
+        # what a reader noticed in a discovered fabric's dump (tool noise skipped, devices seen only
+        # as peers, loopback cables, link ends that report different rates); empty for plans
+        self.discovery: dict = {}
 
     # ----------------------------------------------------------------- building
     def add_node(self, kind: int, name: str, ports: int, role: str, labels: dict | None = None,

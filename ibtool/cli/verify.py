@@ -19,7 +19,8 @@ def group():
     Every command prints a short summary first (PASS/FAIL per check), details after; --json
     prints the report in a stable schema (docs/verify.md), --html FILE writes a web page.
 
-    Exit status: 0 when every check passes, 1 when a check fails, 2 on bad input.
+    Exit status: 0 when every check passes, 1 when a check fails, 2 on bad input; `verify topology`
+    exits 4 when the cabling is right but links run degraded.
     """
 
 
@@ -37,7 +38,7 @@ def _say(as_json: bool):
     return (lambda m: None) if as_json else (lambda m: click.echo(f"  {m}", err=True))
 
 
-def _emit(rep: dict, as_json: bool, html_out: Path | None, flat: str | None = None) -> None:
+def _emit(rep: dict, as_json: bool, html_out: Path | None, flat: str | None = None, code: int = 1) -> None:
     if html_out:
         report.write_html(rep, html_out)
     if as_json:
@@ -48,7 +49,7 @@ def _emit(rep: dict, as_json: bool, html_out: Path | None, flat: str | None = No
     else:
         click.echo(report.text(rep))
     if not rep["ok"]:
-        raise SystemExit(1)
+        raise SystemExit(code)
 
 
 def read_fabric(path: Path, names: dict | None = None):
@@ -64,39 +65,70 @@ def read_fabric(path: Path, names: dict | None = None):
     return ibnetdiscover.read(path, names)
 
 
-def _topology(plan: Path, discovered: Path, nnm: Path | None):
-    from ibtool.verify import topology
-    names = node_name_map.read(nnm) if nnm else None
-    p = ibnetdiscover.read(plan)
-    f = ibnetdiscover.read(discovered, names)
-    rep = topology.compare(p, f, names=bool(names))
-    return p, f, rep
+def _warn(fabric) -> None:
+    for w in fabric.discovery.get("warnings", ()):
+        click.echo(f"ibtool: warning: {w}", err=True)
+
+
+def _fail_on(ctx, param, value: str) -> tuple:
+    from ibtool.verify.topology import CATEGORIES
+    cats = tuple(dict.fromkeys(c.strip() for c in value.split(",") if c.strip()))
+    bad = [c for c in cats if c not in CATEGORIES]
+    if bad or not cats:
+        raise click.BadParameter(f"{', '.join(bad) or value!r}: expected a comma list of {', '.join(CATEGORIES)}")
+    return cats
 
 
 @group.command(name="topology")
 @click.option("--plan", type=click.Path(path_type=Path), required=True,
               help="The plan: an ibsim net file written by `ibtool topo` (or any ibnetdiscover dump).")
 @click.option("--discovered", type=click.Path(path_type=Path), required=True,
-              help="ibnetdiscover output of the fabric as cabled.")
+              help="ibnetdiscover output of the fabric as cabled (plain, -g, -f or the -p ports report).")
 @click.option("--node-name-map", "nnm", type=click.Path(path_type=Path),
-              help="Plan names for the discovered nodes by GUID (infiniband-diags format); without it devices "
-                   "are matched by structure alone.")
+              help="Plan names for the discovered nodes by GUID (infiniband-diags format): those devices are "
+                   "identified by it.")
+@click.option("--host-map", type=click.Path(path_type=Path),
+              help="The site's host map: '<plan name> <host name, description or GUID>' per line; those "
+                   "devices are identified by it.")
+@click.option("--fail-on", default="miswire,missing,degraded", show_default=True, callback=_fail_on,
+              help="Which findings fail the check: miswire (wrong, extra or loopback cables, extra devices), "
+                   "missing (cables, devices, a partial discovery), degraded (slow links, ends that disagree).")
 @_opts
-def topology_cmd(plan, discovered, nnm, as_json, html_out):
-    """Plan vs. what is cabled, matched by structure (GUIDs and names are not trusted).
+def topology_cmd(plan, discovered, nnm, host_map, fail_on, as_json, html_out):
+    """Plan vs. what is cabled: devices are matched by identity where the plan and the fabric
+    share one (node descriptions or node-name-map names, GUIDs, a --host-map), by structure
+    where not (the report says which identities were used).
 
-    Names each miswired cable (where its ends are, where they belong, the move or swap that fixes
-    it), missing and extra cables, missing and extra devices, and links narrower or slower than
-    the rest of the fabric; says so when the fabric is not the planned topology at all.
+    Names each miswired cable (where its ends are, where they belong, the move or swap that
+    fixes it), each identified host on the wrong port ("H[0,0] (node018) is on R[0,1] port 1;
+    it belongs on R[0,0] port 1"), missing and extra cables and devices, loopback cables, a
+    partial discovery, and links slower than the plan (or than both ends run elsewhere); says
+    so when the fabric is not the planned topology at all. Tool noise in saved dumps (ibwarn:,
+    src/query_smp.c:...) is skipped with a warning.
+
+    Exit status: 0 PASS, 1 MISWIRED (cabling differs: miswire or missing findings), 4 DEGRADED
+    (cabled as planned, links slow), 2 bad input.
 
     \b
-    Example:
+    Examples:
       ibtool verify topology --plan cellia/topology.net --discovered run/ibnetdiscover.out
+      ibtool verify topology --plan plan.net --discovered ibnet.out --host-map hosts.txt
+      ibtool verify topology --plan last-week.out --discovered today.out --fail-on miswire,missing
     """
-    _p, _f, t = _topology(plan, discovered, nnm)
-    rep = report.build({"plan": str(plan), "discovered": str(discovered), "node_name_map": str(nnm) if nnm else None},
-                       {"topology": t.as_dict()})
-    _emit(rep, as_json, html_out, flat="topology")
+    from ibtool.formats import host_map as host_map_format
+    from ibtool.verify import topology
+    names = node_name_map.read(nnm) if nnm else None
+    hosts = host_map_format.read(host_map) if host_map else None
+    p = ibnetdiscover.read(plan)
+    if hosts:
+        hosts.check_plan(p.names)
+    f = ibnetdiscover.read(discovered, names)
+    _warn(f)
+    t = topology.compare(p, f, names=bool(names), host_map=hosts)
+    rep = report.build({"plan": str(plan), "discovered": str(discovered), "node_name_map": str(nnm) if nnm else None,
+                        "host_map": str(host_map) if host_map else None},
+                       {"topology": t.as_dict(fail_on)})
+    _emit(rep, as_json, html_out, flat="topology", code=t.exit_code(fail_on))
 
 
 @group.command(name="coords")
@@ -243,6 +275,7 @@ def all_cmd(run_dir, plan, nnm, expect, permutations, as_json, html_out):
         expect = "hdor" if engine == "hdor" else "none"
     names = node_name_map.read(nnm) if nnm else None
     f = ibnetdiscover.read(disc, names)
+    _warn(f)
     sections: dict = {}
     inputs = {"run": str(run_dir), "plan": str(plan) if plan else None, "lfts": str(lfts),
               "sl2vl": str(sl) if sl.is_file() else None, "engine": engine, "expect": expect}

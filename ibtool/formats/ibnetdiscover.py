@@ -17,18 +17,22 @@ input and directly comparable with what `ibnetdiscover` reports back:
 
 The reader also accepts ibsim's hand-written style (`Switch 8 "Switch1"` / `[1] "Hca1"[1]`,
 optional `w=4`), real-fabric extras (`[1][ext 1]`, `enhanced port 0`, `base port 0`, rates such
-as 4xEDR, 4xHDR, 2xNDR, multi-port CAs, LMC) and names nodes by their node description.
+as 4xEDR, 4xHDR, 2xNDR, multi-port CAs, LMC), what real saved dumps contain (tool noise such
+as `ibwarn:` lines, `-g` chassis headers, `-f` extras, the `-p` ports report, peers without a
+record of their own, loopback cables, IB router records) and names nodes by their node
+description.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ibtool.errors import InputError
-from ibtool.formats import atomic_write, open_input
 from ibtool.fabric import CA, SWITCH, Fabric
+from ibtool.formats import atomic_write, open_input
 
 SWITCH_DEVID = 0xBD36  # Mellanox InfiniScale IV (IS5022, CELLIA's switch)
 CA_DEVID = 0x1003  # Mellanox ConnectX-3
@@ -74,13 +78,23 @@ def write(fabric: Fabric, path: str | Path, rate: str | None = "4xQDR") -> None:
 # ---------------------------------------------------------------------------------- reader
 
 _HEADER = re.compile(r'^(Switch|Ca|Hca|Rt)\s+(\d+)\s+"([^"]*)"\s*(.*)$')
+# a CA's far end that is another CA prints its port GUID after a space: `"H-..."[1] (guid) `
 _PORT = re.compile(r'^\[(\d+)\](?:\[ext \d+\])?(?:\(([0-9a-fA-F]+)\))?\s+"([^"]*)"\[(\d+)\](?:\[ext \d+\])?'
-                   r'(?:\(([0-9a-fA-F]+)\))?\s*(.*)$')
-_GUIDLINE = re.compile(r"^(sysimgguid|switchguid|caguid|rtrguid)=(0x[0-9a-fA-F]+)")
+                   r'(?:\s*\(([0-9a-fA-F]+)\))?\s*(.*)$')
+_GUIDLINE = re.compile(r"^(sysimgguid|switchguid|caguid|rtguid|rtrguid)=(0x[0-9a-fA-F]+)")
 _RATE = re.compile(r"\b(\d+x(?:SDR|DDR|QDR|FDR10|FDR|EDR|HDR|NDR|XDR|[0-9.]+))\b")
 _LID = re.compile(r"\blid (\d+)(?: lmc (\d+))?")
 _QUOTED = re.compile(r'"([^"]*)"')
 _WIDTH = re.compile(r"\bw=(\d+)")
+# what tools print on stderr and saved dumps (`ibnetdiscover > f 2>&1`) carry: skipped, counted
+_NOISE = re.compile(r"^(?:ibwarn|ibpanic|ibdebug|iberror)\b|^\S+\.c:\d+;|^\S+: iberror:|^\S*ibnetdiscover: ")
+# `ibnetdiscover -g` grouping headers: nothing the Fabric needs (the records follow as usual)
+_GROUPING = re.compile(r"^(?:Chassis \d+\b|Non-Chassis Nodes\s*$|Hostname: )")
+# `ibnetdiscover -p` ports report, one line per port:
+#   SW  1719 10 0x7cfe9003009ce5b0 4x EDR - CA   134  1 0x7cfe9003003b4bde ( 'ib-i1l1s01' - 'o0001 HCA-1' )
+#   SW  2052 37 0x506b4b03005c2740 4x ???                                    'ib-i4l1s01'      (not cabled)
+_PLINE = re.compile(r"^(SW|CA|RT)\s+(\d+)\s+(\d+)\s+0x([0-9a-fA-F]+)\s+(\S+)\s+(\S+)\s*"
+                    r"(?:-\s+(SW|CA|RT)\s+(\d+)\s+(\d+)\s+0x([0-9a-fA-F]+)\s+\(\s*'(.*)'\s+-\s+'(.*)'\s*\)|(.*))$")
 
 
 @dataclass
@@ -94,19 +108,29 @@ class _Node:
     lid: int | None = None
     lmc: int = 0
     ports: dict = field(default_factory=dict)  # port -> (remote id, remote port, line, rate, port guid, lid, lmc)
+    seen_only_as_peer: bool = False
 
 
 def read(path: str | Path, node_name_map: dict[int, str] | None = None) -> Fabric:
-    """Parse an ibnetdiscover dump or ibsim net file into a Fabric.
+    """Parse an ibnetdiscover dump (plain, `-g` grouped, `-f` full, or the `-p` ports report) or an
+    ibsim net file into a Fabric.
 
     Nodes are named by the node-name-map (GUID -> name) when given, else by their node
-    description, else by their id in the file. Malformed input raises InputError naming file:line.
+    description (with the GUID added where several devices share one), else by their id in the
+    file. Tool noise (`ibwarn: ...`, `src/query_smp.c:195; umad ... Connection timed out`) is
+    skipped and counted in `fabric.discovery["warnings"]`; devices seen only as the peer of a
+    port (a partial discovery) and loopback cables are recorded in `fabric.discovery`, not fatal.
+    Malformed input raises InputError naming file:line.
     """
     path = str(path)
     nodes: dict[str, _Node] = {}
     order: list[str] = []
     cur: _Node | None = None
     pending_guid: int | None = None
+    noise: list[tuple[int, str]] = []
+    routers: list[int] = []  # lines of router records: skipped, with their cables
+    in_router = False
+    ports_report = False
     fh = open_input(path)
     with fh:
         for ln, raw in enumerate(fh, 1):
@@ -114,8 +138,12 @@ def read(path: str | Path, node_name_map: dict[int, str] | None = None) -> Fabri
             if not line or line.startswith("#"):
                 if not line:
                     cur = None
+                    in_router = False
                 continue
-            if line.startswith(("vendid=", "devid=")):
+            if _NOISE.match(line):
+                noise.append((ln, line))
+                continue
+            if line.startswith(("vendid=", "devid=")) or _GROUPING.match(line):
                 continue
             m = _GUIDLINE.match(line)
             if m:
@@ -125,8 +153,11 @@ def read(path: str | Path, node_name_map: dict[int, str] | None = None) -> Fabri
             m = _HEADER.match(line)
             if m:
                 kind_s, np_s, nid, rest = m.groups()
-                if kind_s == "Rt":
-                    raise InputError("router nodes (Rt) are not supported", path=path, line=ln)
+                if kind_s == "Rt":  # an IB router (between subnets): not part of this subnet's Fabric
+                    routers.append(ln)
+                    in_router, cur, pending_guid = True, None, None
+                    continue
+                in_router = False
                 if nid in nodes:
                     raise InputError(f"node {nid!r} listed twice (first at line {nodes[nid].line})", path=path, line=ln)
                 nports = int(np_s)
@@ -148,33 +179,92 @@ def read(path: str | Path, node_name_map: dict[int, str] | None = None) -> Fabri
                 order.append(nid)
                 continue
             m = _PORT.match(line)
+            if m and (in_router or re.fullmatch(r"R-[0-9a-fA-F]{16}", m.group(3))):
+                continue  # a router's own port, or a switch port cabled to a router
             if m:
                 if cur is None:
                     raise InputError("port line outside a node record", path=path, line=ln)
-                port, lguid, rid, rport, rguid, rest = m.groups()
-                port, rport = int(port), int(rport)
-                if not 1 <= port <= cur.nports:
-                    raise InputError(f"port {port} of {cur.nid!r} is outside 1..{cur.nports}", path=path, line=ln)
-                if port in cur.ports:
-                    raise InputError(f"port {port} of {cur.nid!r} listed twice", path=path, line=ln)
-                comment = rest.split("#", 1)[1] if "#" in rest else ""
-                rates = _RATE.findall(comment)
-                rate = rates[-1] if rates else None
-                wm = _WIDTH.search(rest.split("#", 1)[0])
-                if wm and rate is None:
-                    rate = f"{wm.group(1)}x"
-                plid, plmc = None, 0
-                if cur.kind == CA:
-                    lm = _LID.search(comment)
-                    if lm and int(lm.group(1)):
-                        plid, plmc = int(lm.group(1)), int(lm.group(2) or 0)
-                cur.ports[port] = (rid, rport, ln, rate, int(lguid, 16) if lguid else None, plid, plmc,
-                                   int(rguid, 16) if rguid else None)
+                _port_line(path, ln, cur, m)
+                continue
+            m = _PLINE.match(line)
+            if m and (ports_report or not nodes):
+                ports_report = True
+                _ports_report_line(path, ln, m, nodes, order)
                 continue
             raise InputError(f"unrecognised line: {line[:60]!r}", path=path, line=ln)
     if not nodes:
         raise InputError("no nodes found (not an ibnetdiscover dump or ibsim net file?)", path=path)
-    return _build(path, nodes, order, node_name_map)
+    f = _build(path, nodes, order, node_name_map)
+    if routers:
+        f.discovery.setdefault("warnings", []).append(
+            f"{path}: skipped {len(routers)} router record{'s' if len(routers) > 1 else ''} (Rt, first at line "
+            f"{routers[0]}) and the cables to {'them' if len(routers) > 1 else 'it'}: verify covers one subnet")
+    if noise:
+        ln, text = noise[0]
+        f.discovery.setdefault("warnings", []).insert(
+            0, f"{path}: skipped {len(noise)} line{'s' if len(noise) > 1 else ''} of tool noise "
+               f"(first at line {ln}: {text[:70]!r})")
+        f.discovery["skipped_lines"] = len(noise)
+    return f
+
+
+def _port_line(path: str, ln: int, cur: _Node, m: re.Match) -> None:
+    port, lguid, rid, rport, rguid, rest = m.groups()
+    port, rport = int(port), int(rport)
+    if not 1 <= port <= cur.nports:
+        raise InputError(f"port {port} of {cur.nid!r} is outside 1..{cur.nports}", path=path, line=ln)
+    if port in cur.ports:
+        raise InputError(f"port {port} of {cur.nid!r} listed twice", path=path, line=ln)
+    comment = rest.split("#", 1)[1] if "#" in rest else ""
+    rates = _RATE.findall(comment)
+    rate = rates[-1] if rates else None
+    wm = _WIDTH.search(rest.split("#", 1)[0])
+    if wm and rate is None:
+        rate = f"{wm.group(1)}x"
+    plid, plmc = None, 0
+    if cur.kind == CA:
+        lm = _LID.search(comment)
+        if lm and int(lm.group(1)):
+            plid, plmc = int(lm.group(1)), int(lm.group(2) or 0)
+    q = _QUOTED.search(comment)  # the far end's description, for a peer that has no record
+    cur.ports[port] = (rid, rport, ln, rate, int(lguid, 16) if lguid else None, plid, plmc,
+                       int(rguid, 16) if rguid else None, q.group(1) if q else None)
+
+
+def _ports_report_line(path: str, ln: int, m: re.Match, nodes: dict, order: list) -> None:
+    """One line of `ibnetdiscover -p`. Switches are keyed by their (node = port) GUID; a CA's
+    ports by description and port GUID - port number (ConnectX-3 ports share a node GUID one
+    below port 1's)."""
+    (t, lid, port, pguid, width, speed, rt, rlid, rport, rpguid, desc, rdesc, tail) = m.groups()
+    if t == "RT" or rt == "RT":  # an IB router: not part of this subnet's Fabric (as in the records)
+        return
+    if tail is not None:  # a port with nothing cabled: only the description
+        desc = tail.strip().strip("'")
+    rate = None if "?" in width + speed else f"{width}{speed}"
+
+    def node(kind: str, guid_s: str, p: int, d: str, lid_s: str) -> _Node:
+        g = int(guid_s, 16)
+        nid = f"S-{g:016x}" if kind == "SW" else f"H-{g - p + 1:016x}"
+        nd = nodes.get(nid)
+        if nd is None:
+            nd = nodes[nid] = _Node(SWITCH if kind == "SW" else CA, p, nid, ln, guid=_guid_from_id(nid), desc=d,
+                                    seen_only_as_peer=True)
+            order.append(nid)
+        nd.nports = max(nd.nports, p)
+        if kind == "SW" and int(lid_s):
+            nd.lid = int(lid_s)
+        return nd
+
+    a = node(t, pguid, int(port), desc, lid)
+    a.seen_only_as_peer = False
+    if rt is None:
+        return
+    if int(port) in a.ports:
+        raise InputError(f"port {port} of {a.nid!r} listed twice", path=path, line=ln)
+    b = node(rt, rpguid, int(rport), rdesc, rlid)
+    plid = int(lid) if t == "CA" and int(lid) else None
+    a.ports[int(port)] = (b.nid, int(rport), ln, rate, int(pguid, 16) if t == "CA" else None, plid, 0,
+                          int(rpguid, 16) if rt == "CA" else None, rdesc)
 
 
 def _guid_from_id(nid: str) -> int | None:
@@ -182,49 +272,88 @@ def _guid_from_id(nid: str) -> int | None:
     return int(m.group(1), 16) if m else None
 
 
+def _peers_without_record(path: str, nodes: dict[str, _Node], order: list[str]) -> None:
+    """A partial discovery: port lines name devices that have no record of their own. Real dump
+    ids (S-/H-<guid>) become devices flagged `seen_only_as_peer`; anything else is a typo."""
+    for nid in list(order):
+        for port, (rid, rport, ln, *_rest, rdesc) in sorted(nodes[nid].ports.items()):
+            nd = nodes.get(rid)
+            if nd is None:
+                if _guid_from_id(rid) is None:
+                    raise InputError(f"port {port} of {nid!r} links to unknown node {rid!r}", path=path, line=ln)
+                nd = nodes[rid] = _Node(SWITCH if rid.startswith("S-") else CA, rport, rid, ln,
+                                        guid=_guid_from_id(rid), desc=rdesc, seen_only_as_peer=True)
+                order.append(rid)
+            if nd.seen_only_as_peer:
+                nd.nports = max(nd.nports, rport)
+
+
 def _build(path: str, nodes: dict[str, _Node], order: list[str], nnm: dict[int, str] | None) -> Fabric:
+    _peers_without_record(path, nodes, order)
     f = Fabric(Path(path).stem)
     index: dict[str, int] = {}
-    used_names: set[str] = set()
     synthetic = 1 << 60  # for hand-written files without GUIDs: stable, clearly not real
     for nid in order:
+        if nodes[nid].guid is None:
+            nodes[nid].guid = synthetic + order.index(nid)
+    names = {nid: (nnm or {}).get(nodes[nid].guid) or nodes[nid].desc or nid for nid in order}
+    # real fabrics repeat descriptions ("SwitchIB Mellanox Technologies", "MF0;switch:MQM9700/U1"):
+    # every device sharing one is named with its GUID, so each name in a report is one device
+    shared = {n for n, c in Counter(names.values()).items() if c > 1}
+    for nid in order:
         nd = nodes[nid]
-        if nd.guid is None:
-            nd.guid = synthetic + len(index)
-        name = (nnm or {}).get(nd.guid) or nd.desc or nid
-        if name in used_names:  # real fabrics repeat descriptions (e.g. "MF0;switch:MQM9700/U1")
-            name = f"{name} ({nd.guid:#x})"
-        used_names.add(name)
+        name = names[nid]
+        if name in shared:
+            name = f"{name} ({nd.guid:#018x})"
         try:
             i = f.add_node(nd.kind, name, nd.nports, "switch" if nd.kind == SWITCH else "hca", guid=nd.guid)
         except InputError as e:
             raise InputError(str(e), path=path, line=nd.line) from None
         index[nid] = i
+    disc = f.discovery
+    link_at: dict[tuple[int, int], int] = {}
+    loops: set = set()
     for nid in order:
         nd = nodes[nid]
         i = index[nid]
         if nd.kind == SWITCH and nd.lid is not None:
             f.port_lids[(i, 0)] = (nd.lid, nd.lmc)
-        for port, (rid, rport, ln, rate, lguid, plid, plmc, rguid) in sorted(nd.ports.items()):
+        for port, (rid, rport, ln, rate, lguid, plid, plmc, rguid, _rdesc) in sorted(nd.ports.items()):
             if lguid is not None:
                 f.port_guids[(i, port)] = lguid
             if plid is not None:
                 f.port_lids[(i, port)] = (plid, plmc)
-            j = index.get(rid)
-            if j is None:
-                raise InputError(f"port {port} of {nid!r} links to unknown node {rid!r}", path=path, line=ln)
+            j = index[rid]
+            if j == i:  # a loopback cable: reported by verify, not a link of the fabric
+                key = (i, min(port, rport), max(port, rport))
+                if key not in loops:
+                    loops.add(key)
+                    disc.setdefault("loopbacks", []).append(
+                        {"node": i, "ports": [key[1], key[2]], "rate": rate, "line": ln})
+                continue
             other = nodes[rid].ports.get(rport)
             if other is not None and (other[0] != nid or other[1] != port):
                 raise InputError(f"{nid!r}[{port}] says it links to {rid!r}[{rport}], but that port links to "
                                  f"{other[0]!r}[{other[1]}] (line {other[2]})", path=path, line=ln)
             if other is not None and (j, rport) < (i, port):
-                continue  # listed from the other end already
+                li = link_at[(j, rport)]  # listed from the other end already: do both ends agree?
+                if rate and f.link_rate[li] and rate != f.link_rate[li]:
+                    disc.setdefault("rate_ends", {})[li] = {"a": f.link_rate[li], "b": rate, "line": ln}
+                continue
             if rguid is not None and nodes[rid].kind == CA:
                 f.port_guids[(j, rport)] = rguid
             if not 1 <= rport <= nodes[rid].nports:
                 raise InputError(f"remote port {rport} of {rid!r} is outside 1..{nodes[rid].nports}", path=path, line=ln)
             try:
-                f.add_link(i, j, port, rport, rate=rate)
+                li = f.add_link(i, j, port, rport, rate=rate)
             except InputError as e:
                 raise InputError(str(e), path=path, line=ln) from None
+            link_at[(i, port)] = li
+            link_at[(j, rport)] = li
+    partial = [index[nid] for nid in order if nodes[nid].seen_only_as_peer]
+    if partial:
+        disc["seen_only_as_peer"] = partial
+        disc.setdefault("warnings", []).append(
+            f"{path}: partial discovery: {len(partial)} device{'s' if len(partial) > 1 else ''} seen only as "
+            f"the peer of a port, with no record of their own (e.g. {f.names[partial[0]]!r})")
     return f

@@ -50,6 +50,12 @@ def _checks(name: str, s: dict) -> list[dict]:
                     f"{c['extra_cables']} extra cables; "
                     f"{c['missing_devices']} missing, {c['extra_devices']} extra devices; "
                     f"{c['degraded_links']} degraded links")
+            extra = [f"{c[k]} {t}" for k, t in (("loopbacks", "loopback cables"),
+                                                ("partial_discovery", "devices seen only as peers"),
+                                                ("rate_mismatches", "links whose ends disagree")) if c.get(k)]
+            summ += "".join(f"; {x}" for x in extra)
+        if s.get("verdict") and s["verdict"] != "PASS":
+            summ = f"{s['verdict']}: {summ}"
         return [{"name": "topology", "ok": s["ok"], "summary": summ}]
     if name == "coords":
         if "error" in s:
@@ -154,11 +160,17 @@ def _cap(items: list[str], indent: str = "    ") -> list[str]:
 
 def _topology_text(t: dict) -> list[str]:
     out = ["", "topology details"]
+    ids = t["matching"].get("identities")
+    out.append("  devices matched by " + (", ".join(f"{k} ({v})" for k, v in ids.items()) + " and structure"
+                                         if ids else "structure alone (no names, GUIDs or host map shared with the "
+                                                     "plan)"))
     if t["not_planned_topology"]:
         out.append("  " + t["reason"])
-    for title, key in (("miswired cables (fixes)", "fixes"), ("missing cables", "missing_cables"),
+    for title, key in (("hosts not where planned", "misplaced_devices"), ("miswired cables (fixes)", "fixes"),
+                       ("loopback cables", "loopbacks"), ("missing cables", "missing_cables"),
                        ("extra cables", "extra_cables"), ("missing devices", "missing_devices"),
-                       ("extra devices", "extra_devices"), ("degraded links", "degraded_links")):
+                       ("extra devices", "extra_devices"), ("partial discovery", "partial_discovery"),
+                       ("degraded links", "degraded_links"), ("link ends that disagree", "rate_mismatches")):
         items = t.get(key) or []
         if items:
             out.append(f"  {title}:")
@@ -166,8 +178,13 @@ def _topology_text(t: dict) -> list[str]:
     if t.get("devices"):
         out.append("  the devices named above, as the fabric reports them:")
         out += _cap([f"{n} = {d['description']!r} (GUID {d['guid']})" for n, d in t["devices"].items()])
+    if t.get("warnings"):
+        out.append("  warnings:")
+        out += _cap(t["warnings"])
     if t["ok"]:
-        out.append(f"  all {t['correct_cables']} cables as planned ({t['matching']['method']})")
+        out.append(f"  all {t['correct_cables']} cables as planned ({t['matching']['method']})"
+                   if t["verdict"] == "PASS" and not t["counts"]["degraded_links"] else
+                   f"  PASS for --fail-on {','.join(t['fail_on'])}")
     return out
 
 

@@ -1,20 +1,24 @@
-"""Plan vs. discovered, without trusting names or GUIDs.
+"""Plan vs. discovered: by identity where the two share one, by structure where not.
 
-1. **Match** every discovered device to a planned one by structure:
-   * anchors: names from a node-name-map (`--node-name-map`) when given; devices whose
-     neighbourhood (type, and for each cabled port: the far end's port and type) occurs exactly
-     once in the plan and once in the fabric;
+1. **Match** every discovered device to a planned one:
+   * identities (`identities`): a site host map, equal names (node descriptions or
+     node-name-map names), equal node GUIDs. Identified devices keep their match, so a host on
+     the wrong port is a miswire ("H[0,0] (node018) is on R[0,1] port 1; it belongs on R[0,0]
+     port 1"), not a renaming;
+   * without identities, anchors: devices whose neighbourhood (type, and for each cabled port:
+     the far end's port and type) occurs exactly once in the plan and once in the fabric;
    * propagation (percolation graph matching): a matched pair votes for the pairs of devices
      cabled to the same port numbers on both sides (2 votes when the far ports agree too, 1 when
      only the near ports do); the pair with the most votes is matched next. A few wrong cables only
      take votes away from a few pairs, so the rest of the fabric still matches;
-   * what is left is paired by local agreement (then by equal name, only as a tie-break).
+   * what is left is paired by local agreement, then by type.
    When there are no anchors (a fabric whose every device looks alike), a few seeds are tried and
    the matching that explains the most cables wins.
 2. **Diff** the cables in plan terms and explain each difference as a technician's action: move
    one end (a cable in the wrong port whose right port is free), swap two ends (a swapped pair),
-   add a missing cable, remove an extra one; devices not found; links narrower or slower than the
-   rest of the fabric.
+   add a missing cable, remove an extra one; devices not found; loopback cables and devices the
+   dump saw only as peers; links below the plan's rate (or both ends' capability) and links
+   whose ends report different rates.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ _RATE = re.compile(r"^(\d+)x(\w+)$")
 # ------------------------------------------------------------------------------------ matching
 
 def _adj(f: Fabric) -> list[dict[int, tuple[int, int]]]:
-    adj: list[dict[int, tuple[int, int]]] = [dict() for _ in range(f.num_nodes)]
+    adj: list[dict[int, tuple[int, int]]] = [{} for _ in range(f.num_nodes)]
     for a, pa, b, pb in zip(f.link_a, f.link_pa, f.link_b, f.link_pb):
         adj[a][pa] = (b, pb)
         adj[b][pb] = (a, pa)
@@ -66,23 +70,82 @@ class Matching:
     to_plan: dict[int, int]  # discovered node -> plan node
     anchors: int
     method: str
+    identities: dict = field(default_factory=dict)  # source -> number of devices it identified
+    fixed: dict = field(default_factory=dict)  # discovered node -> plan node, by identity
 
 
-def match(plan: Fabric, found: Fabric, names: bool = False) -> Matching:
+def identities(plan: Fabric, found: Fabric, host_map: dict[str, str] | None = None) -> tuple[list, dict]:
+    """Devices the plan and the fabric name alike: (plan node, found node) pairs and their count
+    per source. Sources, first come first served: the site's host map (plan name -> host name,
+    description or GUID), equal names (node descriptions, or the node-name-map's names), equal
+    node GUIDs (a plan that is an earlier dump, or a plan emulated as is: at least half the
+    devices share their GUID)."""
+    pairs: list[tuple[int, int]] = []
+    used_p: set[int] = set()
+    used_f: set[int] = set()
+    count: dict[str, int] = {}
+
+    def take(source: str, cands) -> None:
+        for i, j in cands:
+            if i not in used_p and j not in used_f and plan.types[i] == found.types[j]:
+                pairs.append((i, j))
+                used_p.add(i)
+                used_f.add(j)
+                count[source] = count.get(source, 0) + 1
+
+    if host_map:
+        by_name = {n: i for i, n in enumerate(plan.names)}
+        take("host map", ((by_name[n], j) for n, j in host_map_nodes(found, host_map).items() if n in by_name))
+    fnames = {n: j for j, n in enumerate(found.names)}
+    take("names", ((i, fnames[n]) for i, n in enumerate(plan.names) if n in fnames))
+    by_guid = [(i, found.by_guid(g)) for i, g in enumerate(plan.guids) if found.by_guid(g) is not None]
+    # shared GUIDs mean the same hardware only when many are shared (an earlier dump, an emulated
+    # plan); a few equal GUIDs (a plan's made-up ones against a real fabric) identify nothing
+    if 2 * len(by_guid) >= min(plan.num_nodes, found.num_nodes):
+        take("GUIDs", by_guid)
+    return pairs, count
+
+
+def host_map_nodes(found: Fabric, host_map: dict[str, str]) -> dict[str, int]:
+    """Plan name -> discovered node for a host map's entries: a host is a node GUID or port GUID
+    (0x...), a whole node description, or its first word (the host name in 'node018 HCA-1')."""
+    by_desc: dict[str, list[int]] = defaultdict(list)
+    for j, n in enumerate(found.names):
+        by_desc[n].append(j)
+        by_desc[n.split(" (0x")[0]].append(j)
+        by_desc[n.split()[0] if n.split() else n].append(j)
+    port_owner = {g: n for (n, _p), g in found.port_guids.items()}
+    out: dict[str, int] = {}
+    for name, host in host_map.items():
+        j = None
+        if host.lower().startswith("0x"):
+            g = int(host, 16)
+            j = found.by_guid(g)
+            j = port_owner.get(g) if j is None else j
+        else:
+            hits = sorted(set(by_desc.get(host, ())))
+            j = hits[0] if len(hits) == 1 else None
+        if j is not None:
+            out[name] = j
+    return out
+
+
+def match(plan: Fabric, found: Fabric, names: bool = False, host_map: dict[str, str] | None = None) -> Matching:
     """Map discovered nodes to plan nodes.
 
-    names=True (a node-name-map was given): equal names are anchors. Otherwise names are not
-    trusted; they only break ties: when the devices named like planned ones give a matching that
-    explains as many cables as the purely structural one, the named one is kept (two swapped
-    cables at one switch and two swapped routers look the same to structure alone).
+    Devices with an identity in both (see `identities`) are matched by it and stay matched: a host
+    on the wrong port is then a miswire, not a renaming. The rest is matched by structure, from
+    the identified devices or, without any, from devices whose neighbourhood is unique.
+    names=True (a node-name-map was given) only names the method in the report.
     """
     pa, fa = _adj(plan), _adj(found)
-    by_name = {n: i for i, n in enumerate(plan.names)}
-    named = [(by_name[n], j) for j, n in enumerate(found.names)
-             if n in by_name and plan.types[by_name[n]] == found.types[j]]
-    if names and named:
-        return Matching(_percolate(plan, found, pa, fa, named), len(named), "node-name-map + structure")
-    cands: list[tuple[int, int, Matching]] = []
+    fixed, ids = identities(plan, found, host_map)
+    if fixed:
+        m = _percolate(plan, found, pa, fa, fixed, frozen={j for _i, j in fixed})
+        method = "node-name-map + structure" if names else \
+            "identities (" + ", ".join(ids) + ") + structure"
+        return Matching(m, len(fixed), method, ids, {j: i for i, j in fixed})
+    cands: list[tuple[int, Matching]] = []
     # anchors from two rounds of refinement (a wrong cable can make a device look like another
     # one from its own ports, rarely from its neighbours' too); one round if that leaves too few
     seeds = _unique_pairs(plan, found, pa, fa, 2)
@@ -90,14 +153,14 @@ def match(plan: Fabric, found: Fabric, names: bool = False) -> Matching:
         seeds = _unique_pairs(plan, found, pa, fa, 1)
     if seeds:
         m = _percolate(plan, found, pa, fa, seeds)
-        cands.append((_agree(pa, fa, m), 0, Matching(m, len(seeds), "structure")))
+        cands.append((_agree(pa, fa, m), Matching(m, len(seeds), "structure")))
         # once more from the devices whose every cable agrees with that matching: anchors that a
         # wrong cable had made look right are not among them
         sure = [(i, j) for j, i in m.items() if fa[j] and all(
             pa[i].get(p) == (m.get(j2), q) for p, (j2, q) in fa[j].items())]
         if sure and len(sure) < len(m):
             m2 = _percolate(plan, found, pa, fa, sure)
-            cands.append((_agree(pa, fa, m2), 0, Matching(m2, len(sure), "structure")))
+            cands.append((_agree(pa, fa, m2), Matching(m2, len(sure), "structure")))
     else:
         best, best_score = {}, -1
         deg_p = sorted(range(plan.num_nodes), key=lambda i: (-len(pa[i]), plan.types[i] != SWITCH, i))
@@ -109,12 +172,9 @@ def match(plan: Fabric, found: Fabric, names: bool = False) -> Matching:
                 sc = _agree(pa, fa, m)
                 if sc > best_score:
                     best, best_score = m, sc
-        cands.append((best_score, 0, Matching(best, 0, "structure (seed search)")))
-    if named:
-        m = _percolate(plan, found, pa, fa, named)
-        cands.append((_agree(pa, fa, m), 1, Matching(m, len(named), "structure, names as tie-break")))
-    cands.sort(key=lambda c: (-c[0], -c[1]))
-    return cands[0][2]
+        cands.append((best_score, Matching(best, 0, "structure (seed search)")))
+    cands.sort(key=lambda c: -c[0])
+    return cands[0][1]
 
 
 def _agree(pa, fa, m: dict[int, int]) -> int:
@@ -127,8 +187,9 @@ def _agree(pa, fa, m: dict[int, int]) -> int:
     return n // 2
 
 
-def _percolate(plan: Fabric, found: Fabric, pa, fa, seeds) -> dict[int, int]:
+def _percolate(plan: Fabric, found: Fabric, pa, fa, seeds, frozen: set | None = None) -> dict[int, int]:
     """Percolation matching from seed pairs (plan node, found node); returns found -> plan.
+    Found nodes in `frozen` (identified devices) keep their seed's plan node.
 
     A: the pair with the most votes is matched next (votes come from matched neighbours on the
        same port number; 2 when the far port agrees too);
@@ -211,11 +272,11 @@ def _percolate(plan: Fabric, found: Fabric, pa, fa, seeds) -> dict[int, int]:
                 to_plan[j] = i
                 to_found[i] = j
                 break
-    _repair(plan, found, pa, fa, to_plan, to_found)
+    _repair(plan, found, pa, fa, to_plan, to_found, frozen=frozen or set())
     return to_plan
 
 
-def _repair(plan, found, pa, fa, to_plan, to_found, rounds: int = 4) -> None:
+def _repair(plan, found, pa, fa, to_plan, to_found, rounds: int = 4, frozen: set = frozenset()) -> None:
     """Local search: re-assign a device to the plan device its matched neighbours say it is
     (exchanging with the current holder) whenever that makes more cables agree. This undoes
     anchors that a wrong cable made look like another device."""
@@ -259,6 +320,8 @@ def _repair(plan, found, pa, fa, to_plan, to_found, rounds: int = 4) -> None:
 
     def try_cycle(js: list, new: list) -> bool:
         """Give js[x] the plan node new[x] (a permutation of their current ones); keep if better."""
+        if frozen.intersection(js):
+            return False
         old = [to_plan.get(j) for j in js]
         before = local(js)
         for j, i in zip(js, new):
@@ -312,6 +375,16 @@ def parse_rate(rate: str | None) -> tuple[int, int] | None:
     return int(m.group(1)), (SPEEDS.index(sp) if sp in SPEEDS else -1)
 
 
+# which findings fail which `--fail-on` category, and the exit status of each verdict
+CATEGORIES = {
+    "miswire": ("miswired", "extra_cables", "extra_devices", "loopbacks"),
+    "missing": ("missing_cables", "missing_devices", "partial_discovery"),
+    "degraded": ("degraded_links", "rate_mismatches"),
+}
+EXIT_MISWIRED = 1  # cabling differs from the plan (miswired, missing, extra, not the planned topology)
+EXIT_DEGRADED = 4  # cabled as planned, but links run below their rate
+
+
 @dataclass
 class TopologyReport:
     plan_name: str
@@ -320,48 +393,71 @@ class TopologyReport:
     found: dict
     method: str = ""
     anchors: int = 0
+    identities: dict = field(default_factory=dict)
     matched_devices: int = 0
     correct_cables: int = 0
     not_planned_topology: bool = False
     reason: str = ""
     miswired: list[dict] = field(default_factory=list)  # one entry per wrongly placed cable
     fixes: list[dict] = field(default_factory=list)  # one per action: a move or a swap
+    misplaced_devices: list[dict] = field(default_factory=list)  # identified hosts not where planned
     missing_cables: list[dict] = field(default_factory=list)
     extra_cables: list[dict] = field(default_factory=list)
     missing_devices: list[dict] = field(default_factory=list)
     extra_devices: list[dict] = field(default_factory=list)
+    loopbacks: list[dict] = field(default_factory=list)
+    partial_discovery: list[dict] = field(default_factory=list)
     degraded_links: list[dict] = field(default_factory=list)
+    rate_mismatches: list[dict] = field(default_factory=list)
     fabric_rate: str | None = None
+    warnings: list[str] = field(default_factory=list)
     device_names: dict = field(default_factory=dict)  # plan name -> discovered identity, when they differ
     to_plan: dict = field(default_factory=dict, repr=False)  # the matching: discovered node -> plan node
 
+    def failing(self, fail_on=tuple(CATEGORIES)) -> set[str]:
+        """The `--fail-on` categories with findings."""
+        out = {c for c in fail_on if any(getattr(self, k) for k in CATEGORIES[c])}
+        if self.not_planned_topology and "miswire" in fail_on:
+            out.add("miswire")
+        return out
+
+    def verdict(self, fail_on=tuple(CATEGORIES)) -> str:
+        bad = self.failing(fail_on)
+        return "PASS" if not bad else ("MISWIRED" if bad - {"degraded"} else "DEGRADED")
+
+    def exit_code(self, fail_on=tuple(CATEGORIES)) -> int:
+        return {"PASS": 0, "MISWIRED": EXIT_MISWIRED, "DEGRADED": EXIT_DEGRADED}[self.verdict(fail_on)]
 
     @property
     def ok(self) -> bool:
-        return not (self.not_planned_topology or self.miswired or self.missing_cables or self.extra_cables
-                    or self.missing_devices or self.extra_devices or self.degraded_links)
+        return not self.failing()
 
     def _involved(self) -> dict:
         text = " ".join(x["text"] for lst in (self.miswired, self.missing_cables, self.extra_cables,
-                                              self.missing_devices) for x in lst)
+                                              self.missing_devices, self.loopbacks) for x in lst)
         return {name: ident for name, ident in sorted(self.device_names.items())
                 if f"{name} port " in text or f"{name}[" in text}
 
-    def as_dict(self) -> dict:
+    def as_dict(self, fail_on=tuple(CATEGORIES)) -> dict:
         return {
-            "ok": self.ok,
+            "ok": not self.failing(fail_on), "verdict": self.verdict(fail_on), "fail_on": list(fail_on),
             "plan": self.planned, "discovered": self.found,
-            "matching": {"method": self.method, "anchors": self.anchors, "matched_devices": self.matched_devices},
+            "matching": {"method": self.method, "anchors": self.anchors, "matched_devices": self.matched_devices,
+                         "identities": self.identities},
             "not_planned_topology": self.not_planned_topology, "reason": self.reason,
             "correct_cables": self.correct_cables,
             "counts": {"miswired_cables": len(self.miswired), "fixes": len(self.fixes),
+                       "misplaced_devices": len(self.misplaced_devices),
                        "missing_cables": len(self.missing_cables), "extra_cables": len(self.extra_cables),
                        "missing_devices": len(self.missing_devices), "extra_devices": len(self.extra_devices),
-                       "degraded_links": len(self.degraded_links)},
-            "miswired": self.miswired, "fixes": self.fixes,
+                       "loopbacks": len(self.loopbacks), "partial_discovery": len(self.partial_discovery),
+                       "degraded_links": len(self.degraded_links), "rate_mismatches": len(self.rate_mismatches)},
+            "miswired": self.miswired, "fixes": self.fixes, "misplaced_devices": self.misplaced_devices,
             "missing_cables": self.missing_cables, "extra_cables": self.extra_cables,
             "missing_devices": self.missing_devices, "extra_devices": self.extra_devices,
-            "degraded_links": self.degraded_links, "fabric_rate": self.fabric_rate,
+            "loopbacks": self.loopbacks, "partial_discovery": self.partial_discovery,
+            "degraded_links": self.degraded_links, "rate_mismatches": self.rate_mismatches,
+            "fabric_rate": self.fabric_rate, "warnings": self.warnings,
             # how the fabric itself calls the planned devices named in the findings
             "devices": self._involved(),
             # the short forms of the first version of this report (kept for scripts)
@@ -377,11 +473,16 @@ def _counts(f: Fabric) -> dict:
     return {"switches": f.count(kind=SWITCH), "hcas": f.count(kind=CA), "cables": f.num_links}
 
 
-def compare(plan: Fabric, found: Fabric, names: bool = False) -> TopologyReport:
+def compare(plan: Fabric, found: Fabric, names: bool = False, host_map: dict[str, str] | None = None) -> TopologyReport:
     """Match `found` to `plan` and explain every difference (see the module docstring)."""
     rep = TopologyReport(plan.name, found.name, _counts(plan), _counts(found))
-    m = match(plan, found, names)
-    rep.method, rep.anchors = m.method, m.anchors
+    rep.warnings = list(found.discovery.get("warnings", ()))
+    m = match(plan, found, names, host_map)
+    rep.method, rep.anchors, rep.identities = m.method, m.anchors, m.identities
+    if host_map:
+        known = set(host_map_nodes(found, host_map))
+        rep.warnings += [f"host map: {n} -> {h!r} names no single device of the fabric"
+                         for n, h in host_map.items() if n not in known]
     to_plan = rep.to_plan = m.to_plan
     rep.matched_devices = len(to_plan)
     to_found = {i: j for j, i in to_plan.items()}
@@ -406,14 +507,14 @@ def compare(plan: Fabric, found: Fabric, names: bool = False) -> TopologyReport:
             return f"{plan.names[n]} port {p}"
         return f"{found.names[n]} (GUID {found.guids[n]:#018x}, not in the plan) port {p}"
 
-    P = {frozenset((("p", a, pa), ("p", b, pb))) for a, pa, b, pb in
-         zip(plan.link_a, plan.link_pa, plan.link_b, plan.link_pb)}
+    P = {frozenset((("p", a, pa), ("p", b, pb))): li for li, (a, pa, b, pb) in
+         enumerate(zip(plan.link_a, plan.link_pa, plan.link_b, plan.link_pb))}
     F: dict[frozenset, int] = {}
     for li, (a, pa_, b, pb) in enumerate(zip(found.link_a, found.link_pa, found.link_b, found.link_pb)):
         F[frozenset((fend(a, pa_), fend(b, pb)))] = li
-    common = P & set(F)
+    common = set(P) & set(F)
     rep.correct_cables = len(common)
-    only_p = P - common
+    only_p = set(P) - common
     only_f = set(F) - common
 
     # devices
@@ -441,6 +542,8 @@ def compare(plan: Fabric, found: Fabric, names: bool = False) -> TopologyReport:
         return f"{plan.names[n]}[{p}]" if kind == "p" else f"{found.names[n]}[{p}]"
 
     _explain(rep, only_p, only_f, end_name, short)
+    _misplaced(rep, plan, found, m, fend, end_name)
+    _discovery_findings(rep, plan, found, fend, end_name, short, ident)
 
     # not the planned topology at all?
     if plan.num_links and (rep.correct_cables < 0.5 * plan.num_links or len(to_plan) < 0.5 * plan.num_nodes):
@@ -451,44 +554,108 @@ def compare(plan: Fabric, found: Fabric, names: bool = False) -> TopologyReport:
                       f"{rep.planned['cables']} cables; found: {rep.found['switches']} switches, "
                       f"{rep.found['hcas']} HCAs, {rep.found['cables']} cables)")
 
-    # degraded links: narrower or slower than the rest of the fabric's links of the same kind
-    # (switch-switch links and host links are compared separately: split 2x host ports and 4x
-    # inter-switch links are both normal on NDR fabrics)
-    rates = [parse_rate(r) for r in found.link_rate]
-    kind = ["isl" if found.types[a] == SWITCH and found.types[b] == SWITCH else "host"
-            for a, b in zip(found.link_a, found.link_b)]
-    mode: dict[str, tuple] = {}
-    for k in ("isl", "host"):
-        known = [(r, found.link_rate[li]) for li, r in enumerate(rates) if r is not None and kind[li] == k]
-        if known:
-            width = Counter(r[0] for r, _ in known).most_common(1)[0][0]
-            speed = Counter(r[1] for r, _ in known).most_common(1)[0][0]
-            mode[k] = (width, speed, Counter(t for _, t in known).most_common(1)[0][0])
-    if mode:
-        rep.fabric_rate = (mode.get("isl") or mode["host"])[2]
-    for li, r in enumerate(rates):
-        if r is None or kind[li] not in mode:
+    plan_rate = {F[c]: plan.link_rate[P[c]] for c in common}
+    _rates(rep, found, plan_rate, lambda j, p: _fmt_end(ident(j), p), lambda j, p: short(fend(j, p)))
+    for j, i in to_plan.items():
+        if found.names[j] != plan.names[i]:
+            rep.device_names[plan.names[i]] = {"description": found.names[j], "guid": f"{found.guids[j]:#018x}"}
+    return rep
+
+
+def _misplaced(rep: TopologyReport, plan: Fabric, found: Fabric, m: Matching, fend, end_name) -> None:
+    """Hosts known by identity whose cables are not where the plan has them, said the way an
+    operator checks a deployment: 'H[0,0] (node018) is on R[0,1] port 1; it belongs on R[0,0] port 1'."""
+    for j, i in sorted(m.fixed.items(), key=lambda x: x[1]):
+        if plan.types[i] != CA:
             continue
-        width, speed, typical = mode[kind[li]]
+        now, want = [], []
+        for p in range(1, max(plan.nports[i], found.nports[j]) + 1):
+            pp = plan.peer(i, p) if p <= plan.nports[i] else None
+            fp = found.peer(j, p) if p <= found.nports[j] else None
+            should = ("p", pp[0], pp[1]) if pp else None
+            is_ = fend(*fp) if fp else None
+            if should != is_:
+                now.append(end_name(is_) if is_ else f"nothing (port {p} not cabled)")
+                want.append(end_name(should) if should else f"nothing (port {p} stays free)")
+        if now:
+            who = plan.names[i] if found.names[j] == plan.names[i] else f"{plan.names[i]} ({found.names[j]})"
+            rep.misplaced_devices.append({"device": plan.names[i], "identity": found.names[j], "is_on": now,
+                                          "belongs_on": want,
+                                          "text": f"{who} is on {', '.join(now)}; it belongs on {', '.join(want)}"})
+
+
+def _discovery_findings(rep: TopologyReport, plan: Fabric, found: Fabric, fend, end_name, short, ident) -> None:
+    """What the reader noticed in the dump itself: loopback cables and a partial discovery."""
+    for lb in found.discovery.get("loopbacks", ()):
+        j, (p1, p2) = lb["node"], lb["ports"]
+        e1, e2 = fend(j, p1), fend(j, p2)
+        wants = [f"the plan wants {end_name(e)} cabled to {end_name(('p',) + plan.peer(e[1], e[2]))}"
+                 for e in (e1, e2) if e[0] == "p" and plan.peer(e[1], e[2])]
+        fix = f"remove the cable {end_name(e1)} - {end_name(e2)}"
+        rep.loopbacks.append({"device": short(e1).rsplit("[", 1)[0], "ports": [p1, p2], "ends": [short(e1), short(e2)],
+                              "fix": fix,
+                              "text": f"loopback cable: {end_name(e1)} is cabled to its own port {p2}"
+                                      + (f" ({'; '.join(wants)})" if wants else "") + f"; fix: {fix}"})
+    for j in found.discovery.get("seen_only_as_peer", ()):
+        seen = [f"{ident(k)} port {q}" for _p, k, q in found.neighbors(j)]
+        rep.partial_discovery.append({"device": ident(j), "guid": f"{found.guids[j]:#018x}", "seen_from": seen,
+                                      "text": f"{ident(j)} has no record of its own in the dump, only as the peer "
+                                              f"of {', '.join(seen) or 'a port'} (a partial discovery: its ports "
+                                              f"were not read; run ibnetdiscover again, check its links)"})
+
+
+def _rates(rep: TopologyReport, found: Fabric, plan_rate: dict, long, short) -> None:
+    """Degraded links: below the plan's rate for the cable or, with none, below the lower
+    capability of the two ends (the best width and speed each runs on any of its links). Both
+    ends' rates are read; ends that disagree are a finding of their own."""
+    ends = found.discovery.get("rate_ends", {})
+    rates: list = []
+    for li, r in enumerate(found.link_rate):
+        pr = [parse_rate(x) for x in ((ends[li]["a"], ends[li]["b"]) if li in ends else (r,))]
+        pr = [x for x in pr if x is not None]
+        rates.append(min(pr) if pr else None)  # the slower end is what the link delivers
+    known = [r for r in found.link_rate if r]
+    rep.fabric_rate = Counter(known).most_common(1)[0][0] if known else None
+    cap_w: dict[int, int] = defaultdict(int)
+    cap_s: dict[int, int] = defaultdict(lambda: -1)
+    for li, r in enumerate(rates):
+        if r is None:
+            continue
+        for n in (found.link_a[li], found.link_b[li]):
+            cap_w[n] = max(cap_w[n], r[0])
+            cap_s[n] = max(cap_s[n], r[1])
+    for li, r in enumerate(rates):
+        a, pa_, b, pb = found.link_a[li], found.link_pa[li], found.link_b[li], found.link_pb[li]
+        cable = f"{long(a, pa_)} - {long(b, pb)}"
+        if li in ends:
+            e = ends[li]
+            rep.rate_mismatches.append({"cable": cable, "ends": [short(a, pa_), short(b, pb)], "rates": [e["a"], e["b"]],
+                                        "text": f"{cable}: the ends disagree ({long(a, pa_)} reports {e['a']}, "
+                                                f"{long(b, pb)} reports {e['b']}); check the cable and both ports"})
+        if r is None:
+            continue
+        planned = parse_rate(plan_rate.get(li))
+        if planned is not None:
+            width, speed, why = planned[0], planned[1], f"the plan says {plan_rate[li]}"
+        else:
+            width, speed = min(cap_w[a], cap_w[b]), min(cap_s[a], cap_s[b])
+            why = f"both ends run {_rate_str(width, speed)} on other links"
         if r[0] >= width and r[1] >= speed:
             continue
-        a, pa_, b, pb = found.link_a[li], found.link_pa[li], found.link_b[li], found.link_pb[li]
         what = []
         if r[0] < width:
             what.append(f"{r[0]}x wide instead of {width}x")
         if r[1] < speed:
             what.append(f"{SPEEDS[r[1]] if r[1] >= 0 else '?'} instead of {SPEEDS[speed]}")
-        ends = f"{_fmt_end(ident(a), pa_)} - {_fmt_end(ident(b), pb)}"
-        rest = "switch-to-switch links" if kind[li] == "isl" else "host links"
-        rep.degraded_links.append({"cable": ends, "ends": [short(fend(a, pa_)), short(fend(b, pb))],
-                                   "rate": found.link_rate[li], "fabric_rate": typical,
-                                   "text": f"{ends} came up {found.link_rate[li]}: {' and '.join(what)} "
-                                           f"(the other {rest} run {typical}); reseat or replace the cable, "
-                                           f"check both ports"})
-    for j, i in to_plan.items():
-        if found.names[j] != plan.names[i]:
-            rep.device_names[plan.names[i]] = {"description": found.names[j], "guid": f"{found.guids[j]:#018x}"}
-    return rep
+        now = _rate_str(*r)
+        rep.degraded_links.append({"cable": cable, "ends": [short(a, pa_), short(b, pb)], "rate": now,
+                                   "expected": _rate_str(width, speed), "fabric_rate": _rate_str(width, speed),
+                                   "text": f"{cable} came up {now}: {' and '.join(what)} ({why}); reseat or "
+                                           f"replace the cable, check both ports"})
+
+
+def _rate_str(width: int, speed: int) -> str:
+    return f"{width}x{SPEEDS[speed] if speed >= 0 else '?'}"
 
 
 def _fmt_end(dev: str, port: int) -> str:

@@ -37,7 +37,8 @@ def test_ndr_fixture_parses_with_real_world_details():
     assert r["ok"] and r["delivered"] == r["pairs"] == 7 * 8  # 2 switches + 6 CA ports, 8 LIDs
     rep = compare(f, f).as_dict()
     assert rep["correct_cables"] == 8 and rep["miswired"] == []
-    assert sorted(d["rate"] for d in rep["degraded_links"]) == ["4xEDR", "4xHDR"]  # vs the 2xNDR host links
+    # the plan (this very dump) lists the 4xHDR and 4xEDR host links at those rates: not degraded
+    assert rep["degraded_links"] == [] and rep["verdict"] == "PASS"
 
 
 def test_emulated_fixtures_parse():
