@@ -81,7 +81,7 @@ def _fail_on(ctx, param, value: str) -> tuple:
 
 @group.command(name="topology")
 @click.option("--plan", type=click.Path(path_type=Path), required=True,
-              help="The plan: an ibsim net file written by `ibtool topo` (or any ibnetdiscover dump).")
+              help="The plan: a plan directory of `ibtool topo` or its topology.net (or any ibnetdiscover dump).")
 @click.option("--discovered", type=click.Path(path_type=Path), required=True,
               help="ibnetdiscover output of the fabric as cabled (plain, -g, -f or the -p ports report).")
 @click.option("--node-name-map", "nnm", type=click.Path(path_type=Path),
@@ -93,8 +93,14 @@ def _fail_on(ctx, param, value: str) -> tuple:
 @click.option("--fail-on", default="miswire,missing,degraded", show_default=True, callback=_fail_on,
               help="Which findings fail the check: miswire (wrong, extra or loopback cables, extra devices), "
                    "missing (cables, devices, a partial discovery), degraded (slow links, ends that disagree).")
+@click.option("--cables", type=click.Path(path_type=Path),
+              help="The plan's cable list (default: PLAN/cabling/cables.csv of `ibtool cabling`, when there): "
+                   "findings name cable IDs and labels, --html writes a sheet of only the fixes.")
+@click.option("--stage", type=click.IntRange(min=1), default=None,
+              help="Check a fabric cabled up to this wiring stage of the cable list (later cables already "
+                   "in place are reported as ahead of the plan, not as errors).")
 @_opts
-def topology_cmd(plan, discovered, nnm, host_map, fail_on, as_json, html_out):
+def topology_cmd(plan, discovered, nnm, host_map, fail_on, cables, stage, as_json, html_out):
     """Plan vs. what is cabled: devices are matched by identity where the plan and the fabric
     share one (node descriptions or node-name-map names, GUIDs, a --host-map), by structure
     where not (the report says which identities were used).
@@ -114,20 +120,48 @@ def topology_cmd(plan, discovered, nnm, host_map, fail_on, as_json, html_out):
       ibtool verify topology --plan cellia/topology.net --discovered run/ibnetdiscover.out
       ibtool verify topology --plan plan.net --discovered ibnet.out --host-map hosts.txt
       ibtool verify topology --plan last-week.out --discovered today.out --fail-on miswire,missing
+      ibtool verify topology --plan cellia --discovered ibnet.out --stage 2 --html fixes.html
     """
     from ibtool.formats import host_map as host_map_format
+    from ibtool.verify import cables as cable_list
     from ibtool.verify import topology
     names = node_name_map.read(nnm) if nnm else None
     hosts = host_map_format.read(host_map) if host_map else None
-    p = ibnetdiscover.read(plan)
+    plan = Path(plan)
+    p = ibnetdiscover.read(plan / "topology.net" if plan.is_dir() else plan)
+    cl_path = cable_list.find(plan, cables)
+    cl = cable_list.read(cl_path) if cl_path else None
+    if stage is not None and cl is None:
+        raise InputError("--stage needs the plan's cable list (`ibtool cabling`, or --cables FILE)")
+    later = None
+    if stage is not None:
+        p, later = cable_list.stage_plan(p, cl, stage)
     if hosts:
         hosts.check_plan(p.names)
     f = ibnetdiscover.read(discovered, names)
     _warn(f)
     t = topology.compare(p, f, names=bool(names), host_map=hosts)
+    ahead = cable_list.ahead_of_stage(t, cl, later) if later is not None else None
+    elsewhere = cable_list.unreached(t, p) if later is not None else None
+    sec = t.as_dict(fail_on)
+    if cl is not None:
+        cable_list.annotate(sec, cl)
+    if ahead is not None:
+        sec["stage"] = stage
+        sec["ahead_of_plan"] = ahead
+        sec["not_reached"] = elsewhere
     rep = report.build({"plan": str(plan), "discovered": str(discovered), "node_name_map": str(nnm) if nnm else None,
-                        "host_map": str(host_map) if host_map else None},
-                       {"topology": t.as_dict(fail_on)})
+                        "host_map": str(host_map) if host_map else None,
+                        "cables": str(cl_path) if cl_path else None, "stage": stage},
+                       {"topology": sec})
+    if html_out and cl is not None:  # the technician's sheet: only the fixes, by cable ID
+        from ibtool.formats import atomic_write
+        try:
+            with atomic_write(html_out) as fh:
+                fh.write(cable_list.fix_sheet(sec))
+        except OSError as e:
+            raise InputError(f"--html {html_out}: cannot write: {e.strerror}") from None
+        html_out = None
     _emit(rep, as_json, html_out, flat="topology", code=t.exit_code(fail_on))
 
 

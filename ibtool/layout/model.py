@@ -26,7 +26,7 @@ SIDES = ("front", "back")
 
 class Layout:
     def __init__(self, fabric: Fabric, site: Site, policy: str, cabinet, u, side,
-                 cabinet_kind: list[str]):
+                 cabinet_kind: list[str], cabinet_names: list[str] | None = None):
         n = fabric.num_nodes
         self.fabric = fabric
         self.site = site
@@ -35,6 +35,8 @@ class Layout:
         self.u = np.asarray(u, dtype=np.int64).reshape(n)  # lowest U slot (1 = bottom); 0 = none
         self.side = np.asarray(side, dtype=np.int8).reshape(n)  # 0 front, 1 back
         self.cabinet_kind = list(cabinet_kind)
+        # what the site calls each cabinet (labels, sheets); a cabling sheet may rename them
+        self.cabinet_names = list(cabinet_names) if cabinet_names else [f"C{i}" for i in range(len(cabinet_kind))]
         rows, cols = site.grid_for(max(1, len(cabinet_kind)))
         idx = np.arange(len(cabinet_kind))
         self.grid = (rows, cols)
@@ -127,12 +129,19 @@ class Layout:
             nodes.append([f.names[i], c, int(self.u[i]) or None, SIDES[self.side[i]] if c != FLOOR else None])
         cab = []
         for i, kind in enumerate(self.cabinet_kind):
-            cab.append({"name": f"C{i}", "row": int(self.cabinet_row[i]), "col": int(self.cabinet_col[i]),
+            cab.append({"name": self.cabinet_names[i], "row": int(self.cabinet_row[i]), "col": int(self.cabinet_col[i]),
                         "kind": kind})
         cbl = []
-        for li in range(f.num_links):
+        # canonical order (lower node first, by node and port), so a plan rebuilt from its cable
+        # list in another link order writes the same file
+        a, b = np.asarray(f.link_a), np.asarray(f.link_b)
+        lo = np.minimum(a, b)
+        plo = np.where(a <= b, f.link_pa, f.link_pb) if f.num_links else np.zeros(0, dtype=np.int64)
+        for li in np.lexsort((plo, lo)).tolist():
             ln, p = self.length[li], self.purchasable[li]
-            cbl.append([f.names[f.link_a[li]], f.link_pa[li], f.names[f.link_b[li]], f.link_pb[li],
+            ends = [(f.link_a[li], f.link_pa[li]), (f.link_b[li], f.link_pb[li])]
+            (x, px), (y, py) = sorted(ends)
+            cbl.append([f.names[x], px, f.names[y], py,
                         None if np.isnan(ln) else round(float(ln), 5), None if np.isnan(p) else float(p),
                         self.medium[li] or None])
         return {"format": FORMAT, "fabric": f.name, "policy": self.policy, "site": self.site.to_dict(),
@@ -159,6 +168,7 @@ class Layout:
         try:
             site = site_from_dict(d["site"])
             kinds = [c["kind"] for c in d["cabinets"]]
+            cab_names = [str(c.get("name", f"C{i}")) for i, c in enumerate(d["cabinets"])]
             entries = d["nodes"]
             rows = d["cables"]
         except (KeyError, TypeError) as e:
@@ -185,7 +195,7 @@ class Layout:
         if not seen.all():
             missing = fabric.names[int(np.flatnonzero(~seen)[0])]
             raise InputError(f"node {missing!r} of the fabric has no position in the layout", path=path)
-        lay = cls(fabric, site, d.get("policy", "file"), cab, u, side, kinds)
+        lay = cls(fabric, site, d.get("policy", "file"), cab, u, side, kinds, cab_names)
         if len(rows) != fabric.num_links:
             raise InputError(f"{len(rows)} cables in the layout but {fabric.num_links} links in the fabric",
                              path=path)

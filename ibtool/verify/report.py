@@ -181,9 +181,14 @@ def _topology_text(t: dict) -> list[str]:
     out.append("  devices matched by " + (", ".join(f"{k} ({v})" for k, v in ids.items()) + " and structure"
                                          if ids else "structure alone (no names, GUIDs or host map shared with the "
                                                      "plan)"))
+    if t.get("cable_list"):
+        out.append(f"  cable IDs and labels from {t['cable_list']}"
+                   + (f"; checked up to wiring stage {t['stage']}" if t.get("stage") else ""))
     if t["not_planned_topology"]:
         out.append("  " + t["reason"])
-    for title, key in (("hosts not where planned", "misplaced_devices"), ("miswired cables (fixes)", "fixes"),
+    for title, key in (("ahead of the plan (later stages, already cabled)", "ahead_of_plan"),
+                       ("not reached by this discovery (check from a host there)", "not_reached"),
+                       ("hosts not where planned", "misplaced_devices"), ("miswired cables (fixes)", "fixes"),
                        ("loopback cables", "loopbacks"), ("missing cables", "missing_cables"),
                        ("extra cables", "extra_cables"), ("missing devices", "missing_devices"),
                        ("extra devices", "extra_devices"), ("partial discovery", "partial_discovery"),

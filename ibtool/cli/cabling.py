@@ -1,0 +1,154 @@
+"""`ibtool cabling`: the documents a cabling crew works from, and their way back into a plan."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from ibtool.errors import InputError
+from ibtool.formats import output_dir
+
+
+class _PlanByDefault(click.Group):
+    """`ibtool cabling PLAN_DIR ...` is `ibtool cabling plan PLAN_DIR ...`."""
+
+    def parse_args(self, ctx, args):
+        if args and args[0] not in self.commands and not args[0].startswith("-"):
+            args = ["plan", *args]
+        return super().parse_args(ctx, args)
+
+
+@click.group(name="cabling", cls=_PlanByDefault)
+def group():
+    """Cabling plans: cable list, per-rack and per-switch sheets, drawings, bill of materials.
+
+    \b
+    ibtool cabling cellia --out cellia/cabling            # plan dir of `ibtool topo` -> package
+    ibtool cabling cellia --site site.yaml --prices prices.yaml --out pkg
+    ibtool cabling import pkg/cables.csv --out cellia2     # an edited sheet -> a plan again
+    """
+
+
+# Sites of the papers: (policy, site keys). CELLIA (paper 000, section 3.4): 48 switches in one
+# switch rack cabled front and back, the nodes in two node racks (50 nodes, 25 a rack).
+PRESETS = {"cellia": ("switch-rack", {"hcas_per_cabinet": 25})}
+
+
+def _say(as_json):
+    return None if as_json else (lambda m: click.echo(f"  {m}", err=True))
+
+
+@group.command(name="plan")
+@click.argument("plan", type=click.Path(path_type=Path))
+@click.option("--out", "-o", type=click.Path(path_type=Path), default=None,
+              help="Directory for the package (default: PLAN/cabling).")
+@click.option("--site", "site", type=click.Path(path_type=Path), default=None,
+              help="Site description (YAML: cabinet size, grid, cable model ...; see docs/layout.md). "
+                   "Given, the plan is placed anew instead of using its layout.json.")
+@click.option("--preset", type=click.Choice(["cellia"]), default=None,
+              help="A site of a paper: cellia = paper 000's testbed (every switch in one switch rack cabled "
+                   "front and back, nodes in node racks of 25).")
+@click.option("--policy", default=None, help="Placement policy instead of layout.json / the family's "
+                                             "(sequential, cabinet-aware, switch-rack).")
+@click.option("--prices", type=click.Path(path_type=Path), default=None,
+              help="Price table (YAML: currency, switch, hca, copper, fiber); without it no prices are shown.")
+@click.option("--label-format", default=None, help="Label of one cable end (Python format; fields: cable, "
+              "stage, site, room, rack, u, side, device, port and far_* of each). See docs/cabling.md.")
+@click.option("--site-name", default="site", show_default=True, help="Site name in the cable list and labels.")
+@click.option("--room", default="room", show_default=True, help="Room name in the cable list and labels.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary (stages, BOM, files).")
+def plan_cmd(plan, out, site, preset, policy, prices, label_format, site_name, room, as_json):
+    """Write the cabling package of PLAN (a plan directory of `ibtool topo`, or its topology.net).
+
+    \b
+    OUT/cables.csv        one row per cable: ID, stage, both ends (site/room/rack/U/device/port),
+                          length, medium, rate, a label per end (edit it, then `cabling import`)
+    OUT/bom.csv           switches, HCAs, cables per length and medium, transceivers, labels
+    OUT/index.html        wiring stages, BOM, racks, switches, topology and floor drawings
+    OUT/racks/*.html      per rack: elevation and the cables starting there, in wiring order
+    OUT/switches/*.html   per switch: each port, what to plug, from where, which label
+    OUT/svg/*.svg         the drawings
+
+    \b
+    Example (CELLIA, paper 000: 48 switches in one switch rack, 36 nodes in two node racks):
+      ibtool topo kns --k 6 --n 2 --radix 8 --out cellia
+      ibtool cabling cellia --preset cellia --out cellia/cabling
+    """
+    from ibtool.layout.cabling import LABEL_FORMAT, plan_cables
+    from ibtool.layout.plan import read_layout, read_plan
+    from ibtool.layout.sheets import write_package
+
+    if preset:
+        if policy or site:
+            raise InputError("--preset sets the policy and the site: give it without --policy and --site")
+        policy, site = PRESETS[preset]
+    fabric, plan_dir, build = read_plan(plan)
+    price_table = None
+    if prices:
+        from ibtool.analyze.cost import read_prices  # (analyze pulls in scipy: only when asked)
+        price_table = read_prices(prices)
+    layout = read_layout(fabric, plan_dir, policy, site)
+    cp = plan_cables(layout, site_name, room, label_format or LABEL_FORMAT)
+    out = output_dir(out or plan_dir / "cabling")
+    engine = _plan_engine(plan_dir)
+    s = write_package(cp, out, price_table, engine, build, progress=_say(as_json))
+    if as_json:
+        click.echo(json.dumps({"ok": True, "fabric": fabric.name, "policy": layout.policy, **s}, indent=2))
+        return
+    click.echo(f"{fabric.name}: {s['cables']:,} cables in {len(s['stages'])} stages, {s['racks']} racks, "
+               f"{s['switch_sheets']:,} switch sheets ({layout.policy} layout)")
+    for st in s["stages"]:
+        click.echo(f"  stage {st['number']}: {st['count']:>6,} cables  {st['name']}")
+    click.echo(f"  wrote {out}/index.html, cables.csv, bom.csv, racks/, switches/, svg/")
+
+
+def _plan_engine(plan_dir: Path) -> str | None:
+    from ibtool.sim import opensm
+    try:
+        engines = opensm.plan_engines(plan_dir / "topology.net")
+    except InputError:
+        return None
+    return ",".join(engines) if engines else None
+
+
+def _engine_files(fabric):
+    """The family's engine files (root GUIDs ...), derived from the imported devices' roles."""
+    from ibtool.topologies import load_all
+    topo = load_all().get(str(fabric.params.get("topology")))
+    return topo.engine_files(fabric) if topo is not None and topo.engine_files else ()
+
+
+@group.command(name="import")
+@click.argument("csv_file", type=click.Path(path_type=Path))
+@click.option("--out", "-o", type=click.Path(path_type=Path), required=True,
+              help="Plan directory to write (must be empty unless --force).")
+@click.option("--force", is_flag=True, help="Overwrite files in a non-empty --out.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
+def import_cmd(csv_file, out, force, as_json):
+    """Rebuild a plan (topology.net, node-name-map, opensm.conf, fabric.json, layout.json) from a
+    cable list, e.g. after a site renamed racks or moved a switch in the sheet.
+
+    cabling.json beside the CSV gives the fabric's name, site description and engine. Conflicting
+    edits (two cables on one port, a port beyond a device's ports, a device in two places) are
+    refused, naming the row.
+
+    \b
+    Example:
+      ibtool cabling import cellia/cabling/cables.csv --out cellia-edited
+    """
+    from ibtool.cli.topo import check_out, write_plan
+    from ibtool.formats import cables_csv
+    from ibtool.sim import opensm
+
+    check_out(out, force)
+    fabric, layout, meta = cables_csv.read(csv_file)
+    engines = opensm.parse_engines(meta.get("engine") or "minhop")
+    files = write_plan(fabric, out, engines, _engine_files(fabric), layout, build=meta.get("build"))
+    if as_json:
+        click.echo(json.dumps({"ok": True, **fabric.summary(), "files": files}, indent=2))
+        return
+    click.echo(f"{fabric.name}: {fabric.num_nodes:,} devices, {fabric.num_links:,} cables from {csv_file}")
+    for name, path in files.items():
+        click.echo(f"  wrote {path}")

@@ -1,0 +1,220 @@
+"""`ibtool cabling`: the cable list, its round trip through `cabling import`, the sheets in a real
+browser, and bad input."""
+
+import csv
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from support import ibtool
+from ibtool.formats import ibnetdiscover
+from ibtool.layout import Layout, place
+from ibtool.layout.cabling import plan_cables
+from ibtool.topologies.kns import kns
+
+
+@pytest.fixture(scope="module")
+def cellia(tmp_path_factory):
+    d = tmp_path_factory.mktemp("cellia")
+    ibtool("topo", "kns", "--k", "6", "--n", "2", "--radix", "8", "--out", d / "plan", check=0)
+    r = ibtool("cabling", d / "plan", "--preset", "cellia", "--out", d / "pkg", "--json", check=0)
+    return d, json.loads(r.stdout)
+
+
+def rows(path):
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_cellia_package(cellia):
+    d, s = cellia
+    assert s["cables"] == 108 and s["switch_sheets"] == 48
+    assert [(x["name"], x["count"]) for x in s["stages"]] == [
+        ("node cables (switch to HCA)", 36), ("dimension 0 indirect networks", 36), ("dimension 1 indirect networks", 36)]
+    cab = rows(d / "pkg" / "cables.csv")
+    assert [r["cable_id"] for r in cab] == [f"C{i:04d}" for i in range(1, 109)]
+    # paper 000: all 48 switches in one switch rack cabled front and back, 36 nodes in two node racks
+    racks = {}
+    for r in cab:
+        for t in "ab":
+            racks.setdefault(r[f"{t}_rack"], set()).add((r[f"{t}_device"], r[f"{t}_type"], r[f"{t}_side"]))
+    assert {k: len(v) for k, v in racks.items()} == {"C0": 48, "C1": 25, "C2": 11}
+    assert {t for _, t, _ in racks["C0"]} == {"switch"} and {s for _, _, s in racks["C0"]} == {"front", "back"}
+    # every port of the plan once, both labels name the cable and both ends
+    ends = [(r[f"{t}_device"], r[f"{t}_port"]) for r in cab for t in "ab"]
+    assert len(ends) == len(set(ends)) == 216
+    for r in cab:
+        assert r["a_label"].startswith(r["cable_id"] + " ") and f"{r['b_device']} P{r['b_port']}" in r["a_label"]
+    # R[4,2] is cabled to S[0,4] and S[1,2] (paper 000, section 3.2.3), in stages 2 and 3
+    r42 = {(r["stage"], r["b_device"] if r["a_device"] == "R[4,2]" else r["a_device"])
+           for r in cab if "R[4,2]" in (r["a_device"], r["b_device"])}
+    assert r42 == {("1", "H[4,2]"), ("2", "S[0,4]"), ("3", "S[1,2]")}
+    bom = {r["item"]: int(r["quantity"]) for r in rows(d / "pkg" / "bom.csv")}
+    assert bom["switch, 8 ports"] == 48 and bom["HCA port (node)"] == 36
+    assert sum(v for k, v in bom.items() if "cable " in k and "label" not in k) == 108
+    assert bom["cable label (one per end)"] == 216
+
+
+def test_round_trip_gives_the_same_plan(cellia, tmp_path):
+    d, _ = cellia
+    r = ibtool("cabling", "import", d / "pkg" / "cables.csv", "--out", tmp_path / "again", check=0)
+    assert "108 cables" in r.stdout
+    assert (tmp_path / "again" / "topology.net").read_bytes() == (d / "plan" / "topology.net").read_bytes()
+    # the layout the package was made from, written by the same writer
+    f = kns(6, 2, radix=8)
+    want = place(f, "switch-rack", {"hcas_per_cabinet": 25})
+    want.write(tmp_path / "want.json")
+    got = json.loads((tmp_path / "again" / "layout.json").read_text())
+    ref = json.loads((tmp_path / "want.json").read_text())
+    assert got["nodes"] == ref["nodes"] and got["cables"] == ref["cables"] and got["site"] == ref["site"]
+    assert got["cabinets"] == ref["cabinets"]
+    # and the rebuilt plan gives the same package again
+    ibtool("cabling", tmp_path / "again", "--out", tmp_path / "pkg2", check=0)
+    assert (tmp_path / "pkg2" / "cables.csv").read_text() == (d / "pkg" / "cables.csv").read_text()
+    assert "routing_engine hdor,minhop" in (tmp_path / "again" / "opensm.conf").read_text()
+
+
+def test_edited_sheet_renames_a_rack_and_moves_a_switch(cellia, tmp_path):
+    d, _ = cellia
+    cab = rows(d / "pkg" / "cables.csv")
+    for r in cab:
+        for t in "ab":
+            if r[f"{t}_rack"] == "C2":
+                r[f"{t}_rack"] = "N02"
+            if r[f"{t}_device"] == "S[1,5]":  # from the back of the switch rack to node rack N02, U 30
+                r[f"{t}_rack"], r[f"{t}_cabinet"], r[f"{t}_u"], r[f"{t}_side"] = "N02", "2", "30", "front"
+    edited = tmp_path / "pkg" / "cables.csv"
+    edited.parent.mkdir()
+    (tmp_path / "pkg" / "cabling.json").write_text((d / "pkg" / "cabling.json").read_text())
+    with open(edited, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(cab[0]))
+        w.writeheader()
+        w.writerows(cab)
+    ibtool("cabling", "import", edited, "--out", tmp_path / "plan", check=0)
+    f = ibnetdiscover.read(tmp_path / "plan" / "topology.net")
+    lay = Layout.read(tmp_path / "plan" / "layout.json", f)
+    s15 = f.index("S[1,5]")
+    assert lay.cabinet_names == ["C0", "C1", "N02"] and lay.cabinet[s15] == 2 and lay.u[s15] == 30
+    # the moved switch's cables are now between racks: longer than in the switch rack
+    old = {r["cable_id"]: float(r["length_m"]) for r in cab if "S[1,5]" in (r["a_device"], r["b_device"])}
+    ibtool("cabling", tmp_path / "plan", "--out", tmp_path / "pkg2", check=0)
+    new = {r["cable_id"]: float(r["length_m"]) for r in rows(tmp_path / "pkg2" / "cables.csv")
+           if "S[1,5]" in (r["a_device"], r["b_device"])}
+    assert set(new) == set(old) and all(new[c] != old[c] for c in old)
+
+
+def edit(src, tmp_path, change):
+    cab = rows(src)
+    cols = list(cab[0])
+    cab, cols = change(cab, cols)
+    p = tmp_path / "cables.csv"
+    with open(p, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=cols, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(cab)
+    return p
+
+
+def _two_on_one_port(cab, cols):
+    for c in cols:  # cable 6's first end plugged where cable 5's is
+        if c.startswith("a_") and c != "a_label":
+            cab[5][c] = cab[4][c]
+    return cab, cols
+
+
+def _beyond_radix(cab, cols):
+    cab[40]["b_port"] = "9"
+    return cab, cols
+
+
+def _duplicate_id(cab, cols):
+    cab[7]["cable_id"] = "C0003"
+    return cab, cols
+
+
+def _missing_column(cab, cols):
+    return cab, [c for c in cols if c != "b_port"]
+
+
+@pytest.mark.parametrize("change, line, message", [
+    (_two_on_one_port, 7, "two cables on R[0,4] port 1 (the other on line 6)"),
+    (_beyond_radix, 42, "b_port: S[0,0] port 9 is beyond its 8 ports"),
+    (_duplicate_id, 9, "duplicate cable ID C0003 (also on line 4)"),
+    (_missing_column, 1, "missing column 'b_port'"),
+])
+def test_conflicting_edits_name_the_row(cellia, tmp_path, change, line, message):
+    d, _ = cellia
+    p = edit(d / "pkg" / "cables.csv", tmp_path, change)
+    r = ibtool("cabling", "import", p, "--out", tmp_path / "plan")
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.startswith(f"ibtool: error: {p}:{line}: {message}"), r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "plan").exists()
+
+
+def test_bad_label_format_and_site(tmp_path):
+    ibtool("topo", "kns", "--k", "3", "--n", "2", "--radix", "8", "--out", tmp_path / "p", check=0)
+    r = ibtool("cabling", tmp_path / "p", "--label-format", "{cable} {rack} {shelf}", "--out", tmp_path / "o")
+    assert r.returncode == 2 and "--label-format: unknown field {shelf}" in r.stderr
+    site = tmp_path / "site.yaml"
+    site.write_text("cabinet_u: 42\ngrid: [1, 1]\n")
+    r = ibtool("cabling", tmp_path / "p", "--policy", "switch-rack", "--site", site, "--out", tmp_path / "o")
+    assert r.returncode == 2 and "does not fit the room" in r.stderr and "Traceback" not in r.stderr
+    site.write_text("cabinet_u: 42\nswitches_per_cabinet: 50\n")
+    r = ibtool("cabling", tmp_path / "p", "--policy", "cabinet-aware", "--site", site, "--out", tmp_path / "o")
+    assert r.returncode == 2 and f"{site}:2: switches_per_cabinet: 50 switches of 1U do not fit in 42 usable U" \
+        in r.stderr
+    site.write_text("racks: 3\n")
+    r = ibtool("cabling", tmp_path / "p", "--site", site, "--policy", "sequential", "--out", tmp_path / "o")
+    assert r.returncode == 2 and f"{site}:1: unknown site key 'racks'" in r.stderr
+    assert not any((tmp_path / "o").glob("*"))
+
+
+def test_stages_and_ids_are_stable():
+    f = kns(4, 2, s=2, radix=8)
+    a = plan_cables(place(f, "sequential"))
+    b = plan_cables(place(kns(4, 2, s=2, radix=8), "sequential"))
+    assert list(a.rows()) == list(b.rows())
+    assert a.stage_names == ["node cables (switch to HCA)", "dimension 0 indirect networks",
+                             "dimension 1 indirect networks"]
+
+
+def test_sheets_in_a_real_browser(cellia):
+    """Every page renders without console errors; every cable is on exactly one rack sheet; the
+    switch sheets show both ends; the SVGs are well-formed and show every device."""
+    from playwright.sync_api import sync_playwright
+    d, _ = cellia
+    pkg = d / "pkg"
+    cab = rows(pkg / "cables.csv")
+    errors = []
+    seen: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium",
+                                    args=["--no-sandbox", "--headless", "--disable-gpu"])
+        try:
+            page = browser.new_page()
+            page.on("console", lambda m: errors.append(m.text) if m.type in ("error", "warning") else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto((pkg / "index.html").as_uri())
+            assert page.title() == "Cabling plan: kns-k6-n2-s1"
+            assert "C0037 – C0072" in page.inner_text("#stages")
+            assert page.locator("#racks a").count() == 3
+            drawn = set(page.locator("svg [data-device]").evaluate_all("els => els.map(e => e.dataset.device)"))
+            assert drawn == {n for r in cab for t in "ab" for n in [r[f"{t}_device"]] if r[f"{t}_type"] == "switch"}
+            for rack in sorted((pkg / "racks").glob("*.html")):
+                page.goto(rack.as_uri())
+                seen += page.locator("tr.cable").evaluate_all("els => els.map(e => e.dataset.cable)")
+                devs = set(page.locator("svg [data-device]").evaluate_all("els => els.map(e => e.dataset.device)"))
+                assert devs == {r[f"{t}_device"] for r in cab for t in "ab" if r[f"{t}_rack"] == rack.stem}
+            page.goto((pkg / "switches" / "S_0_1.html").as_uri())
+            ports = page.locator("tr.port").evaluate_all("els => els.map(e => [e.dataset.port, e.dataset.cable])")
+            want = sorted([r["b_port"] if r["b_device"] == "S[0,1]" else r["a_port"], r["cable_id"]]
+                          for r in cab if "S[0,1]" in (r["a_device"], r["b_device"]))
+            assert sorted(ports) == want and len(want) == 6
+            assert page.locator("tr.free").count() == 2
+        finally:
+            browser.close()
+    assert errors == []
+    assert sorted(seen) == [r["cable_id"] for r in cab]
+    for svg in (pkg / "svg").glob("*.svg"):
+        ET.parse(svg)  # well-formed
