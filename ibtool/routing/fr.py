@@ -1,0 +1,179 @@
+"""Fastest Routing (FR) and Nearest Routing (NR) of paper 004, section II-E, as forwarding tables.
+
+FR sends every packet along a lowest-latency path: a hop from switch u to switch w costs the
+switch delay (the packet crosses w) plus the cable's delay (ns per metre x its length). NR takes
+the fewest hops, and among those the lowest latency (the paper leaves NR's tie open; this choice
+is the kindest to NR). The end-to-end latency of a switch pair (s, t), s != t, is
+
+    injection (300 ns: 150 ns at each end) + switch delay x (hops + 1) + ns/m x metres on the path
+
+Links between switches and HCAs are not counted (as in the paper). All pairs use
+scipy.sparse.csgraph's Dijkstra over the switch graph, in blocks of sources.
+
+Tables: for switch u and a LID owned by a port behind switch t, the candidate ports are those
+whose neighbour w lies on a lowest-cost path (cost(u,w) + dist(w,t) = dist(u,t)); the LID takes
+candidate number LID mod (number of candidates), ports in increasing order, so equal paths share
+the load. A switch's own LID goes to port 0 and an HCA's LID, at its switch, to the HCA's port.
+The tables are destination-based, so they are what OpenSM's `file` engine can load; they carry
+no SLs (docs/topologies.md, "Paper 004 families", says why a deadlock-free FR needs more).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import dijkstra
+
+from ibtool.errors import InputError
+from ibtool.fabric import SWITCH, Fabric
+from ibtool.formats.lft import NO_ROUTE, Tables
+
+SWITCH_DELAY = 60.0  # ns (paper 004, section III-B onwards)
+NS_PER_M = 5.0  # optical cable delay
+INJECTION = 300.0  # ns, 150 at each end
+_HOP = 1e6  # NR: one hop outweighs any latency
+
+
+@dataclass
+class Graph:
+    """The switch graph: switch i is fabric node `nodes[i]`; directed edges e: src[e] -> dst[e]
+    through `port[e]` of src, with cost `cost[e]` (ns) and cable `metres[e]`."""
+    nodes: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    port: np.ndarray
+    metres: np.ndarray
+    cost: np.ndarray
+    switch_delay: float
+
+    def matrix(self, nr: bool = False) -> csr_matrix:
+        n = len(self.nodes)
+        w = self.cost + _HOP if nr else self.cost
+        # parallel cables: keep the cheapest (csr would add them up)
+        order = np.lexsort((w, self.dst, self.src))
+        s, d, w = self.src[order], self.dst[order], w[order]
+        first = np.ones(len(s), dtype=bool)
+        first[1:] = (s[1:] != s[:-1]) | (d[1:] != d[:-1])
+        return csr_matrix((w[first], (s[first], d[first])), shape=(n, n))
+
+
+def graph(fabric: Fabric, metres: np.ndarray, switch_delay: float = SWITCH_DELAY,
+          ns_per_m: float = NS_PER_M) -> Graph:
+    """The switch graph of `fabric`; `metres[l]` is the length of link l (fabric.link_a order)."""
+    if switch_delay < 0 or ns_per_m < 0:
+        raise InputError(f"switch delay {switch_delay} and ns/m {ns_per_m} must be >= 0")
+    types = np.asarray(fabric.types)
+    sw = np.flatnonzero(types == SWITCH)
+    if len(sw) == 0:
+        raise InputError("no switches in this fabric")
+    idx = np.full(fabric.num_nodes, -1, dtype=np.int64)
+    idx[sw] = np.arange(len(sw))
+    a, b = np.asarray(fabric.link_a), np.asarray(fabric.link_b)
+    pa, pb = np.asarray(fabric.link_pa), np.asarray(fabric.link_pb)
+    m = np.asarray(metres, dtype=float)
+    keep = (idx[a] >= 0) & (idx[b] >= 0)
+    if np.isnan(m[keep]).any():
+        j = int(np.flatnonzero(keep & np.isnan(m))[0])
+        raise InputError(f"no cable length for the link {fabric.names[a[j]]}[{pa[j]}] - {fabric.names[b[j]]}[{pb[j]}]")
+    a, b, pa, pb, m = a[keep], b[keep], pa[keep], pb[keep], m[keep]
+    src = np.concatenate([idx[a], idx[b]])
+    dst = np.concatenate([idx[b], idx[a]])
+    port = np.concatenate([pa, pb])
+    metres2 = np.concatenate([m, m])
+    order = np.lexsort((port, src))
+    src, dst, port, metres2 = src[order], dst[order], port[order], metres2[order]
+    return Graph(sw, src, dst, port, metres2, switch_delay + ns_per_m * metres2, switch_delay)
+
+
+def distances(g: Graph, sources: np.ndarray, nr: bool = False) -> np.ndarray:
+    """Lowest cost from each source switch to every switch (NR: hops x 1e6 + cost)."""
+    return dijkstra(g.matrix(nr), directed=True, indices=sources)
+
+
+def latency_stats(g: Graph, nr: bool = False, injection: float = INJECTION, block: int = 256,
+                  progress=None) -> dict:
+    """Max and average end-to-end latency (ns) over all ordered switch pairs s != t (NR: and hops)."""
+    n = len(g.nodes)
+    mat = g.matrix(nr)
+    lat_max = hop_max = 0.0
+    lat_sum = hop_sum = 0.0
+    for lo in range(0, n, block):
+        src = np.arange(lo, min(n, lo + block))
+        d = dijkstra(mat, directed=True, indices=src)
+        if not np.isfinite(d).all():
+            raise InputError("the switch graph is disconnected: some pairs have no path")
+        hops = None
+        cost = d
+        if nr:
+            hops = np.floor(d / _HOP + 1e-9)
+            cost = d - hops * _HOP
+        lat = injection + g.switch_delay + cost
+        lat[np.arange(len(src)), src] = np.nan
+        lat_max = max(lat_max, float(np.nanmax(lat)))
+        lat_sum += float(np.nansum(lat))
+        if hops is not None:
+            hops[np.arange(len(src)), src] = 0
+            hop_max = max(hop_max, float(hops.max()))
+            hop_sum += float(hops.sum())
+        if progress:
+            progress(min(n, lo + block), n)
+    pairs = n * (n - 1)
+    out = {"switches": n, "pairs": pairs, "max_ns": round(lat_max, 3), "avg_ns": round(lat_sum / pairs, 3)}
+    if nr:
+        out.update(max_hops=int(hop_max), avg_hops=round(hop_sum / pairs, 4))
+    return out
+
+
+def compute(fabric: Fabric, metres: np.ndarray, switch_delay: float = SWITCH_DELAY, ns_per_m: float = NS_PER_M,
+            nr: bool = False, lid_block: int = 512) -> Tables:
+    """Every switch's LFT for every LID of `fabric` (a discovered fabric: it must carry LIDs)."""
+    owners = fabric.lid_owners()
+    if not owners:
+        raise InputError("no LIDs in this fabric (a plan? use the ibnetdiscover output of the running fabric)")
+    g = graph(fabric, metres, switch_delay, ns_per_m)
+    n = len(g.nodes)
+    sw_index = {int(v): i for i, v in enumerate(g.nodes)}
+    top = max(owners)
+    # each LID's destination switch and, at that switch, the port that delivers it
+    lids = np.asarray(sorted(owners), dtype=np.int64)
+    dest = np.empty(len(lids), dtype=np.int64)
+    last = np.empty(len(lids), dtype=np.int64)
+    for j, lid in enumerate(lids.tolist()):
+        node, port = owners[lid]
+        if fabric.types[node] == SWITCH:
+            dest[j], last[j] = sw_index[node], 0
+        else:
+            peer = fabric.peer(node, port)
+            if peer is None or fabric.types[peer[0]] != SWITCH:
+                raise InputError(f"LID {lid:#x} ({fabric.names[node]} port {port}) is not cabled to a switch")
+            dest[j], last[j] = sw_index[peer[0]], peer[1]
+    targets = np.unique(dest)
+    D = np.full((n, n), np.inf)
+    D[targets] = distances(g, targets, nr)  # symmetric costs: dist(t, u) = dist(u, t)
+    if not np.isfinite(D[targets]).all():
+        raise InputError("the switch graph is disconnected: some LIDs are unreachable")
+    cost = g.cost + _HOP if nr else g.cost
+    lft = np.full((n, top + 1), NO_ROUTE, dtype=np.uint8)
+    starts = np.searchsorted(g.src, np.arange(n + 1))
+    eps = 1e-6 * max(1.0, float(cost.max()))
+    for lo in range(0, len(lids), lid_block):
+        L, T = lids[lo:lo + lid_block], dest[lo:lo + lid_block]
+        Dt = D[T]  # (lids, switches)
+        ok = np.abs(cost[None, :] + Dt[:, g.dst] - Dt[:, g.src]) <= eps  # (lids, edges): edge on a best path
+        cs = np.cumsum(ok, axis=1)
+        before = np.concatenate([np.zeros((len(L), 1), dtype=cs.dtype), cs], axis=1)[:, starts[:-1]]
+        count = cs[:, np.maximum(starts[1:] - 1, 0)] - before  # candidates per switch
+        count[:, starts[1:] == starts[:-1]] = 0
+        k = L[:, None] % np.maximum(count, 1)  # which candidate each (LID, switch) takes
+        rank = cs - before[:, g.src] - 1  # rank of each edge among its switch's candidates
+        pick = ok & (rank == k[:, g.src])
+        r, e = np.nonzero(pick)
+        lft[g.src[e], L[r]] = g.port[e]
+        lft[T, L] = last  # at the destination switch: port 0 or the HCA's port
+    t = Tables()
+    for i, v in enumerate(g.nodes.tolist()):
+        t.lft[fabric.guids[v]] = lft[i]
+        t.names[fabric.guids[v]] = fabric.names[v]
+    return t
