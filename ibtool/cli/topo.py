@@ -51,7 +51,7 @@ def check_out(out: Path, force: bool) -> None:
         raise InputError(f"--out {out}: directory is not empty (use --force to overwrite)")
 
 
-def write_plan(fabric, out: Path, engines: list[str], engine_files=()) -> dict[str, str]:
+def write_plan(fabric, out: Path, engines: list[str], engine_files=(), layout=None) -> dict[str, str]:
     """Write the plan files into `out`; built in a temporary sibling and moved in, so an error
     never leaves a half-written plan. `engine_files` (EngineFile) are written beside the plan and
     named in opensm.conf by absolute path, since OpenSM reads them relative to its own cwd."""
@@ -63,10 +63,13 @@ def write_plan(fabric, out: Path, engines: list[str], engine_files=()) -> dict[s
         ibnetdiscover.write(fabric, tmp / "topology.net")
         node_name_map.write(fabric, tmp / "node-name-map")
         for ef in engine_files:
-            (tmp / ef.filename).write_text(ef.content)
-        options = [(ef.key, str(out.resolve() / ef.filename)) for ef in engine_files]
+            if ef.filename:
+                (tmp / ef.filename).write_text(ef.content)
+        options = [(ef.key, str(out.resolve() / ef.filename) if ef.filename else ef.content) for ef in engine_files]
         (tmp / "opensm.conf").write_text(opensm.config(engines, options, fabric=fabric.name))
         (tmp / "fabric.json").write_text(json.dumps(fabric.summary(), indent=2) + "\n")
+        if layout is not None:  # the family's place on the floor (ibtool.layout)
+            layout.write(tmp / "layout.json")
         files = {}
         for p in sorted(tmp.iterdir()):
             shutil.move(str(p), out / p.name)
@@ -96,7 +99,11 @@ def _make_command(topo):
         fabric = topo.build(**kw)  # refuses impossible parameters before anything is written
         if fabric.num_nodes > 20_000 and not as_json:  # seconds of writing: say what is happening
             click.echo(f"  built {fabric.num_nodes:,} nodes in {time.monotonic() - t0:.1f} s; writing {out}", err=True)
-        files = write_plan(fabric, out, engines, topo.engine_files(fabric) if topo.engine_files else ())
+        layout = None
+        if topo.layout:
+            from ibtool.layout import place
+            layout = place(fabric, topo.layout)
+        files = write_plan(fabric, out, engines, topo.engine_files(fabric) if topo.engine_files else (), layout)
         s = fabric.summary()
         if as_json:
             click.echo(json.dumps({**s, "files": files, "seconds": round(time.monotonic() - t0, 3)}, indent=2))

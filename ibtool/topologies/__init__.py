@@ -24,7 +24,8 @@ class Param:
 @dataclass(frozen=True)
 class EngineFile:
     """A file an OpenSM routing engine reads, written beside the plan and named in its opensm.conf
-    by `key` (e.g. ftree's root_guid_file)."""
+    by `key` (e.g. ftree's root_guid_file). With `filename` empty it is a plain option instead:
+    `key content` in opensm.conf and no file (e.g. torus-2QoS needs `qos TRUE`)."""
     key: str
     filename: str
     content: str
@@ -41,18 +42,22 @@ class Topology:
     engine: str = "minhop"  # the routing_engine list the plan's opensm.conf names
     # the files that engine needs, derived from the built fabric (roles, GUIDs)
     engine_files: Callable[[Fabric], list[EngineFile]] | None = None
+    layout: str | None = None  # the ibtool.layout policy that places the family (layout.json)
 
 
 REGISTRY: dict[str, Topology] = {}
 
 
 def topology(name: str, *, params: list[Param], summary: str, reference: str, example: str = "",
-             engine: str = "minhop", engine_files: Callable[[Fabric], list[EngineFile]] | None = None):
+             engine: str = "minhop", engine_files: Callable[[Fabric], list[EngineFile]] | None = None,
+             layout: str | None = None):
     """Register a builder. `engine` is the OpenSM routing_engine list an admin would use on the
     family; `engine_files(fabric)` returns the files that engine reads (root GUIDs, compute-node
-    GUIDs, torus-2QoS.conf ...), which `ibtool topo` writes beside the plan."""
+    GUIDs, torus-2QoS.conf ...), which `ibtool topo` writes beside the plan. `layout` names the
+    ibtool.layout policy that places the family on its floor (`ibtool topo` writes layout.json)."""
     def wrap(fn: Callable[..., Fabric]):
-        REGISTRY[name] = Topology(name, fn, tuple(params), summary, reference, example, engine, engine_files)
+        REGISTRY[name] = Topology(name, fn, tuple(params), summary, reference, example, engine, engine_files,
+                                  layout)
         return fn
     return wrap
 

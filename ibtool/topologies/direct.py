@@ -141,21 +141,22 @@ _CUBE_PARAMS = [
 
 @topology("torus", summary="k-ary n-cube torus (paper 004's Torus(z, c, 2n): z x c^(1/(n-1)) x ...)",
           reference=PAPER, example="ibtool topo torus --z 8 --c 256 --n 3 --out torus   # 8 x 16 x 16",
-          engine="torus-2QoS", engine_files=lambda f: torus_conf(f), params=_CUBE_PARAMS)
+          engine="torus-2QoS", layout="cabinet-aware", engine_files=lambda f: torus_conf(f), params=_CUBE_PARAMS)
 def torus(z: int = 0, c: int = 0, n: int = 3, dims: str = "", hcas_per_switch: int = 1, radix: int = 64) -> Fabric:
     return _cube("torus", z, c, n, dims, hcas_per_switch, radix)
 
 
 @topology("mesh", summary="k-ary n-mesh (the torus without its wrap-around links)",
           reference=PAPER, example="ibtool topo mesh --dims 4x4 --out mesh",
-          engine="torus-2QoS", engine_files=lambda f: torus_conf(f), params=_CUBE_PARAMS)
+          engine="torus-2QoS", layout="cabinet-aware", engine_files=lambda f: torus_conf(f), params=_CUBE_PARAMS)
 def mesh(z: int = 0, c: int = 0, n: int = 3, dims: str = "", hcas_per_switch: int = 1, radix: int = 64) -> Fabric:
     return _cube("mesh", z, c, n, dims, hcas_per_switch, radix)
 
 
 def torus_conf(f: Fabric) -> list:
-    """torus-2QoS.conf for a torus or mesh plan: its shape and the seed switch's +x/+y/+z links
-    (torus-2QoS handles at most 3 dimensions; sizes beyond are refused by OpenSM itself)."""
+    """torus-2QoS.conf for a torus or mesh plan: its shape and the seed switch S[0,..]'s +x/+y/+z
+    links (and -x/-y/-z for a torus), plus `qos TRUE`, which torus-2QoS requires. torus-2QoS
+    handles at most 3 dimensions; a plan with more gets no conf (OpenSM falls back, and says so)."""
     from ibtool.topologies import EngineFile
     ks = f.params["dims"]
     if len(ks) > 3:
@@ -168,14 +169,18 @@ def torus_conf(f: Fabric) -> list:
     for d, axis in enumerate("xyz"[:len(ks)]):
         if ks[d] < 2:
             continue
-        peer = f.peer(s0, f.params["hcas_per_switch"] + 2 * d + 1)
+        h = f.params["hcas_per_switch"]
+        peer = f.peer(s0, h + 2 * d + 1)
         lines.append(f"{axis}p_link 0x{f.guids[s0]:016x} 0x{f.guids[peer[0]]:016x}")
-    return [EngineFile("torus_config", "torus-2QoS.conf", "\n".join(lines) + "\n")]
+        if kw == "torus" and ks[d] > 2:  # radix-4 rings need the negative link too (torus-2QoS.conf(5))
+            peer = f.peer(s0, h + 2 * d + 2)
+            lines.append(f"{axis}m_link 0x{f.guids[s0]:016x} 0x{f.guids[peer[0]]:016x}")
+    return [EngineFile("torus_config", "torus-2QoS.conf", "\n".join(lines) + "\n"), EngineFile("qos", "", "TRUE")]
 
 
 @topology("hypercube", summary="binary hypercube of N = 2^d switches, placed sequentially in c cabinets",
           reference=PAPER, example="ibtool topo hypercube --N 2048 --c 256 --out hypercube",
-          engine="dfsssp", params=[Param("N", int, None, "switches (a power of 2)"),
+          engine="dfsssp", layout="cabinet-aware", params=[Param("N", int, None, "switches (a power of 2)"),
                                    Param("c", int, None, "cabinets"), HCAS, RADIX])
 def hypercube(n: int, c: int, hcas_per_switch: int = 1, radix: int = 64) -> Fabric:
     positive(N=(n, 2), c=(c, 1))
@@ -219,7 +224,7 @@ def _cabinets(kind: str, z: int, c: int, h: int, radix: int, degree: int) -> Fab
 @topology("dragonfly", summary="fully connected Dragonfly: cabinet = group, all groups joined pairwise",
           reference=PAPER + "; Kim et al., ISCA 2008",
           example="ibtool topo dragonfly --z 8 --c 256 --out dragonfly   # degree 39",
-          engine="dfsssp", params=[Param("z", int, None, "switches per cabinet (group)"),
+          engine="dfsssp", layout="cabinet-aware", params=[Param("z", int, None, "switches per cabinet (group)"),
                                    Param("c", int, None, "cabinets (groups)"), HCAS, RADIX])
 def dragonfly(z: int, c: int, hcas_per_switch: int = 1, radix: int = 64) -> Fabric:
     positive(z=(z, 1), c=(c, 1))
@@ -237,7 +242,7 @@ def dragonfly(z: int, c: int, hcas_per_switch: int = 1, radix: int = 64) -> Fabr
 @topology("hyperx", summary="HyperX on the cabinet grid: cabinet, row and column each fully connected",
           reference=PAPER + "; Ahn et al., SC 2009",
           example="ibtool topo hyperx --z 8 --c 256 --out hyperx   # degree 37",
-          engine="dfsssp", params=[Param("z", int, None, "switches per cabinet"),
+          engine="dfsssp", layout="cabinet-aware", params=[Param("z", int, None, "switches per cabinet"),
                                    Param("c", int, None, "cabinets (must fill the x*y grid)"), HCAS, RADIX])
 def hyperx(z: int, c: int, hcas_per_switch: int = 1, radix: int = 64) -> Fabric:
     positive(z=(z, 1), c=(c, 1))

@@ -109,7 +109,7 @@ def best_instance(n: int, seed: int, make, what: str) -> tuple[list[tuple[int, i
     summary="Skywalk: cabinet-aware random (intra-cabinet, straight and diagonal uniform random links)",
     reference="paper 004 (Skywalk), sections II-B..II-D, III-A",
     example="ibtool topo skywalk --z 8 --c 256 --di 7 --do 4 --seed 1 --out skywalk   # degree 11, ~59 km",
-    engine="dfsssp",
+    engine="dfsssp", layout="cabinet-aware",
     params=[
         Param("z", int, None, "switches per cabinet"),
         Param("c", int, None, "cabinets"),
@@ -172,7 +172,7 @@ def skywalk(z: int, c: int, di: int, do: int, ds: int = -1, dd: int = -1, seed: 
     summary="uniform random topology of degree d (no cabinet constraint), switches placed in c cabinets",
     reference="paper 004 (Skywalk), sections II-C, III-A; Koibuchi et al., ISCA 2012",
     example="ibtool topo random --N 2048 --d 11 --c 256 --seed 1 --out random",
-    engine="dfsssp",
+    engine="dfsssp", layout="cabinet-aware",
     params=[Param("N", int, None, "switches"), Param("d", int, None, "degree (rounds of the algorithm)"),
             Param("c", int, None, "cabinets"), Param("seed", int, 1, "first of the 10 seeds tried"), HCAS, RADIX],
 )
