@@ -136,7 +136,7 @@ def skywalk(z: int, c: int, di: int, do: int, ds: int = -1, dd: int = -1, seed: 
     elif dd < 0:
         dd = do - ds
     if ds < 0 or dd < 0 or ds + dd != do:
-        raise InputError(f"--ds {ds} + --dd {dd} must equal --do {do}")
+        raise InputError(f"--ds and --dd must add up to --do {do} (d_o = d_s + d_d), got ds={ds}, dd={dd}")
     for name, v, top, rule in (("di", di, dimax, "z-1"), ("ds", ds, dsmax, "ceil((x+y-2)/z)"),
                                ("dd", dd, ddmax, "ceil((x-1)(y-1)/z)")):
         if v > top:
