@@ -70,8 +70,8 @@ def graph(fabric: Fabric, metres: np.ndarray, switch_delay: float = SWITCH_DELAY
         raise InputError("no switches in this fabric")
     idx = np.full(fabric.num_nodes, -1, dtype=np.int64)
     idx[sw] = np.arange(len(sw))
-    a, b = np.asarray(fabric.link_a), np.asarray(fabric.link_b)
-    pa, pb = np.asarray(fabric.link_pa), np.asarray(fabric.link_pb)
+    a, b = np.asarray(fabric.link_a, dtype=np.int64), np.asarray(fabric.link_b, dtype=np.int64)
+    pa, pb = np.asarray(fabric.link_pa, dtype=np.int64), np.asarray(fabric.link_pb, dtype=np.int64)
     m = np.asarray(metres, dtype=float)
     keep = (idx[a] >= 0) & (idx[b] >= 0)
     if np.isnan(m[keep]).any():
