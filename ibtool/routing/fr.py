@@ -20,6 +20,8 @@ no SLs (docs/topologies.md, "Paper 004 families", says why a deadlock-free FR ne
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -92,38 +94,65 @@ def distances(g: Graph, sources: np.ndarray, nr: bool = False) -> np.ndarray:
     return dijkstra(g.matrix(nr), directed=True, indices=sources)
 
 
+_SHARED: dict = {}  # the matrix a forked worker reads (inherited, not pickled)
+
+
+def _block(lo: int, hi: int) -> tuple[float, float, float, float]:
+    mat, nr, base = _SHARED["mat"], _SHARED["nr"], _SHARED["base"]
+    src = np.arange(lo, hi)
+    d = dijkstra(mat, directed=True, indices=src)
+    if not np.isfinite(d).all():
+        return -1.0, 0.0, 0.0, 0.0
+    hops = None
+    if nr:
+        hops = np.floor(d / _HOP + 1e-9)
+        d = d - hops * _HOP
+    lat = base + d
+    lat[np.arange(len(src)), src] = np.nan
+    out = [float(np.nanmax(lat)), float(np.nansum(lat)), 0.0, 0.0]
+    if hops is not None:
+        out[2], out[3] = float(hops.max()), float(hops.sum())
+    return tuple(out)
+
+
 def latency_stats(g: Graph, nr: bool = False, injection: float = INJECTION, block: int = 256,
-                  progress=None) -> dict:
-    """Max and average end-to-end latency (ns) over all ordered switch pairs s != t (NR: and hops)."""
+                  workers: int | None = None, progress=None) -> dict:
+    """Max and average end-to-end latency (ns) over all ordered switch pairs s != t (NR: and hops).
+
+    Sources go in blocks to `workers` forked processes (default: one per CPU for graphs of more
+    than 4,096 switches; scipy's Dijkstra holds the GIL, so threads would not help)."""
     n = len(g.nodes)
-    mat = g.matrix(nr)
-    lat_max = hop_max = 0.0
-    lat_sum = hop_sum = 0.0
-    for lo in range(0, n, block):
-        src = np.arange(lo, min(n, lo + block))
-        d = dijkstra(mat, directed=True, indices=src)
-        if not np.isfinite(d).all():
-            raise InputError("the switch graph is disconnected: some pairs have no path")
-        hops = None
-        cost = d
-        if nr:
-            hops = np.floor(d / _HOP + 1e-9)
-            cost = d - hops * _HOP
-        lat = injection + g.switch_delay + cost
-        lat[np.arange(len(src)), src] = np.nan
-        lat_max = max(lat_max, float(np.nanmax(lat)))
-        lat_sum += float(np.nansum(lat))
-        if hops is not None:
-            hops[np.arange(len(src)), src] = 0
-            hop_max = max(hop_max, float(hops.max()))
-            hop_sum += float(hops.sum())
-        if progress:
-            progress(min(n, lo + block), n)
+    _SHARED.update(mat=g.matrix(nr), nr=nr, base=injection + g.switch_delay)
+    blocks = [(lo, min(n, lo + block)) for lo in range(0, n, block)]
+    if workers is None:
+        workers = (os.cpu_count() or 1) if n > 4096 else 1
+    lat_max = lat_sum = hop_max = hop_sum = 0.0
+    try:
+        if workers > 1:
+            pool = multiprocessing.get_context("fork").Pool(workers)
+            results = pool.imap(_unpack, blocks)
+        else:
+            pool, results = None, map(_unpack, blocks)
+        for k, (mx, sm, hm, hs) in enumerate(results):
+            if mx < 0:
+                raise InputError("the switch graph is disconnected: some pairs have no path")
+            lat_max, lat_sum = max(lat_max, mx), lat_sum + sm
+            hop_max, hop_sum = max(hop_max, hm), hop_sum + hs
+            if progress:
+                progress(blocks[k][1], n)
+    finally:
+        if workers > 1:
+            pool.terminate()
+        _SHARED.clear()
     pairs = n * (n - 1)
     out = {"switches": n, "pairs": pairs, "max_ns": round(lat_max, 3), "avg_ns": round(lat_sum / pairs, 3)}
     if nr:
         out.update(max_hops=int(hop_max), avg_hops=round(hop_sum / pairs, 4))
     return out
+
+
+def _unpack(b):
+    return _block(*b)
 
 
 def compute(fabric: Fabric, metres: np.ndarray, switch_delay: float = SWITCH_DELAY, ns_per_m: float = NS_PER_M,

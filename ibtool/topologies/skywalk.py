@@ -45,35 +45,46 @@ from ibtool.topologies.direct import HCAS, MAX_SWITCHES, RADIX, check_radix, flo
 INSTANCES = 10
 
 
-def uniform_random(rng: random.Random, n: int, rounds: int, linked: list[set], allowed=None,
+def uniform_random(rng: random.Random, n: int, rounds: int, linked: list[set], allowed=None, choices=None,
                    base: int = 0) -> list[tuple[int, int]]:
-    """Section II-C on vertices base..base+n-1; `linked` (by vertex - base) is updated."""
+    """Section II-C on vertices base..base+n-1; `linked` (by vertex - base) is updated.
+
+    The constraint on v2 is `allowed(v1, v2)` (a test, for constraints most vertices pass) or
+    `choices[v1]` (the list of vertices v1 may link to, for constraints few pass). Either way v2
+    is drawn uniformly among the vertices of W that qualify: a few random tries first, then a scan.
+    """
     out = []
     for _ in range(rounds):
         W = list(range(n))
-        while W:
-            i = rng.randrange(len(W))
-            v1 = W[i]
-            W[i] = W[-1]
+        pos = list(range(n))  # index of each vertex in W, -1 once removed
+
+        def take(t: int) -> int:
+            w, last = W[t], W[-1]
+            W[t], pos[last] = last, t
             W.pop()
+            pos[w] = -1
+            return w
+
+        while W:
+            v1 = take(rng.randrange(len(W)))
             if not W:
                 break
             mine = linked[v1]
-            j = -1
-            for _ in range(8):  # cheap tries first: uniform over the valid vertices, like the scan
-                t = rng.randrange(len(W))
-                w = W[t]
-                if w not in mine and (allowed is None or allowed(v1, w)):
-                    j = t
+            pool = W if choices is None else choices[v1]
+            if not pool:
+                continue
+            v2 = -1
+            for _ in range(8):  # cheap tries first: uniform over the vertices that qualify, like the scan
+                w = pool[rng.randrange(len(pool))]
+                if pos[w] >= 0 and w not in mine and (allowed is None or allowed(v1, w)):
+                    v2 = w
                     break
-            if j < 0:
-                cand = [t for t, w in enumerate(W) if w not in mine and (allowed is None or allowed(v1, w))]
+            if v2 < 0:
+                cand = [w for w in pool if pos[w] >= 0 and w not in mine and (allowed is None or allowed(v1, w))]
                 if not cand:
                     continue
-                j = cand[rng.randrange(len(cand))]
-            v2 = W[j]
-            W[j] = W[-1]
-            W.pop()
+                v2 = cand[rng.randrange(len(cand))]
+            take(pos[v2])
             mine.add(v2)
             linked[v2].add(v1)
             out.append((base + v1, base + v2))
@@ -146,6 +157,9 @@ def skywalk(z: int, c: int, di: int, do: int, ds: int = -1, dd: int = -1, seed: 
     check_radix(radix, di + ds + dd, hcas_per_switch, "skywalk switch S[0,0]")
     row = [k // y for k in range(c)]
     col = [k % y for k in range(c)]
+    # the cabinets of a cabinet's row and column (few: listed); diagonal ones (most: tested)
+    straight = [[b for b in range(c) if b != a and (row[b] == row[a] or col[b] == col[a])] for a in range(c)]
+    diagonal = lambda a, b: row[a] != row[b] and col[a] != col[b]  # noqa: E731
 
     def make(rng: random.Random) -> list[tuple[int, int]]:
         links = []
@@ -153,9 +167,8 @@ def skywalk(z: int, c: int, di: int, do: int, ds: int = -1, dd: int = -1, seed: 
             links += uniform_random(rng, z, di, [set() for _ in range(z)], base=k * z)
         nxt = [0] * c
         linked: list[set] = [set() for _ in range(c)]
-        for rounds, allowed in ((z * ds, lambda a, b: row[a] == row[b] or col[a] == col[b]),
-                                (z * dd, lambda a, b: row[a] != row[b] and col[a] != col[b])):
-            for a, b in uniform_random(rng, c, rounds, linked, allowed):
+        for rounds, allowed, choices in ((z * ds, None, straight), (z * dd, diagonal, None)):
+            for a, b in uniform_random(rng, c, rounds, linked, allowed, choices):
                 links.append((a * z + nxt[a], b * z + nxt[b]))
                 nxt[a] = (nxt[a] + 1) % z
                 nxt[b] = (nxt[b] + 1) % z
