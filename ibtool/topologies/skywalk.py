@@ -34,8 +34,6 @@ from __future__ import annotations
 import random
 
 import numpy as np
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
 
 from ibtool.errors import InputError
 from ibtool.fabric import Fabric
@@ -92,6 +90,9 @@ def uniform_random(rng: random.Random, n: int, rounds: int, linked: list[set], a
 
 
 def connected(n: int, links: list[tuple[int, int]]) -> bool:
+    from scipy.sparse import coo_matrix  # here: scipy costs 0.4 s at every `ibtool` start
+    from scipy.sparse.csgraph import connected_components
+
     if not links:
         return n <= 1
     a = np.asarray(links, dtype=np.int64)
