@@ -10,6 +10,8 @@ Sections:
            hdor vs minhop, dor, updn (indirect switches as roots), dfsssp, lash, nue on KNS from
            36 to ~2,000+ switches, each capped at 300 s
   verify   the verification benchmarks (bench/verify_bench.py), when present
+  paper004 paper 004: seven 2,048-switch fabrics generated, all-pairs FR of a 16,384-switch
+           Skywalk vs networkx, Fig. 5 reproduced (bench/paper004_bench.py)
   analyze  `ibtool analyze` of KNS 16-ary 3-direct, and all-pairs NR/FR latency of
            Hypercube(2048, 11) against networkx (bench/analyze_bench.py)
 Results: OUT/results.json and OUT/results.md (tables pasted into BENCHMARKS.md).
@@ -165,7 +167,7 @@ def markdown(results: dict) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", default="gen,sim,engines,verify,analyze")
+    ap.add_argument("--only", default="gen,sim,engines,verify,analyze,paper004")
     ap.add_argument("--out", default=str(ROOT / "bench" / "out"))
     ap.add_argument("--quick", action="store_true", help="small engine sweep (no 16-ary 3-direct)")
     ap.add_argument("--cap", type=int, default=300, help="seconds per OpenSM run")
@@ -186,6 +188,9 @@ def main() -> None:
         results["verify"] = verify_bench.main(out / "verify")
     if "analyze" in only:
         results["analyze"] = analyze_bench.main(out / "analyze")
+    if "paper004" in only:
+        import paper004_bench
+        results["paper004"] = paper004_bench.main(out / "paper004", a.quick)
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     (out / "results.md").write_text(markdown(results))
     print(f"results: {out / 'results.json'}")

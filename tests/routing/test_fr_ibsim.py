@@ -69,3 +69,12 @@ def test_family_engine_and_fr_tables_on_ibsim(tmp_path, case):
     nr = json.loads(ibtool("route", "fr", "--nr", "--fabric", run / "ibnetdiscover.out", "--layout",
                            plan / "layout.json", "--out", tmp_path / "nr.lft", "--json", check=0).stdout)
     assert nr["latency"]["max_ns"] >= out["latency"]["max_ns"] and nr["latency"]["avg_ns"] >= out["latency"]["avg_ns"]
+
+
+@pytest.mark.parametrize("engine", ["lash", "nue"])
+def test_other_stock_engines_bring_skywalk_up(tmp_path, engine):
+    ibtool("topo", "skywalk", "--z", "4", "--c", "16", "--di", "3", "--do", "2", "--out", tmp_path / "plan", check=0)
+    ibtool("sim", "run", tmp_path / "plan" / "topology.net", "--engine", engine, "--out", tmp_path / "run", check=0)
+    s = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert s["engine"] == engine and s["ok"] and not s["fallback"]
+    assert routes(tmp_path / "run", tmp_path / "run" / "osm" / "opensm-lfts.dump")["delivered"] > 0

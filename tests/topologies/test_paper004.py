@@ -137,3 +137,21 @@ def test_torus_plan_names_torus_2qos_with_qos(tmp_path):
     assert "torus 4 4 1" in t and "xp_link" in t and "xm_link" in t and "ym_link" in t
     with pytest.raises(InputError):
         REG["torus"].build(dims="1")
+
+
+def test_analyze_reports_the_plans_cable_total_and_fr_latency(tmp_path):
+    """`ibtool analyze PLAN --json` reads the family's layout.json; its FR latency (analyze's own
+    Dijkstra) agrees with ibtool.routing.fr's on the same plan."""
+    from ibtool.routing import fr
+    ibtool("topo", "skywalk", "--z", 4, "--c", 16, "--di", 3, "--do", 2, "--out", tmp_path, check=0)
+    r = json.loads(ibtool("analyze", tmp_path, "--json", "--bisection", "none", check=0).stdout)
+    f = REG["skywalk"].build(z=4, c=16, di=3, do=2)
+    lay = place(f, "cabinet-aware")
+    want = lay.summary(exclude_hca_links=True)["total_length_m"]
+    # analyze counts the 64 HCA cables too (2 m each, in the switch's cabinet); the paper does not
+    assert r["layout"]["total_length_m"] == pytest.approx(want + 64 * 2.0)
+    s = fr.latency_stats(fr.graph(f, lay.length))
+    assert r["latency"]["FR"]["max_ns"] == pytest.approx(s["max_ns"])
+    assert r["latency"]["FR"]["average_ns"] == pytest.approx(s["avg_ns"], abs=1e-3)
+    n = fr.latency_stats(fr.graph(f, lay.length), nr=True)
+    assert r["latency"]["NR"]["max_ns"] == pytest.approx(n["max_ns"])
