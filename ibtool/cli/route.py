@@ -134,6 +134,9 @@ def fr_cmd(fabric_path, layout_path, nnm, out, nr, switch_delay, ns_per_m, as_js
     say = (lambda m: None) if as_json else (lambda m: click.echo(f"  {m}", err=True))
     t0 = time.monotonic()
     f = ibnetdiscover.read(fabric_path, names)
+    if not f.port_lids:
+        raise InputError("no LIDs in this fabric (a plan? use the ibnetdiscover output of the running fabric)",
+                         path=str(fabric_path))
     lay = Layout.read(layout_path, f)
     say(f"read {f.num_nodes} nodes, {f.num_links} links from {fabric_path}; cables from {layout_path}")
     t1 = time.monotonic()
