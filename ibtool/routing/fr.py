@@ -206,3 +206,86 @@ def compute(fabric: Fabric, metres: np.ndarray, switch_delay: float = SWITCH_DEL
         t.lft[fabric.guids[v]] = lft[i]
         t.names[fabric.guids[v]] = fabric.names[v]
     return t
+
+
+def layers(fabric: Fabric, tables: Tables, max_vls: int = 8, limit: int = 4_000_000) -> tuple[dict, int]:
+    """Deadlock-free FR: put the route of every (source switch, destination LID) pair in a layer
+    (a VL, carried by an SL of the same number) so that each layer's channel dependency graph
+    stays acyclic, greedily in the order LASH uses (first layer that takes the route whole).
+
+    Returns ({(source switch node, LID): layer}, layers used). Routes that start and end at one
+    switch cross no inter-switch channel and stay in layer 0. Refuses more than `limit` pairs
+    (Python walks each route) and a route that needs more than `max_vls` layers.
+    """
+    owners = fabric.lid_owners()
+    sw = [i for i in range(fabric.num_nodes) if fabric.types[i] == SWITCH]
+    if len(sw) * len(owners) > limit:
+        raise InputError(f"{len(sw)} switches x {len(owners)} LIDs is more routes than the layering walks "
+                         f"({limit:,}); it is meant for small fabrics")
+    lft = {i: tables.lft[fabric.guids[i]] for i in sw}
+    succ: list[dict[tuple, set]] = []  # per layer: channel -> channels that wait for it
+
+    def reaches(g: dict, start: tuple, goal: tuple) -> bool:
+        stack, seen = [start], {start}
+        while stack:
+            c = stack.pop()
+            if c == goal:
+                return True
+            for d in g.get(c, ()):
+                if d not in seen:
+                    seen.add(d)
+                    stack.append(d)
+        return False
+
+    out: dict = {}
+    for s in sw:
+        for lid in sorted(owners):
+            chans, cur = [], s
+            for _ in range(64):
+                port = int(lft[cur][lid])
+                if port in (0, NO_ROUTE):
+                    break
+                peer = fabric.peer(cur, port)
+                if peer is None or fabric.types[peer[0]] != SWITCH:
+                    break
+                chans.append((cur, port))
+                cur = peer[0]
+            deps = list(zip(chans, chans[1:]))
+            for k in range(max_vls):
+                if k == len(succ):
+                    succ.append({})
+                g, added = succ[k], []
+                for a, b in deps:  # one by one: together they may close a cycle none closes alone
+                    if b in g.get(a, ()):
+                        continue
+                    if reaches(g, b, a):
+                        break
+                    g.setdefault(a, set()).add(b)
+                    added.append((a, b))
+                else:
+                    out[(s, lid)] = k
+                    break
+                for a, b in added:  # this layer cannot take the route: undo
+                    g[a].discard(b)
+            else:
+                raise InputError(f"the FR routes need more than {max_vls} layers (VLs) to be deadlock-free "
+                                 f"(route {fabric.names[s]} -> LID {lid})")
+    return out, max(out.values(), default=0) + 1
+
+
+def write_sls(fabric: Fabric, layer: dict, layers: int, path) -> None:
+    """'src_lid dst_lid sl' for every source port (a switch's own LID and its HCAs' LIDs take the
+    switch's routes) and destination LID, from layers()."""
+    from ibtool.formats import atomic_write
+    owners = fabric.lid_owners()
+    at = {}
+    for lid, (node, port) in owners.items():
+        peer = fabric.peer(node, port) if fabric.types[node] != SWITCH else (node, 0)
+        if peer is not None:
+            at[lid] = peer[0]
+    with atomic_write(path) as fh:
+        fh.write(f"# ibtool route fr: SL per (source LID, destination LID); {layers} layers, SL k on VL k\n"
+                 "# src_lid dst_lid sl\n")
+        for src in sorted(at):
+            s = at[src]
+            fh.write("".join(f"{src:#06x} {dst:#06x} {layer.get((s, dst), 0)}\n" for dst in sorted(owners) if dst != src))

@@ -76,3 +76,45 @@ def test_refusals():
     g.add_switch("A", 4), g.add_switch("B", 4)
     with pytest.raises(InputError, match="disconnected"):
         fr.latency_stats(fr.graph(g, np.zeros(0)))
+
+
+@pytest.mark.parametrize("family,kw", [("torus", dict(dims="4x4")), ("skywalk", dict(z=4, c=16, di=3, do=2)),
+                                       ("dragonfly", dict(z=4, c=5)), ("random", dict(n=16, d=3, c=4))])
+def test_layers_make_every_vl_acyclic(family, kw):
+    """The layering checked by another hand: routes traced by verify.routes.path_of, one channel
+    dependency graph per layer in networkx."""
+    import networkx as nx
+    from ibtool.layout import place
+    from ibtool.topologies import load_all
+    from ibtool.verify import routes
+    f = load_all()[family].build(**kw)
+    assign_lids(f)
+    t = fr.compute(f, place(f, "cabinet-aware").length)
+    layer, nvl = fr.layers(f, t)
+    b = routes.bind(f, t)
+    graphs = [nx.DiGraph() for _ in range(nvl)]
+    whole = nx.DiGraph()
+    for (s, lid), k in layer.items():
+        hops, status = routes.path_of(b, s, lid)
+        assert status == routes.DELIVERED
+        chans = [(n, p) for n, p in hops if f.types[n] == 2 and p != 0 and f.types[f.peer(n, p)[0]] == 2]
+        for a, c in zip(chans, chans[1:]):
+            graphs[k].add_edge(a, c)
+            whole.add_edge(a, c)
+    assert all(nx.is_directed_acyclic_graph(g) for g in graphs)
+    if not nx.is_directed_acyclic_graph(whole):
+        assert nvl >= 2  # a cycle on one VL needs a second layer
+    if family == "torus":  # FR on a ring closes a cycle: the layering is doing work
+        assert not nx.is_directed_acyclic_graph(whole)
+    print(family, "layers", nvl)
+    assert len(layer) == sum(1 for _ in f.lid_owners()) * f.count(kind=2)
+
+
+def test_layers_refuse_too_few_vls():
+    from ibtool.layout import place
+    from ibtool.topologies import load_all
+    f = load_all()["torus"].build(dims="4x4")
+    assign_lids(f)
+    t = fr.compute(f, place(f, "cabinet-aware").length)
+    with pytest.raises(InputError, match="more than 1 layers"):
+        fr.layers(f, t, max_vls=1)

@@ -37,3 +37,14 @@ def test_plan_with_lids_routes(plans):
     r = ibtool("route", "fr", "--fabric", plans / "sky.disc", "--layout", plans / "sky" / "layout.json",
                "--out", plans / "ok.lft", check=0)
     assert "FR: 16 switches" in r.stdout and (plans / "ok.lft").read_text().startswith("Unicast lids")
+
+
+def test_sl_out_layers(plans):
+    import json
+    r = ibtool("route", "fr", "--fabric", plans / "sky.disc", "--layout", plans / "sky" / "layout.json",
+               "--out", plans / "l.lft", "--sl-out", plans / "l.sl", "--json", check=0)
+    s = json.loads(r.stdout)
+    rows = [ln.split() for ln in (plans / "l.sl").read_text().splitlines() if not ln.startswith("#")]
+    lids = 32  # 16 switches + 16 HCAs
+    assert len(rows) == lids * (lids - 1) and s["layers"] >= 1
+    assert {int(x[2]) for x in rows} == set(range(s["layers"]))
