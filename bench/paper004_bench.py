@@ -9,7 +9,7 @@
     against networkx's Dijkstra on a sample of sources, extrapolated to all sources;
 (c) Fig. 5: cable totals, max/avg latency under FR and NR at 60 ns, the section III-B ratios, and
     max/avg FR latency vs switch delay (SVG), Skywalk and Random over 10 seed windows.
-Results: OUT/paper004.json, OUT/paper004.md, OUT/paper004-fig5.svg.
+Results: OUT/paper004.json, OUT/paper004.md, OUT/paper004-fig5.svg (and .png).
 """
 
 from __future__ import annotations
@@ -178,6 +178,7 @@ def plot(rep: dict, path: Path) -> None:
     fig.suptitle("Paper 004 Fig. 5 by ibtool: 2,048 switches in 256 cabinets, Fastest Routing")
     fig.tight_layout()
     fig.savefig(path, metadata={"Date": None})
+    fig.savefig(path.with_suffix(".png"), dpi=90)
     plt.close(fig)
 
 
