@@ -205,7 +205,7 @@ def markdown(res: dict) -> str:
                "|---|---|---|---|---|---|"]
         for label, row in r["rows"].items():
             m = row["mean_min_max"]
-            span = lambda k, f="{:.0f}": f.format(m[k][0]) + (  # noqa: E731
+            span = lambda k, f="{:.0f}", m=m: f.format(m[k][0]) + (  # noqa: E731
                 f" ({f.format(m[k][1])}..{f.format(m[k][2])})" if m[k][1] != m[k][2] else "")
             md.append(f"| {label} | {span('degree')} | {span('km', '{:.1f}')} ({row['paper_km'] or '—'}) | "
                       f"{span('fr_max')} / {span('fr_avg')} | {span('nr_max')} / {span('nr_avg')} | "

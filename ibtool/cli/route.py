@@ -160,12 +160,14 @@ def fr_cmd(fabric_path, layout_path, nnm, out, nr, switch_delay, ns_per_m, sl_ou
         _write("--sl-out", sl_out, lambda: fr.write_sls(f, layer, layers, sl_out))
         say(f"{layers} layers (VLs) make every route deadlock-free; SLs in {sl_out}")
     routing = "NR" if nr else "FR"
-    summary = {"layers": layers, "sl_file": str(sl_out) if sl_out else None, "fabric": str(fabric_path), "layout": str(layout_path), "routing": routing, "lft_file": str(out),
+    summary = {"fabric": str(fabric_path), "layout": str(layout_path), "routing": routing, "lft_file": str(out),
                "switch_delay_ns": switch_delay, "ns_per_m": ns_per_m, "switches": len(tables.lft),
-               "max_lid": tables.max_lid, "latency": stats,
+               "max_lid": tables.max_lid, "latency": stats, "layers": layers,
+               "sl_file": str(sl_out) if sl_out else None,
                "timings": {"read_s": round(t1 - t0, 3), "route_s": round(t2 - t1, 3)}}
     if as_json:
         click.echo(json.dumps(summary, indent=2))
         return
     click.echo(f"{routing}: {len(tables.lft)} switches, LIDs up to {tables.max_lid}; latency max "
-               f"{stats['max_ns']:.0f} ns, avg {stats['avg_ns']:.1f} ns at {switch_delay:g} ns switches; LFT file {out}")
+               f"{stats['max_ns']:.0f} ns, avg {stats['avg_ns']:.1f} ns at {switch_delay:g} ns switches; "
+               f"LFT file {out}")

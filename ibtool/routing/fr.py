@@ -288,4 +288,5 @@ def write_sls(fabric: Fabric, layer: dict, layers: int, path) -> None:
                  "# src_lid dst_lid sl\n")
         for src in sorted(at):
             s = at[src]
-            fh.write("".join(f"{src:#06x} {dst:#06x} {layer.get((s, dst), 0)}\n" for dst in sorted(owners) if dst != src))
+            fh.write("".join(f"{src:#06x} {dst:#06x} {layer.get((s, dst), 0)}\n"
+                             for dst in sorted(owners) if dst != src))

@@ -116,7 +116,8 @@ def _cube(kind: str, z: int, c: int, n: int, dims: str, hcas_per_switch: int, ra
     index = {t: i for i, t in enumerate(coords)}
     names = [f"S[{','.join(map(str, t))}]" for t in coords]
     shape = "x".join(map(str, ks))
-    params = {"topology": kind, "dims": ks, "cabinets": -(-total // ks[0]), "grid": list(floor_grid(-(-total // ks[0]))),
+    ncab = -(-total // ks[0])
+    params = {"topology": kind, "dims": ks, "cabinets": ncab, "grid": list(floor_grid(ncab)),
               "hcas_per_switch": h, "radix": radix}
     f = new_fabric(f"{kind}-{shape}", params, names, [i // ks[0] for i in range(total)],
                    [t[0] for t in coords], radix, h, [{"coords": t} for t in coords])

@@ -38,7 +38,15 @@ import numpy as np
 from ibtool.errors import InputError
 from ibtool.fabric import Fabric
 from ibtool.topologies import Param, topology
-from ibtool.topologies.direct import HCAS, MAX_SWITCHES, RADIX, check_radix, floor_grid, new_fabric, positive
+from ibtool.topologies.direct import (
+    HCAS,
+    MAX_SWITCHES,
+    RADIX,
+    check_radix,
+    floor_grid,
+    new_fabric,
+    positive,
+)
 
 INSTANCES = 10
 
@@ -55,16 +63,8 @@ def uniform_random(rng: random.Random, n: int, rounds: int, linked: list[set], a
     for _ in range(rounds):
         W = list(range(n))
         pos = list(range(n))  # index of each vertex in W, -1 once removed
-
-        def take(t: int) -> int:
-            w, last = W[t], W[-1]
-            W[t], pos[last] = last, t
-            W.pop()
-            pos[w] = -1
-            return w
-
         while W:
-            v1 = take(rng.randrange(len(W)))
+            v1 = _take(W, pos, rng.randrange(len(W)))
             if not W:
                 break
             mine = linked[v1]
@@ -82,15 +82,26 @@ def uniform_random(rng: random.Random, n: int, rounds: int, linked: list[set], a
                 if not cand:
                     continue
                 v2 = cand[rng.randrange(len(cand))]
-            take(pos[v2])
+            _take(W, pos, pos[v2])
             mine.add(v2)
             linked[v2].add(v1)
             out.append((base + v1, base + v2))
     return out
 
 
+def _take(W: list, pos: list, t: int) -> int:
+    """Remove W[t] in O(1) (the last vertex takes its place) and return it."""
+    w, last = W[t], W[-1]
+    W[t], pos[last] = last, t
+    W.pop()
+    pos[w] = -1
+    return w
+
+
 def connected(n: int, links: list[tuple[int, int]]) -> bool:
-    from scipy.sparse import coo_matrix  # here: scipy costs 0.4 s at every `ibtool` start
+    from scipy.sparse import (
+        coo_matrix,  # here: scipy costs 0.4 s at every `ibtool` start
+    )
     from scipy.sparse.csgraph import connected_components
 
     if not links:

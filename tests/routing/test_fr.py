@@ -84,6 +84,7 @@ def test_layers_make_every_vl_acyclic(family, kw):
     """The layering checked by another hand: routes traced by verify.routes.path_of, one channel
     dependency graph per layer in networkx."""
     import networkx as nx
+
     from ibtool.layout import place
     from ibtool.topologies import load_all
     from ibtool.verify import routes

@@ -3,7 +3,6 @@
 import shutil
 
 import pytest
-
 from support import ibtool
 
 pytestmark = pytest.mark.ibsim

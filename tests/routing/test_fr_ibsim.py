@@ -4,8 +4,8 @@ fallback, and `ibtool route fr` tables, loaded by OpenSM's `file` engine, delive
 import json
 
 import pytest
-
 from support import ibtool
+
 from ibtool.formats import ibnetdiscover, lft, node_name_map
 from ibtool.layout import Layout
 from ibtool.routing import fr, hdor

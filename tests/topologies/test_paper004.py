@@ -4,8 +4,8 @@ import json
 
 import numpy as np
 import pytest
-
 from support import ibtool
+
 from ibtool.errors import InputError
 from ibtool.fabric import SWITCH
 from ibtool.layout import place
