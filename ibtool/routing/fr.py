@@ -178,20 +178,24 @@ def compute(fabric: Fabric, metres: np.ndarray, switch_delay: float = SWITCH_DEL
             if peer is None or fabric.types[peer[0]] != SWITCH:
                 raise InputError(f"LID {lid:#x} ({fabric.names[node]} port {port}) is not cabled to a switch")
             dest[j], last[j] = sw_index[peer[0]], peer[1]
-    targets = np.unique(dest)
-    D = np.full((n, n), np.inf)
-    D[targets] = distances(g, targets, nr)  # symmetric costs: dist(t, u) = dist(u, t)
-    if not np.isfinite(D[targets]).all():
-        raise InputError("the switch graph is disconnected: some LIDs are unreachable")
+    # LIDs grouped by destination switch, in blocks small enough that the (LIDs x edges) work
+    # arrays stay near 256 MB whatever the fabric's size
+    order = np.argsort(dest, kind="stable")
+    lids, dest, last = lids[order], dest[order], last[order]
+    lid_block = max(1, min(lid_block, (1 << 25) // max(1, len(g.src))))
+    mat = g.matrix(nr)
     cost = g.cost + _HOP if nr else g.cost
     lft = np.full((n, top + 1), NO_ROUTE, dtype=np.uint8)
     starts = np.searchsorted(g.src, np.arange(n + 1))
     eps = 1e-6 * max(1.0, float(cost.max()))
     for lo in range(0, len(lids), lid_block):
         L, T = lids[lo:lo + lid_block], dest[lo:lo + lid_block]
-        Dt = D[T]  # (lids, switches)
+        tu, inv = np.unique(T, return_inverse=True)
+        Dt = dijkstra(mat, directed=True, indices=tu)[inv]  # symmetric costs: dist(t, u) = dist(u, t)
+        if not np.isfinite(Dt).all():
+            raise InputError("the switch graph is disconnected: some LIDs are unreachable")
         ok = np.abs(cost[None, :] + Dt[:, g.dst] - Dt[:, g.src]) <= eps  # (lids, edges): edge on a best path
-        cs = np.cumsum(ok, axis=1)
+        cs = np.cumsum(ok, axis=1, dtype=np.int32)
         before = np.concatenate([np.zeros((len(L), 1), dtype=cs.dtype), cs], axis=1)[:, starts[:-1]]
         count = cs[:, np.maximum(starts[1:] - 1, 0)] - before  # candidates per switch
         count[:, starts[1:] == starts[:-1]] = 0
