@@ -155,3 +155,26 @@ def test_analyze_reports_the_plans_cable_total_and_fr_latency(tmp_path):
     assert r["latency"]["FR"]["average_ns"] == pytest.approx(s["avg_ns"], abs=1e-3)
     n = fr.latency_stats(fr.graph(f, lay.length), nr=True)
     assert r["latency"]["NR"]["max_ns"] == pytest.approx(n["max_ns"])
+
+
+def test_uniform_random_rounds_and_constraint():
+    """II-C: each round links a vertex at most once, never twice to the same vertex, and only to
+    vertices the constraint allows; the same seed draws the same links."""
+    import random
+
+    from ibtool.topologies.skywalk import uniform_random
+    n, rounds = 40, 5
+    even = [[w for w in range(n) if w % 2 == v % 2 and w != v] for v in range(n)]
+    for kw in ({}, {"choices": even}, {"allowed": lambda a, b: a % 2 == b % 2}):
+        links = uniform_random(random.Random(3), n, rounds, [set() for _ in range(n)], **kw)
+        deg = np.bincount(np.asarray(links).ravel(), minlength=n)
+        assert deg.max() <= rounds and len({frozenset(x) for x in links}) == len(links)
+        if kw:
+            assert all(a % 2 == b % 2 for a, b in links)
+        assert links == uniform_random(random.Random(3), n, rounds, [set() for _ in range(n)], **kw)
+    assert len(links) > rounds * n // 2 * 0.8  # most vertices find a partner in most rounds
+
+
+def test_hyperx_with_one_switch_per_cabinet_is_a_flattened_butterfly():
+    f = REG["hyperx"].build(z=1, c=16)  # 4 x 4 cabinets: every row and column a clique
+    assert all(switch_degrees(f) == 6)
