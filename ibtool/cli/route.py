@@ -89,3 +89,85 @@ def hdor_cmd(fabric_path, out, dump, as_json):
                    f"max imbalance {spread['max_imbalance']}")
     else:
         click.echo("spread: no parallel router-switch links")
+
+
+# ---------------------------------------------------------------- route fr (paper 004, issue 15)
+
+@group.command(name="fr")
+@click.option("--fabric", "fabric_path", required=True, type=click.Path(path_type=Path),
+              help="The discovered fabric: ibnetdiscover output with LIDs (e.g. RUN/ibnetdiscover.out).")
+@click.option("--layout", "layout_path", required=True, type=click.Path(path_type=Path),
+              help="The plan's layout.json (written by `ibtool topo`): the cable lengths.")
+@click.option("--node-name-map", "nnm", type=click.Path(path_type=Path),
+              help="Plan names by GUID (default: the node-name-map beside --layout).")
+@click.option("--out", "-o", required=True, type=click.Path(path_type=Path),
+              help="LFT file to write, for `opensm -R file -U FILE` (conf key lfts_file).")
+@click.option("--nr", is_flag=True, help="Nearest Routing: fewest hops (lowest latency among them) instead of FR.")
+@click.option("--switch-delay", default=60.0, show_default=True, type=click.FloatRange(min=0),
+              help="ns a packet spends crossing a switch.")
+@click.option("--ns-per-m", default=5.0, show_default=True, type=click.FloatRange(min=0),
+              help="Cable delay, ns per metre (optical: 5).")
+@click.option("--sl-out", type=click.Path(path_type=Path),
+              help="Deadlock-free FR: also assign every route to a layer (SL = VL) so each VL's channel "
+                   "dependency graph is acyclic, and write 'src_lid dst_lid sl' lines here (small fabrics).")
+@click.option("--max-vls", default=8, show_default=True, type=click.IntRange(1, 15),
+              help="Layers --sl-out may use.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def fr_cmd(fabric_path, layout_path, nnm, out, nr, switch_delay, ns_per_m, sl_out, max_vls, as_json):
+    """Fastest Routing of paper 004 (Skywalk): lowest-latency paths, cables weighted by length.
+
+    A hop costs the switch delay plus ns/m x the cable's length in layout.json; equal-cost paths
+    share the LIDs of a destination port by port. --nr gives Nearest Routing (fewest hops) for
+    comparison. Prints the max and average switch-to-switch latency (300 ns injection included).
+    The tables are destination-based and carry no SLs: check deadlock freedom with
+    `ibtool verify routes` (it prints a channel-dependency cycle when there is one). --sl-out
+    writes the SL per (source LID, destination LID) that makes them deadlock-free on that many
+    VLs; OpenSM's file engine cannot hand those SLs out (docs/topologies.md says why).
+
+    \b
+    Example:
+      ibtool topo skywalk --z 4 --c 16 --di 3 --do 2 --out sky
+      ibtool sim run sky/topology.net --out run
+      ibtool route fr --fabric run/ibnetdiscover.out --layout sky/layout.json --out fr.lft
+      ibtool sim run sky/topology.net --engine file --conf lfts_file=$PWD/fr.lft --out run2
+    """
+    from ibtool.formats import node_name_map
+    from ibtool.layout import Layout
+    from ibtool.routing import fr, hdor
+
+    _output_file(out, "--out")
+    if sl_out:
+        _output_file(sl_out, "--sl-out")
+    nnm = nnm or layout_path.with_name("node-name-map")
+    names = node_name_map.read(nnm) if nnm.is_file() else None
+    say = (lambda m: None) if as_json else (lambda m: click.echo(f"  {m}", err=True))
+    t0 = time.monotonic()
+    f = ibnetdiscover.read(fabric_path, names)
+    if not f.port_lids:
+        raise InputError("no LIDs in this fabric (a plan? use the ibnetdiscover output of the running fabric)",
+                         path=str(fabric_path))
+    lay = Layout.read(layout_path, f)
+    say(f"read {f.num_nodes} nodes, {f.num_links} links from {fabric_path}; cables from {layout_path}")
+    t1 = time.monotonic()
+    tables = fr.compute(f, lay.length, switch_delay, ns_per_m, nr=nr)
+    stats = fr.latency_stats(fr.graph(f, lay.length, switch_delay, ns_per_m), nr=nr)
+    t2 = time.monotonic()
+    say(f"routed in {t2 - t1:.2f} s; writing {len(tables.lft)} tables x {tables.max_lid} LIDs")
+    _write("--out", out, lambda: lft.write_file_engine(tables, out, hdor.port_guids(f)))
+    layers = None
+    if sl_out:
+        layer, layers = fr.layers(f, tables, max_vls)
+        _write("--sl-out", sl_out, lambda: fr.write_sls(f, layer, layers, sl_out))
+        say(f"{layers} layers (VLs) make every route deadlock-free; SLs in {sl_out}")
+    routing = "NR" if nr else "FR"
+    summary = {"fabric": str(fabric_path), "layout": str(layout_path), "routing": routing, "lft_file": str(out),
+               "switch_delay_ns": switch_delay, "ns_per_m": ns_per_m, "switches": len(tables.lft),
+               "max_lid": tables.max_lid, "latency": stats, "layers": layers,
+               "sl_file": str(sl_out) if sl_out else None,
+               "timings": {"read_s": round(t1 - t0, 3), "route_s": round(t2 - t1, 3)}}
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
+        return
+    click.echo(f"{routing}: {len(tables.lft)} switches, LIDs up to {tables.max_lid}; latency max "
+               f"{stats['max_ns']:.0f} ns, avg {stats['avg_ns']:.1f} ns at {switch_delay:g} ns switches; "
+               f"LFT file {out}")

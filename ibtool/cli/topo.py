@@ -54,7 +54,9 @@ def check_out(out: Path, force: bool) -> None:
 def write_plan(fabric, out: Path, engines: list[str], engine_files=(), layout=None, build=None) -> dict[str, str]:
     """Write the plan files into `out`; built in a temporary sibling and moved in, so an error
     never leaves a half-written plan. `engine_files` (EngineFile) are written beside the plan and
-    named in opensm.conf by absolute path, since OpenSM reads them relative to its own cwd."""
+    named in opensm.conf by absolute path, since OpenSM reads them relative to its own cwd (one
+    with an empty filename is a plain `key value` option); `layout` (ibtool.layout) is written
+    as layout.json."""
     out = output_dir(out)
     tmp = out.with_name(f".{out.name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,121 @@
+"""Fastest / Nearest Routing on hand-made fabrics whose best paths and latencies are known."""
+
+import numpy as np
+import pytest
+
+from ibtool.errors import InputError
+from ibtool.fabric import Fabric
+from ibtool.routing import fr
+from ibtool.routing.lids import assign_lids
+
+
+def triangle():
+    """A, B, C with an HCA each on port 1; A-B 30 m, A-C 2 m, C-B 2 m."""
+    f = Fabric("tri")
+    s = [f.add_switch(n, 8) for n in "ABC"]
+    for i, n in zip(s, "ABC"):
+        f.add_link(i, f.add_hca("H" + n), 1, 1)
+    f.add_link(s[0], s[1], 2, 2)  # A-B
+    f.add_link(s[0], s[2], 3, 2)  # A-C
+    f.add_link(s[2], s[1], 3, 3)  # C-B
+    metres = np.array([1, 1, 1, 30.0, 2.0, 2.0])  # HCA cables are not counted
+    assign_lids(f)
+    return f, metres
+
+
+def lid_of(f, name):
+    i = f.index(name)
+    return next(lid for lid, (n, p) in f.lid_owners().items() if n == i)
+
+
+def test_fr_takes_two_short_cables_nr_the_long_one():
+    f, m = triangle()
+    hb = lid_of(f, "HB")
+    t = fr.compute(f, m)
+    a = f.guids[f.index("A")]
+    assert t.lft[a][hb] == 3  # via C: 60 + 10 + 60 + 10 = 140 ns < 60 + 150 = 210 ns
+    assert t.lft[f.guids[f.index("B")]][hb] == 1  # delivered to the HCA's port
+    assert t.lft[f.guids[f.index("B")]][lid_of(f, "B")] == 0  # the switch's own LID
+    assert fr.compute(f, m, nr=True).lft[a][hb] == 2  # NR: one hop
+    assert fr.compute(f, m, switch_delay=200).lft[a][hb] == 2  # slow switches: one hop wins again
+
+
+def test_latency_stats_by_hand():
+    f, m = triangle()
+    g = fr.graph(f, m, switch_delay=60, ns_per_m=5)
+    s = fr.latency_stats(g)
+    # A-C, C-B: 300 + 2*60 + 10 = 430; A-B via C: 300 + 3*60 + 20 = 500 (each both ways)
+    assert s["max_ns"] == 500 and s["avg_ns"] == pytest.approx((430 * 4 + 500 * 2) / 6)
+    n = fr.latency_stats(g, nr=True)
+    assert n["max_ns"] == 300 + 120 + 150 and n["max_hops"] == 1 and n["avg_hops"] == 1
+
+
+def test_equal_paths_share_the_lids():
+    """A ring of 4 switches: the opposite switch has two equal paths; its 4 HCAs split 2 + 2."""
+    f = Fabric("ring")
+    s = [f.add_switch(f"S{i}", 8) for i in range(4)]
+    for j in range(4):
+        f.add_link(s[2], f.add_hca(f"H{j}"), j + 1, 1)
+    for i in range(4):
+        f.add_link(s[i], s[(i + 1) % 4], 6, 7)
+    assign_lids(f)
+    t = fr.compute(f, np.full(f.num_links, 3.0))
+    lids = [lid_of(f, f"H{j}") for j in range(4)]
+    ports = [int(t.lft[f.guids[s[0]]][lid]) for lid in lids]
+    assert sorted(ports) == [6, 6, 7, 7]
+
+
+def test_refusals():
+    f, m = triangle()
+    with pytest.raises(InputError, match="no cable length for the link A\\[2\\] - B\\[2\\]"):
+        fr.compute(f, np.where(np.arange(6) == 3, np.nan, m))
+    f.port_lids.clear()
+    with pytest.raises(InputError, match="no LIDs"):
+        fr.compute(f, m)
+    g = Fabric("two")
+    g.add_switch("A", 4), g.add_switch("B", 4)
+    with pytest.raises(InputError, match="disconnected"):
+        fr.latency_stats(fr.graph(g, np.zeros(0)))
+
+
+@pytest.mark.parametrize("family,kw", [("torus", dict(dims="4x4")), ("skywalk", dict(z=4, c=16, di=3, do=2)),
+                                       ("dragonfly", dict(z=4, c=5)), ("random", dict(n=16, d=3, c=4))])
+def test_layers_make_every_vl_acyclic(family, kw):
+    """The layering checked by another hand: routes traced by verify.routes.path_of, one channel
+    dependency graph per layer in networkx."""
+    import networkx as nx
+
+    from ibtool.layout import place
+    from ibtool.topologies import load_all
+    from ibtool.verify import routes
+    f = load_all()[family].build(**kw)
+    assign_lids(f)
+    t = fr.compute(f, place(f, "cabinet-aware").length)
+    layer, nvl = fr.layers(f, t)
+    b = routes.bind(f, t)
+    graphs = [nx.DiGraph() for _ in range(nvl)]
+    whole = nx.DiGraph()
+    for (s, lid), k in layer.items():
+        hops, status = routes.path_of(b, s, lid)
+        assert status == routes.DELIVERED
+        chans = [(n, p) for n, p in hops if f.types[n] == 2 and p != 0 and f.types[f.peer(n, p)[0]] == 2]
+        for a, c in zip(chans, chans[1:]):
+            graphs[k].add_edge(a, c)
+            whole.add_edge(a, c)
+    assert all(nx.is_directed_acyclic_graph(g) for g in graphs)
+    if not nx.is_directed_acyclic_graph(whole):
+        assert nvl >= 2  # a cycle on one VL needs a second layer
+    if family == "torus":  # FR on a ring closes a cycle: the layering is doing work
+        assert not nx.is_directed_acyclic_graph(whole)
+    print(family, "layers", nvl)
+    assert len(layer) == sum(1 for _ in f.lid_owners()) * f.count(kind=2)
+
+
+def test_layers_refuse_too_few_vls():
+    from ibtool.layout import place
+    from ibtool.topologies import load_all
+    f = load_all()["torus"].build(dims="4x4")
+    assign_lids(f)
+    t = fr.compute(f, place(f, "cabinet-aware").length)
+    with pytest.raises(InputError, match="more than 1 layers"):
+        fr.layers(f, t, max_vls=1)
