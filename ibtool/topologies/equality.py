@@ -136,6 +136,28 @@ def labels(n: int, sa, sb) -> list[int]:
     return out
 
 
+def links(n: int, sa, sb):
+    """Every inter-router link once, as arrays (u, v, label at u, label at v)."""
+    offs = labels(n, sa, sb)
+    half = n // 2
+    out = []
+    for l, o in enumerate(offs):
+        if o % 2:  # odd: from each even router (each odd one is its far end)
+            u = np.arange(0, n, 2, dtype=np.int64)
+            back = l
+        elif o == half:  # the ring's diameter: r_i - r_{i+N/2} for the first half
+            u = np.arange(half, dtype=np.int64)
+            back = l
+        elif o > 0:  # even: from every router, +s at u meets -s at v
+            u = np.arange(n, dtype=np.int64)
+            back = offs.index(-o)
+        else:
+            continue
+        v = np.where(u % 2 == 0, u + o, u - o) % n
+        out.append((u, v, np.full(len(u), l), np.full(len(u), back)))
+    return tuple(np.concatenate(x) for x in zip(*out))
+
+
 # ------------------------------------------------------------------------------- evaluation
 
 def distances(n: int, sa, sb) -> np.ndarray:
@@ -169,25 +191,18 @@ def bisection(n: int, sa, sb) -> tuple[int, float]:
     """Section 4.3: the fewest links cut by splitting the ring into two semicircles, over every
     split; returns (B in links, B_r = B / (N K / 2))."""
     h = n // 2
-    diff = np.zeros(n + 1, dtype=np.int64)
-    i = np.arange(0, n, 2, dtype=np.int64)
-    for s in labels(n, sa, sb):
-        if s < 0:
-            continue  # -s labels are the far ends of +s links
-        for u in (i, i + 1) if (s % 2 == 0 and s != h) else (i,):
-            v = (u + s) % n if (u[0] % 2 == 0) else (u - s) % n
-            # the split {t .. t+h-1} cuts u-v iff exactly one end is inside: t in two arcs of length delta
-            delta = np.minimum((v - u) % n, (u - v) % n)
-            lo = np.where((v - u) % n == delta, u, v)  # the end from which the other is delta ahead
-            for start in (lo + 1, lo - h + 1):
-                a = start % n
-                b = a + delta
-                np.add.at(diff, a, 1)
-                np.add.at(diff, np.minimum(b, n), -1)
-                wrap = b > n
-                np.add.at(diff, np.zeros(int(wrap.sum()), dtype=np.int64), 1)
-                np.add.at(diff, b[wrap] - n, -1)
-    cut = np.cumsum(diff[:n])
+    u, v, _, _ = links(n, sa, sb)
+    # the split {t .. t+h-1} cuts u-v iff exactly one end is inside: t in two arcs of length
+    # delta (the ends' distance along the ring), counted with a circular difference array
+    delta = np.minimum((v - u) % n, (u - v) % n)
+    lo = np.where((v - u) % n == delta, u, v)  # the end the other is delta ahead of
+    diff = np.zeros(2 * n + 1, dtype=np.int64)
+    for start in (lo + 1, lo - h + 1):
+        a = start % n
+        np.add.at(diff, a, 1)
+        np.add.at(diff, a + delta, -1)
+    c = np.cumsum(diff)
+    cut = c[:n] + c[n:2 * n]  # arcs that ran past N - 1 continue at 0
     b = int(cut.min())
     return b, b / (n * eq1(n, sa, sb) / 2)
 
@@ -240,8 +255,8 @@ def search(n: int, k: int, *, seed: int = 1, generations: int = 50, population: 
     if budget < 0:
         raise InputError(f"K = {k}: the ring alone takes 2 ports")
     if budget > len(odd) + 2 * len(even):
-        raise InputError(f"K = {k} is more ports than N = {n} routers offer with distinct links "
-                         f"(at most {2 + len(odd) + 2 * len(even) + (k - 2 - budget)})")
+        raise InputError(f"K = {k} is more ports than N = {n} routers offer "
+                         f"(at most {2 + len(odd) + 2 * len(even) + (k - 2 - budget)} with distinct link lengths)")
 
     def fill(chosen: list[int], pool: list[int]) -> tuple[int, ...]:
         """Complete `chosen` to exactly `budget` ports from `pool` (in order), then from C."""
@@ -372,7 +387,6 @@ def resolve(n: int = 0, sa: str = "", sb: str = "", hcas_per_router: int = 0, ra
 
 def build(n: int, sa, sb, p: int, radix: int, name: str | None = None) -> Fabric:
     """The fabric of N routers with link sets S_A, S_B and p HCAs each (see the module docstring)."""
-    offs = labels(n, sa, sb)
     f = Fabric(name or f"equality-n{n}k{eq1(n, sa, sb)}p{p}")
     routers = []
     for i in range(n):
@@ -381,20 +395,9 @@ def build(n: int, sa, sb, p: int, radix: int, name: str | None = None) -> Fabric
         for j in range(p):
             h = f.add_hca(f"H[{i}]" if p == 1 else f"H[{i}]-{j}", 1, labels={"router": i, "index": j})
             f.add_link(r, h, j + 1, 1)
-    half = n // 2
-    pos = {o: l for l, o in enumerate(offs)}
-    for l, o in enumerate(offs):
-        # each link once: from its even end for odd lengths and N/2, from its +s end otherwise
-        if o % 2 or o == half:
-            starts = range(0, n, 2)
-        elif o > 0:
-            starts = range(n)
-        else:
-            continue
-        back = l if (o % 2 or o == half) else pos[-o]
-        for i in starts:
-            j = (i + o) % n if i % 2 == 0 else (i - o) % n
-            f.add_link(routers[i], routers[j], p + 1 + l, p + 1 + back)
+    u, v, lu, lv = links(n, sa, sb)
+    for a, b, pa, pb in zip(u.tolist(), v.tolist(), (lu + p + 1).tolist(), (lv + p + 1).tolist()):
+        f.add_link(routers[a], routers[b], pa, pb)
     return f
 
 
