@@ -10,6 +10,8 @@ Sections:
            hdor vs minhop, dor, updn (indirect switches as roots), dfsssp, lash, nue on KNS from
            36 to ~2,000+ switches, each capped at 300 s
   verify   the verification benchmarks (bench/verify_bench.py), when present
+  equality Equality networks (bench/equality_bench.py): n64000k64p16 generated and written,
+           its d and a by the symmetric method vs plain BFS, one GA generation on n1840k17
 Results: OUT/results.json and OUT/results.md (tables pasted into BENCHMARKS.md).
 """
 
@@ -24,7 +26,8 @@ import sys
 import time
 from pathlib import Path
 
-import verify_bench  # bench/ is on sys.path: this script lives there
+import equality_bench  # bench/ is on sys.path: this script lives there
+import verify_bench
 from measure import measure
 
 from ibtool.formats import ibnetdiscover
@@ -162,7 +165,7 @@ def markdown(results: dict) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", default="gen,sim,engines,verify")
+    ap.add_argument("--only", default="gen,sim,engines,verify,equality")
     ap.add_argument("--out", default=str(ROOT / "bench" / "out"))
     ap.add_argument("--quick", action="store_true", help="small engine sweep (no 16-ary 3-direct)")
     ap.add_argument("--cap", type=int, default=300, help="seconds per OpenSM run")
@@ -181,6 +184,8 @@ def main() -> None:
         results["engines"] = bench_engines(out, sizes, engines, a.cap)
     if "verify" in only:
         results["verify"] = verify_bench.main(out / "verify")
+    if "equality" in only:
+        results["equality"] = equality_bench.main(out / "equality")
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     (out / "results.md").write_text(markdown(results))
     print(f"results: {out / 'results.json'}")

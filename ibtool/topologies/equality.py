@@ -59,7 +59,7 @@ class Spec:
         return f"n{self.n}k{self.k}" + (f"p{self.p}" if self.p is not None else "")
 
 
-_SPEC = re.compile(r"^n(\d+)k(\d+)(?:p(\d+))?(?:\[([^\[\]()]*)\]\(([^\[\]()]*)\))?$", re.I)
+_SPEC = re.compile(r"^n(\d+)k(\d+)(?:p(\d+))?(?:\[([^\[\]()]*)\]\(([^\[\]()]*)\))?$", re.IGNORECASE)
 
 
 def _numbers(text: str, what: str, spec: str) -> tuple[int, ...]:
@@ -416,7 +416,7 @@ def _stderr(msg: str) -> None:
         Param("spec", str, "", "the paper's notation: N14K6[-1,1,3,9](4) (given link sets) or n14k6p3 (search them)"),
         Param("search", str, "", "class to search link sets for, e.g. n1840k17p8 (section 3.3, minimises a*d)"),
         Param("n", int, 0, "routers, even (with --sa/--sb instead of --spec)"),
-        Param("sa", str, "", "odd link lengths, comma-separated, with the ring -1,1 (e.g. -1,1,3,9)"),
+        Param("sa", str, "", "odd link lengths, comma-separated, with the ring -1,1 (write --sa=-1,1,3,9)"),
         Param("sb", str, "", "even link lengths, comma-separated (e.g. 4)"),
         Param("hcas_per_router", int, 0, "HCAs per router, p (0: from the spec's p, else 1)"),
         Param("radix", int, 36, "ports per router switch; K + p must fit"),

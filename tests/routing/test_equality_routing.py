@@ -62,7 +62,7 @@ def test_one_table_serves_every_router_by_eq2():
     f = eq.build(n, sa, sb, p, 36)
     assign_lids(f)
     r = eqr.compute(f, n, sa, sb)
-    d, table = eqr.universal_table(n, sa, sb)
+    _, table = eqr.universal_table(n, sa, sb)
     assert table[0] == () and all(len(t) >= 1 for t in table[1:])
     lid_of = {f.peer(*x)[0] if f.types[x[0]] != SWITCH else x[0]: lid for lid, x in f.lid_owners().items()
               if f.types[x[0]] == SWITCH}
