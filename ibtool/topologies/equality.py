@@ -388,16 +388,16 @@ def resolve(n: int = 0, sa: str = "", sb: str = "", hcas_per_router: int = 0, ra
 def build(n: int, sa, sb, p: int, radix: int, name: str | None = None) -> Fabric:
     """The fabric of N routers with link sets S_A, S_B and p HCAs each (see the module docstring)."""
     f = Fabric(name or f"equality-n{n}k{eq1(n, sa, sb)}p{p}")
-    routers = []
+    routers, hcas = [], []
     for i in range(n):
-        r = f.add_switch(f"R[{i}]", radix, role="router", labels={"index": i})
-        routers.append(r)
+        routers.append(f.add_switch(f"R[{i}]", radix, role="router", labels={"index": i}))
         for j in range(p):
-            h = f.add_hca(f"H[{i}]" if p == 1 else f"H[{i}]-{j}", 1, labels={"router": i, "index": j})
-            f.add_link(r, h, j + 1, 1)
+            hcas.append(f.add_hca(f"H[{i}]" if p == 1 else f"H[{i}]-{j}", 1, labels={"router": i, "index": j}))
+    # cabled in bulk (a million-HCA plan has three million links): router r_i port j+1 - H[i]-j port 1
+    rt = np.asarray(routers, dtype=np.int64)
+    f.add_links(np.repeat(rt, p), hcas, np.tile(np.arange(1, p + 1), n), np.ones(n * p, dtype=np.int64))
     u, v, lu, lv = links(n, sa, sb)
-    for a, b, pa, pb in zip(u.tolist(), v.tolist(), (lu + p + 1).tolist(), (lv + p + 1).tolist()):
-        f.add_link(routers[a], routers[b], pa, pb)
+    f.add_links(rt[u], rt[v], lu + p + 1, lv + p + 1)
     return f
 
 

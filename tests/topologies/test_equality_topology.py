@@ -3,6 +3,7 @@ genetic search, and the plan brought up by real ibsim + OpenSM with the engine i
 
 import itertools
 import json
+import re
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import shortest_path
 
 from support import ibtool
+from ibtool.errors import InputError
 from ibtool.fabric import SWITCH
 from ibtool.formats import ibnetdiscover
 from ibtool.topologies import equality as eq
@@ -222,3 +224,34 @@ def test_fig1_comes_up_with_the_plans_engine_and_verifies(tmp_path):
     rep = json.loads(r.stdout)
     assert rep["ok"] and rep["routes"]["delivered"] == rep["routes"]["pairs"] == 70 * 69
     assert rep["routes"]["deadlock"]["free"]
+
+
+def test_add_links_equals_add_link_one_by_one():
+    """Fabric.add_links (the bulk path the builder uses) leaves the fabric add_link would, and a
+    fault gives add_link's error for the first faulty link."""
+    from ibtool.fabric import Fabric
+
+    def fresh():
+        f = Fabric("t")
+        for i in range(4):
+            f.add_switch(f"S{i}", 4)
+        return f
+    ends = ([0, 1, 2, 0], [1, 2, 3, 3], [1, 2, 3, 2], [1, 1, 1, 4])
+    one, bulk = fresh(), fresh()
+    for x in zip(*ends):
+        one.add_link(*x)
+    bulk.add_links(*ends)
+    assert (bulk.link_a, bulk.link_pa, bulk.link_b, bulk.link_pb, bulk.link_rate) == \
+        (one.link_a, one.link_pa, one.link_b, one.link_pb, one.link_rate)
+    assert [bulk.peer(i, p) for i in range(4) for p in range(1, 5)] == [one.peer(i, p) for i in range(4) for p in range(1, 5)]
+    assert (bulk.ports().peer == one.ports().peer).all()
+    # the next default port is the lowest free one either way
+    assert bulk.add_link(0, 2) == one.add_link(0, 2) and bulk.link_pa[-1] == one.link_pa[-1] == 3
+    for bad, msg in [(([0], [1], [1], [2]), "S0 port 1 is already cabled (to S1[1])"),
+                     (([2], [2], [4], [4]), "S2: a link from a node to itself"),
+                     (([1], [3], [5], [2]), "S1 has 4 ports; port 5 does not exist"),
+                     (([1, 1], [3, 3], [3, 3], [2, 2]), "S1 port 3 is already cabled (to S3[2])")]:
+        f = fresh()
+        f.add_links(*ends)
+        with pytest.raises(InputError, match=re.escape(msg)):
+            f.add_links(*bad)
