@@ -10,6 +10,8 @@ Sections:
            hdor vs minhop, dor, updn (indirect switches as roots), dfsssp, lash, nue on KNS from
            36 to ~2,000+ switches, each capped at 300 s
   verify   the verification benchmarks (bench/verify_bench.py), when present
+  analyze  `ibtool analyze` of KNS 16-ary 3-direct, and all-pairs NR/FR latency of
+           Hypercube(2048, 11) against networkx (bench/analyze_bench.py)
   equality Equality networks (bench/equality_bench.py): n64000k64p16 generated and written,
            its d and a by the symmetric method vs plain BFS, one GA generation on n1840k17
 Results: OUT/results.json and OUT/results.md (tables pasted into BENCHMARKS.md).
@@ -26,7 +28,8 @@ import sys
 import time
 from pathlib import Path
 
-import equality_bench  # bench/ is on sys.path: this script lives there
+import analyze_bench  # bench/ is on sys.path: this script lives there
+import equality_bench
 import verify_bench
 from measure import measure
 
@@ -160,12 +163,14 @@ def markdown(results: dict) -> str:
                 md.append(f"| {r['fabric']} | {r['engine_requested']} | {r['engine_used'] or '—'} | {step} "
                           f"| {r['opensm_s']} s | {r['ibnetdiscover_s'] or '—'} | {r['dump_fts_s'] or '—'} |")
             md.append("")
+    if results.get("analyze"):
+        md.append("```json\n" + json.dumps(results["analyze"], indent=1) + "\n```\n")  # analyze_bench's figures
     return "\n".join(md) + "\n"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", default="gen,sim,engines,verify,equality")
+    ap.add_argument("--only", default="gen,sim,engines,verify,analyze,equality")
     ap.add_argument("--out", default=str(ROOT / "bench" / "out"))
     ap.add_argument("--quick", action="store_true", help="small engine sweep (no 16-ary 3-direct)")
     ap.add_argument("--cap", type=int, default=300, help="seconds per OpenSM run")
@@ -184,6 +189,8 @@ def main() -> None:
         results["engines"] = bench_engines(out, sizes, engines, a.cap)
     if "verify" in only:
         results["verify"] = verify_bench.main(out / "verify")
+    if "analyze" in only:
+        results["analyze"] = analyze_bench.main(out / "analyze")
     if "equality" in only:
         results["equality"] = equality_bench.main(out / "equality")
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
