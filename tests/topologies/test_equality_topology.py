@@ -255,3 +255,36 @@ def test_add_links_equals_add_link_one_by_one():
         f.add_links(*ends)
         with pytest.raises(InputError, match=re.escape(msg)):
             f.add_links(*bad)
+
+
+def test_analyze_covers_an_equality_plan(tmp_path):
+    """`ibtool analyze` (issue 11) on Fig. 1's plan, placed by the paper's cabinet model (the
+    "sequential" policy, the family's default): d and a as Remark 2 gives them, the exact
+    bisection against the paper's semicircle count, and every cable placed and priced by medium."""
+    plan = tmp_path / "eq"
+    ibtool("topo", "equality", "--spec", FIG1, "--hcas-per-router", "4", "--radix", "12", "--out", plan, check=0)
+    lay = tmp_path / "layout.json"
+    r = ibtool("analyze", plan, "--layout", "default", "--save-layout", lay, "--json", check=0)
+    rep = json.loads(r.stdout)
+    d, a = eq.metrics(14, (-1, 1, 3, 9), (4,))
+    assert (rep["distance"]["switch"]["diameter"], rep["distance"]["switch"]["average"]) == (d, round(a, 6))
+    # the paper's B: the fewest links cut by a semicircle split; the true bisection can be lower
+    b_semi, br_semi = eq.bisection(14, (-1, 1, 3, 9), (4,))
+    u, v, _, _ = eq.links(14, (-1, 1, 3, 9), (4,))
+    best = min(int((np.isin(u, (0,) + s) != np.isin(v, (0,) + s)).sum())
+               for s in itertools.combinations(range(1, 14), 6))  # every split of the routers 7 / 7
+    bis = rep["bisection"]
+    assert bis["exact"] and bis["links"] == best == 14 and b_semi == 18 > best
+    assert bis["B_r"] == pytest.approx(14 / 42, abs=1e-6) and br_semi == pytest.approx(18 / 42)
+    assert bis["b_r"] == pytest.approx(bis["B_r"] * 6 / (6 + 2 * 4), abs=1e-6)  # Eq. 3
+    L = rep["layout"]
+    assert L["policy"] == "sequential" and L["cabinets"] == 2  # 70 U in 42U cabinets
+    assert L["cables"] == 98 and L["unplaced_cables"] == 0
+    assert L["per_medium"]["copper"]["cables"] + L["per_medium"]["fiber"]["cables"] == 98
+    assert L["longest_m"] <= 8.0 and L["per_medium"]["fiber"]["cables"] == 0  # all within copper reach
+    # routers at the top of their cabinet, their HCAs below
+    nodes = {name: (cab, u_) for name, cab, u_, _ in json.loads(lay.read_text())["nodes"]}
+    for cab in (0, 1):
+        ru = [u_ for name, (c, u_) in nodes.items() if c == cab and name.startswith("R[")]
+        hu = [u_ for name, (c, u_) in nodes.items() if c == cab and name.startswith("H[")]
+        assert ru and min(ru) > max(hu, default=0) and max(ru) == 42
