@@ -21,6 +21,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -68,7 +69,8 @@ def generate(out: Path) -> list[dict]:
         net = d / "topology.net"
         row = {"fabric": label, "spec": spec_of(n, *sets), "routers": s.get("switches"), "hcas": s.get("hcas"),
                "links": s.get("links"), "net_mib": round(net.stat().st_size / 2**20, 1) if net.exists() else None,
-               "ibtool_s": r["seconds"], "ibtool_rss_mib": r["peak_rss_mib"], "rc": r["exit"],
+               "ibtool_s": r["seconds"], "ibtool_cpu_s": r["cpu_seconds"], "ibtool_rss_mib": r["peak_rss_mib"],
+               "load": os.getloadavg()[0], "rc": r["exit"],
                "ibsim_load_s": ibsim_load(net) if ref and r["exit"] == 0 else None}
         rows.append(row)
         print(row, flush=True)
@@ -166,12 +168,12 @@ def paper_systems() -> list[dict]:
 
 
 def markdown(res: dict) -> str:
-    md = ["| fabric | routers | HCAs | links | net file | ibtool topo equality (wall) | peak RSS | ibsim loading the same file |",
-          "|---|---|---|---|---|---|---|---|"]
+    md = ["| fabric | routers | HCAs | links | net file | ibtool topo equality: wall (CPU) | peak RSS | load (1 min) | ibsim loading the same file |",
+          "|---|---|---|---|---|---|---|---|---|"]
     for r in res["generate"]:
         ref = f"{r['ibsim_load_s']} s (ibtool {r['ibsim_load_s'] / r['ibtool_s']:.1f}x faster)" if r["ibsim_load_s"] else "not run"
         md.append(f"| {r['fabric']} | {r['routers']:,} | {r['hcas']:,} | {r['links']:,} | {r['net_mib']} MiB | "
-                  f"{r['ibtool_s']} s | {r['ibtool_rss_mib']:.0f} MiB | {ref} |")
+                  f"{r['ibtool_s']} s ({r['ibtool_cpu_s']} s) | {r['ibtool_rss_mib']:.0f} MiB | {r["load"]:.1f} | {ref} |")
     e = res["evaluate"]
     md += ["", "| network | d | a | symmetric (one BFS) | plain BFS (scipy), per source | all pairs by plain BFS (est.) | speed-up | sample agrees |",
            "|---|---|---|---|---|---|---|---|",

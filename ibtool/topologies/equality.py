@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ibtool.errors import InputError
-from ibtool.fabric import Fabric
+from ibtool.fabric import CA, SWITCH, Fabric
 from ibtool.topologies import Param, topology
 
 MAX_ROUTERS = 1_000_000
@@ -388,11 +388,21 @@ def resolve(n: int = 0, sa: str = "", sb: str = "", hcas_per_router: int = 0, ra
 def build(n: int, sa, sb, p: int, radix: int, name: str | None = None) -> Fabric:
     """The fabric of N routers with link sets S_A, S_B and p HCAs each (see the module docstring)."""
     f = Fabric(name or f"equality-n{n}k{eq1(n, sa, sb)}p{p}")
-    routers, hcas = [], []
+    # nodes in order r_0, its HCAs, r_1, ... (GUIDs follow it), added in bulk
+    kinds, names, ports, roles, labs = [], [], [], [], []
     for i in range(n):
-        routers.append(f.add_switch(f"R[{i}]", radix, role="router", labels={"index": i}))
-        for j in range(p):
-            hcas.append(f.add_hca(f"H[{i}]" if p == 1 else f"H[{i}]-{j}", 1, labels={"router": i, "index": j}))
+        kinds.append(SWITCH)
+        names.append(f"R[{i}]")
+        ports.append(radix)
+        roles.append("router")
+        labs.append({"index": i})
+        kinds += [CA] * p
+        names += [f"H[{i}]"] if p == 1 else [f"H[{i}]-{j}" for j in range(p)]
+        ports += [1] * p
+        roles += ["hca"] * p
+        labs += [{"router": i, "index": j} for j in range(p)]
+    ids = np.asarray(f.add_nodes(kinds, names, ports, roles, labs), dtype=np.int64).reshape(n, p + 1)
+    routers, hcas = ids[:, 0].tolist(), ids[:, 1:].ravel()
     # cabled in bulk (a million-HCA plan has three million links): router r_i port j+1 - H[i]-j port 1
     rt = np.asarray(routers, dtype=np.int64)
     f.add_links(np.repeat(rt, p), hcas, np.tile(np.arange(1, p + 1), n), np.ones(n * p, dtype=np.int64))

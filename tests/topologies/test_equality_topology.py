@@ -288,3 +288,24 @@ def test_analyze_covers_an_equality_plan(tmp_path):
         ru = [u_ for name, (c, u_) in nodes.items() if c == cab and name.startswith("R[")]
         hu = [u_ for name, (c, u_) in nodes.items() if c == cab and name.startswith("H[")]
         assert ru and min(ru) > max(hu, default=0) and max(ru) == 42
+
+
+def test_add_nodes_equals_add_node_one_by_one():
+    from ibtool.fabric import CA, Fabric
+    spec = [(SWITCH, "R[0]", 8, "router", {"index": 0}), (CA, "H[0]", 1, "hca", None), (SWITCH, "R[1]", 8, "router", None)]
+    one, bulk = Fabric("t"), Fabric("t")
+    one.add_switch("first", 4)
+    bulk.add_switch("first", 4)
+    for x in spec:
+        one.add_node(*x)
+    assert list(bulk.add_nodes(*map(list, zip(*spec)))) == [1, 2, 3]
+    for attr in ("types", "nports", "guids", "names", "roles", "labels"):
+        assert getattr(bulk, attr) == getattr(one, attr), attr
+    assert bulk.index("H[0]") == 2 and bulk.by_guid(one.guids[3]) == 3
+    for bad, msg in [([(CA, "first", 1, "hca", None)], "duplicate node name 'first'"),
+                     ([(CA, "a", 1, "hca", None), (CA, "a", 1, "hca", None)], "duplicate node name 'a'"),
+                     ([(SWITCH, "big", 300, "switch", None)], "big: 300 ports is outside 1..254")]:
+        f = Fabric("t")
+        f.add_switch("first", 4)
+        with pytest.raises(InputError, match=re.escape(msg)):
+            f.add_nodes(*map(list, zip(*bad)))
