@@ -173,7 +173,7 @@ def markdown(res: dict) -> str:
     for r in res["generate"]:
         ref = f"{r['ibsim_load_s']} s (ibtool {r['ibsim_load_s'] / r['ibtool_s']:.1f}x faster)" if r["ibsim_load_s"] else "not run"
         md.append(f"| {r['fabric']} | {r['routers']:,} | {r['hcas']:,} | {r['links']:,} | {r['net_mib']} MiB | "
-                  f"{r['ibtool_s']} s ({r['ibtool_cpu_s']} s) | {r['ibtool_rss_mib']:.0f} MiB | {r["load"]:.1f} | {ref} |")
+                  f"{r['ibtool_s']} s ({r['ibtool_cpu_s']} s) | {r['ibtool_rss_mib']:.0f} MiB | {r['load']:.1f} | {ref} |")
     e = res["evaluate"]
     md += ["", "| network | d | a | symmetric (one BFS) | plain BFS (scipy), per source | all pairs by plain BFS (est.) | speed-up | sample agrees |",
            "|---|---|---|---|---|---|---|---|",
