@@ -309,3 +309,30 @@ def test_add_nodes_equals_add_node_one_by_one():
         f.add_switch("first", 4)
         with pytest.raises(InputError, match=re.escape(msg)):
             f.add_nodes(*map(list, zip(*bad)))
+
+
+@pytest.mark.ibsim
+@pytest.mark.slow
+@pytest.mark.parametrize("spec,p,engine,up,vl0_free", [
+    (FIG1, 4, "dfsssp", "dfsssp", None),
+    (FIG1, 4, "lash", "lash", None),
+    ("N200K10[-1,1,55,77,83,113,129,189](40)", 2, "nue", "nue", True),
+    # dfsssp needs 9 VLs on this one and ibsim's ports have 8: OpenSM falls back to minhop
+    ("N200K10[-1,1,55,77,83,113,129,189](40)", 2, "dfsssp", "minhop", False),
+], ids=["fig1-dfsssp", "fig1-lash", "n200-nue", "n200-dfsssp"])
+def test_why_the_plan_names_nue(tmp_path, spec, p, engine, up, vl0_free):
+    """The evidence behind `routing_engine nue` (docs/topologies.md): on Fig. 1's network all of
+    nue, dfsssp and lash come up; on a 200-router network dfsssp falls back, nue does not, and
+    nue's routes are VL0 deadlock-free (verify all passes)."""
+    plan = tmp_path / "eq"
+    ibtool("topo", "equality", "--spec", spec, "--hcas-per-router", p, "--out", plan, check=0)
+    run = tmp_path / "run"
+    ibtool("sim", "run", plan / "topology.net", "--engine", engine, "--out", run)
+    s = json.loads((run / "summary.json").read_text())
+    assert s["engine"] == up and s["fallback"] == (up != engine)
+    if vl0_free is not None:
+        r = ibtool("verify", "all", run, "--plan", plan / "topology.net", "--json")
+        rep = json.loads(r.stdout)
+        assert rep["routes"]["delivered"] == rep["routes"]["pairs"]
+        assert rep["routes"]["deadlock"]["free"] is vl0_free
+        assert (r.returncode == 0) is (vl0_free and up == engine)
