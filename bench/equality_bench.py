@@ -31,8 +31,6 @@ from measure import measure  # bench/measure.py: this script's directory is on s
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import shortest_path
 
-from ibtool.formats import ibnetdiscover
-from ibtool.sim.runner import ibsim
 from ibtool.topologies import equality as eq
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,6 +55,10 @@ def router_graph(n: int, sa, sb) -> csr_matrix:
 
 
 def generate(out: Path) -> list[dict]:
+    from run import (
+        ibsim_load,  # bench/run.py's stock reference (imported here: run.py imports this module)
+    )
+
     rows = []
     big = given_sets(64000, 30, 16, seed=7)  # 32 odd (with the ring) + 2 x 16 even = K 64
     e361 = given_sets(2048, 12, 7, seed=3)  # 14 + 2 x 7 = K 28
@@ -75,17 +77,6 @@ def generate(out: Path) -> list[dict]:
         rows.append(row)
         print(row, flush=True)
     return rows
-
-
-def ibsim_load(net: Path) -> float | None:
-    fabric = ibnetdiscover.read(net)
-    t0 = time.monotonic()
-    try:
-        with ibsim(net, net.parent / ".ibsim", fabric, timeout=600):
-            return round(time.monotonic() - t0, 3)
-    except Exception as e:  # noqa: BLE001 - recorded, not fatal for the benchmark
-        print(f"ibsim failed on {net}: {e}", flush=True)
-        return None
 
 
 def evaluate(sample: int = 32) -> dict:
@@ -177,15 +168,15 @@ def markdown(res: dict) -> str:
     e = res["evaluate"]
     md += ["", "| network | d | a | symmetric (one BFS) | plain BFS (scipy), per source | all pairs by plain BFS (est.) | speed-up | sample agrees |",
            "|---|---|---|---|---|---|---|---|",
-           f"| n64000k64 | {e['diameter']} | {e['average_distance']} | {e['symmetric_s']} s | {e['plain_bfs_per_source_s']} s "
-           f"({e['plain_bfs_sources']} sources: {e['plain_bfs_s']} s) | {e['plain_all_pairs_estimate_s']} s | "
-           f"{e['speedup_vs_all_pairs']}x | {e['sample_agrees_with_remark2']} |"]
+           (f"| n64000k64 | {e['diameter']} | {e['average_distance']} | {e['symmetric_s']} s | {e['plain_bfs_per_source_s']} s "
+            f"({e['plain_bfs_sources']} sources: {e['plain_bfs_s']} s) | {e['plain_all_pairs_estimate_s']} s | "
+            f"{e['speedup_vs_all_pairs']}x | {e['sample_agrees_with_remark2']} |")]
     g = res["ga"]
-    md += ["", "| search | population | one generation | plain all-pairs per generation (est.) | best a*d after "
-           f"{g['generations']} generations |", "|---|---|---|---|---|",
-           f"| n1840k17 | {g['population']} | {g['per_generation_s']} s (first, all new: {g['first_generation_s']} s) | "
-           f"{g['plain_generation_estimate_s']} s ({g['plain_all_pairs_one_s']} s per individual) | "
-           f"{g['best_ad']} (d = {g['d']}, a = {g['a']}) |"]
+    md += ["", (f"| search | population | one generation | plain all-pairs per generation (est.) | best a*d after "
+                f"{g['generations']} generations |"), "|---|---|---|---|---|",
+           (f"| n1840k17 | {g['population']} | {g['per_generation_s']} s (first, all new: {g['first_generation_s']} s) | "
+            f"{g['plain_generation_estimate_s']} s ({g['plain_all_pairs_one_s']} s per individual) | "
+            f"{g['best_ad']} (d = {g['d']}, a = {g['a']}) |")]
     md += ["", "| system | class | endpoints | K + p / radix | links | search (seed 1) | d | a | a*d (gen. 0) | B_r | b_r | % of Moore bound |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in res.get("paper", []):
