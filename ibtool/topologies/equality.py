@@ -170,7 +170,7 @@ def distances(n: int, sa, sb) -> np.ndarray:
     while frontier.size:
         level += 1
         sign = 1 - 2 * (frontier & 1)  # even routers add the offset, odd ones subtract it
-        nb = ((frontier * 1)[:, None] + sign[:, None] * offs[None, :]) % n
+        nb = (frontier[:, None] + sign[:, None] * offs[None, :]) % n
         nb = nb.ravel()
         nb = nb[dist[nb] < 0]
         dist[nb] = level  # duplicates write the same value
@@ -306,7 +306,7 @@ def search(n: int, k: int, *, seed: int = 1, generations: int = 50, population: 
         elite = scored[:2]
         nxt = list(elite)
         while len(nxt) < population:
-            p1, p2 = (min(rng.choice(len(scored), 2), key=lambda j: j) for _ in range(2))
+            p1, p2 = (int(rng.choice(len(scored), 2).min()) for _ in range(2))  # tournaments of two
             union = list(set(scored[p1]) | set(scored[p2]))
             union = [union[j] for j in rng.permutation(len(union))]
             child = []
