@@ -34,4 +34,5 @@ def measure(argv: list, cwd: Path | None = None, timeout: float = 3600, stdout: 
         err.seek(0)
         text = b"" if stdout else out.read()
         return {"seconds": round(wall, 2), "peak_rss_mib": round(ru.ru_maxrss / 1024, 1), "exit": p.returncode,
+                "cpu_seconds": round(ru.ru_utime + ru.ru_stime, 2),  # the child's own CPU: wall minus waiting for a core
                 "stdout": text.decode(errors="replace"), "stderr": err.read().decode(errors="replace")[-2000:]}

@@ -171,3 +171,79 @@ def fr_cmd(fabric_path, layout_path, nnm, out, nr, switch_delay, ns_per_m, sl_ou
     click.echo(f"{routing}: {len(tables.lft)} switches, LIDs up to {tables.max_lid}; latency max "
                f"{stats['max_ns']:.0f} ns, avg {stats['avg_ns']:.1f} ns at {switch_delay:g} ns switches; "
                f"LFT file {out}")
+# ------------------------------------------------------------------ equality (paper 002, issue 14)
+
+def _equality_sets(spec: str | None, plan: Path | None):
+    """(N, S_A, S_B) from --spec (full notation) or the plan's fabric.json (`ibtool topo` records
+    the spec it built)."""
+    from ibtool.formats import open_input
+    from ibtool.topologies.equality import check_sets, eq1, parse_spec
+
+    if bool(spec) == bool(plan):
+        raise InputError("give the link sets: --spec 'N14K6[-1,1,3,9](4)' or --plan PLAN_DIR (one of them)")
+    if plan:
+        path = plan / "fabric.json" if plan.is_dir() else plan
+        with open_input(path) as fh:
+            try:
+                spec = json.load(fh)["params"]["spec"]
+            except (ValueError, KeyError, TypeError):
+                raise InputError("not an Equality plan's fabric.json (no params.spec)", path=str(path)) from None
+    sp = parse_spec(spec)
+    if sp.sa is None:
+        raise InputError(f"--spec {spec!r}: give the link sets (the full notation, e.g. N14K6[-1,1,3,9](4))")
+    check_sets(sp.n, sp.sa, sp.sb)
+    if eq1(sp.n, sp.sa, sp.sb) != sp.k:
+        raise InputError(f"--spec {spec!r}: K{sp.k} disagrees with Eq. 1 ({eq1(sp.n, sp.sa, sp.sb)})")
+    return sp.n, sp.sa, sp.sb
+
+
+@group.command(name="equality")
+@click.option("--fabric", "fabric_path", required=True, type=click.Path(path_type=Path),
+              help="The discovered fabric: ibnetdiscover output with LIDs (e.g. RUN/ibnetdiscover.out).")
+@click.option("--out", "-o", required=True, type=click.Path(path_type=Path),
+              help="LFT file to write, for OpenSM's file engine (conf key lfts_file).")
+@click.option("--spec", help="The link sets in the paper's notation, e.g. 'N14K6[-1,1,3,9](4)'.")
+@click.option("--plan", type=click.Path(path_type=Path),
+              help="Or the plan directory (its fabric.json records the spec `ibtool topo` built).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def equality_cmd(fabric_path, out, spec, plan, as_json):
+    """Universal routing table of an Equality network (paper 002, Eq. 2) as file-engine LFTs.
+
+    Numbers the routers from the discovered wiring (not from names), builds the one table of
+    shortest first hops from r_0 and applies it to every router by Eq. 2, spreading the LIDs
+    over equal shortest paths. All routes use VL0: `ibtool verify routes` says whether that is
+    deadlock-free and shows a cycle if not. A fabric that is not the given network exits 1.
+
+    \b
+    Example:
+      ibtool topo equality --spec 'N14K6[-1,1,3,9](4)' --hcas-per-router 4 --radix 12 --out eq
+      ibtool sim run eq/topology.net --out run                  # the plan's engine (nue)
+      ibtool route equality --fabric run/ibnetdiscover.out --plan eq --out eq.lft
+      ibtool sim run eq/topology.net --engine file --conf lfts_file=$PWD/eq.lft --out run2
+      ibtool verify routes --fabric run2/ibnetdiscover.out --lfts run2/dump_fts.out
+    """
+    from ibtool.routing import equality
+    from ibtool.routing.hdor import port_guids
+
+    n, sa, sb = _equality_sets(spec, plan)
+    _output_file(out, "--out")
+    say = (lambda m: None) if as_json else (lambda m: click.echo(f"  {m}", err=True))
+    t0 = time.monotonic()
+    f = ibnetdiscover.read(fabric_path)
+    say(f"read {f.num_nodes} nodes, {f.num_links} links from {fabric_path}")
+    t1 = time.monotonic()
+    r = equality.compute(f, n, sa, sb)
+    t2 = time.monotonic()
+    say(f"numbered {r.n} routers from the wiring and routed in {t2 - t1:.2f} s; writing {len(r.tables.lft)} tables")
+    _write("--out", out, lambda: lft.write_file_engine(r.tables, out, port_guids(f)))
+    s = {"fabric": str(fabric_path), "lft_file": str(out), **r.summary(),
+         "numbering": {f"r{i}": f.names[node] for i, node in enumerate(r.router)},
+         "timings": {"read_s": round(t1 - t0, 3), "route_s": round(t2 - t1, 3),
+                     "write_s": round(time.monotonic() - t2, 3)}}
+    if as_json:
+        click.echo(json.dumps(s, indent=2))
+        return
+    ch = s["shortest_path_choices"]
+    click.echo(f"equality: {r.n} routers, K = {r.k}, {r.lids} LIDs; diameter {s['diameter']}, average distance "
+               f"{s['average_distance']}; {ch['min']}..{ch['max']} shortest first hops per destination "
+               f"(mean {ch['mean']}); LFT file {out}")
