@@ -109,9 +109,9 @@ def fattree(k: int, n: int, hcas_per_leaf: int = 0, radix: int = 0) -> Fabric:
     if (n - 1) * math.log10(k) + math.log10(h + n) > 7:  # without computing k**n for absurd n
         raise InputError(f"a {k}-ary {n}-tree with {h} HCAs per leaf is beyond what ibtool builds (10,000,000 nodes)")
     up = k if n > 1 else 0
-    need_ports(name("S", 0, *[0] * (n - 1)), h + up, f"{h} HCAs + {up} up-links", radix)
+    need_ports("leaf switch " + name("S", 0, *[0] * (n - 1)), h + up, f"{h} HCAs + {up} up-links", radix)
     if n > 2:
-        need_ports(name("S", 1, *[0] * (n - 1)), 2 * k, f"{k} down + {k} up-links", radix)
+        need_ports("switch " + name("S", 1, *[0] * (n - 1)), 2 * k, f"{k} down + {k} up-links", radix)
     f = Fabric(f"fattree-k{k}-n{n}")
     f.params = {"topology": "fattree", "k": k, "n": n, "hcas_per_leaf": h, "radix": radix}
     sw = tree_levels(f, k, n, range(n), radix)

@@ -85,7 +85,7 @@ def _build(family: str, k: int, n: int, radix: int, mirrored: bool, cubes: bool)
     if math.log10(per_cube) + (n - 2) * math.log10(k) + math.log10(len(groups)) > 7:
         raise InputError(f"{family}(k={k}, n={n}) is beyond what ibtool builds (10,000,000 nodes)")
     g0 = (0,) if mirrored else ()
-    need_ports(name("C" if cubes else "S", *g0, *([0] * (n - 2 if cubes else n)), *([bits(0, k)] if cubes else [])),
+    need_ports(("cube switch " if cubes else "leaf switch ") + name("C" if cubes else "S", *g0, *([0] * (n - 2 if cubes else n)), *([bits(0, k)] if cubes else [])),
                2 * k, f"{k} {'cube' if cubes else 'HCA'} + {k} up-links", radix)
     top = n - 2 if mirrored else n - 1
     f = Fabric(f"{family}-k{k}-n{n}")

@@ -48,23 +48,23 @@ PRESETS = {
         Param("leaves", int, 0, "leaf switches per group"),
         Param("hcas_per_leaf", int, 0, "HCAs per leaf"),
         Param("middle", int, 0, "stage-2 switches per group (each leaf links once to each)"),
-        Param("top_per_plane", int, 1, "top switches per plane (plane m: the m-th middle switch of every group)"),
-        Param("top_links", int, 1, "parallel links from a middle switch to each top switch of its plane"),
-        Param("radix", int, 36, "ports per switch"),
+        Param("top_per_plane", int, 0, "top switches per plane (plane m: the m-th middle switch of every group; 0 = 1)"),
+        Param("top_links", int, 0, "parallel links from a middle switch to each top switch of its plane (0 = 1)"),
+        Param("radix", int, 0, "ports per switch (0 = 36; the presets: 8)"),
     ],
 )
 def sft(preset: str = "", groups: int = 0, leaves: int = 0, hcas_per_leaf: int = 0, middle: int = 0,
-        top_per_plane: int = 1, top_links: int = 1, radix: int = 36) -> Fabric:
+        top_per_plane: int = 0, top_links: int = 0, radix: int = 0) -> Fabric:
     if preset:
         if preset not in PRESETS:
             raise InputError(f"--preset must be one of {', '.join(PRESETS)}, got {preset!r}")
-        if groups or leaves or hcas_per_leaf or middle:
-            raise InputError("--preset sets --groups, --leaves, --hcas-per-leaf and --middle: give either")
+        if groups or leaves or hcas_per_leaf or middle or top_per_plane or top_links or radix:
+            raise InputError(f"--preset {preset} sets every other option: give a preset or the options")
         return _build(preset, **PRESETS[preset])
     for opt, v in (("groups", groups), ("leaves", leaves), ("hcas_per_leaf", hcas_per_leaf), ("middle", middle)):
         if not v:
             raise InputError(f"--{opt.replace('_', '-')} is required (or use --preset cellia|cellia36)")
-    return _build("", groups, leaves, hcas_per_leaf, middle, top_per_plane, top_links, radix)
+    return _build("", groups, leaves, hcas_per_leaf, middle, top_per_plane or 1, top_links or 1, radix or 36)
 
 
 def _build(preset: str, groups: int, leaves: int, hcas_per_leaf: int, middle: int, top_per_plane: int,
