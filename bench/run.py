@@ -10,6 +10,8 @@ Sections:
            hdor vs minhop, dor, updn (indirect switches as roots), dfsssp, lash, nue on KNS from
            36 to ~2,000+ switches, each capped at 300 s
   verify   the verification benchmarks (bench/verify_bench.py), when present
+  trees    the tree families (bench/trees_bench.py): 100,000-HCA fat tree and KANTC plans; ftree
+           and updn vs minhop on the 16-ary 3-tree
 Results: OUT/results.json and OUT/results.md (tables pasted into BENCHMARKS.md).
 """
 
@@ -24,7 +26,8 @@ import sys
 import time
 from pathlib import Path
 
-import verify_bench  # bench/ is on sys.path: this script lives there
+import trees_bench  # bench/ is on sys.path: this script lives there
+import verify_bench
 from measure import measure
 
 from ibtool.formats import ibnetdiscover
@@ -157,12 +160,13 @@ def markdown(results: dict) -> str:
                 md.append(f"| {r['fabric']} | {r['engine_requested']} | {r['engine_used'] or '—'} | {step} "
                           f"| {r['opensm_s']} s | {r['ibnetdiscover_s'] or '—'} | {r['dump_fts_s'] or '—'} |")
             md.append("")
+    md += trees_bench.markdown(results.get("trees_gen") or [], results.get("trees_routing") or [])
     return "\n".join(md) + "\n"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", default="gen,sim,engines,verify")
+    ap.add_argument("--only", default="gen,sim,engines,verify,trees")
     ap.add_argument("--out", default=str(ROOT / "bench" / "out"))
     ap.add_argument("--quick", action="store_true", help="small engine sweep (no 16-ary 3-direct)")
     ap.add_argument("--cap", type=int, default=300, help="seconds per OpenSM run")
@@ -181,6 +185,9 @@ def main() -> None:
         results["engines"] = bench_engines(out, sizes, engines, a.cap)
     if "verify" in only:
         results["verify"] = verify_bench.main(out / "verify")
+    if "trees" in only:
+        results["trees_gen"] = trees_bench.bench_gen(out)
+        results["trees_routing"] = trees_bench.bench_routing(out, sim_run, max(a.cap, 600))
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     (out / "results.md").write_text(markdown(results))
     print(f"results: {out / 'results.json'}")
