@@ -12,6 +12,8 @@ Sections:
   verify   the verification benchmarks (bench/verify_bench.py), when present
   trees    the tree families (bench/trees_bench.py): 100,000-HCA fat tree and KANTC plans; ftree
            and updn vs minhop on the 16-ary 3-tree
+  analyze  `ibtool analyze` of KNS 16-ary 3-direct, and all-pairs NR/FR latency of
+           Hypercube(2048, 11) against networkx (bench/analyze_bench.py)
 Results: OUT/results.json and OUT/results.md (tables pasted into BENCHMARKS.md).
 """
 
@@ -26,7 +28,8 @@ import sys
 import time
 from pathlib import Path
 
-import trees_bench  # bench/ is on sys.path: this script lives there
+import analyze_bench  # bench/ is on sys.path: this script lives there
+import trees_bench
 import verify_bench
 from measure import measure
 
@@ -161,12 +164,14 @@ def markdown(results: dict) -> str:
                           f"| {r['opensm_s']} s | {r['ibnetdiscover_s'] or '—'} | {r['dump_fts_s'] or '—'} |")
             md.append("")
     md += trees_bench.markdown(results.get("trees_gen") or [], results.get("trees_routing") or [])
+    if results.get("analyze"):
+        md.append("```json\n" + json.dumps(results["analyze"], indent=1) + "\n```\n")  # analyze_bench's figures
     return "\n".join(md) + "\n"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", default="gen,sim,engines,verify,trees")
+    ap.add_argument("--only", default="gen,sim,engines,verify,analyze,trees")
     ap.add_argument("--out", default=str(ROOT / "bench" / "out"))
     ap.add_argument("--quick", action="store_true", help="small engine sweep (no 16-ary 3-direct)")
     ap.add_argument("--cap", type=int, default=300, help="seconds per OpenSM run")
@@ -188,6 +193,8 @@ def main() -> None:
     if "trees" in only:
         results["trees_gen"] = trees_bench.bench_gen(out)
         results["trees_routing"] = trees_bench.bench_routing(out, sim_run, max(a.cap, 600))
+    if "analyze" in only:
+        results["analyze"] = analyze_bench.main(out / "analyze")
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     (out / "results.md").write_text(markdown(results))
     print(f"results: {out / 'results.json'}")

@@ -11,7 +11,7 @@ from ibtool import __version__
 from ibtool.errors import IbtoolError
 
 # One line per command group; a group module defines `group`.
-GROUPS = ["topo", "sim", "verify", "route", "plugin", "bench"]
+GROUPS = ["topo", "sim", "verify", "route", "plugin", "bench", "analyze"]
 
 
 class _Main(click.Group):

@@ -1,0 +1,156 @@
+"""One analysis of a fabric (and its layout): every metric in one dict, as text, JSON or HTML."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+
+import numpy as np
+
+from ibtool.analyze import bisection as bis
+from ibtool.analyze import cost as costs
+from ibtool.analyze.distances import distances
+from ibtool.analyze.graph import Graph, build
+from ibtool.analyze.latency import DEFAULT_MODEL, LatencyModel, latency
+from ibtool.analyze.paths import diversity
+from ibtool.fabric import Fabric
+
+
+def counts(g: Graph) -> dict:
+    f = g.fabric
+    sw = g.switches
+    nports = np.asarray(f.nports)[sw]
+    used = np.zeros(f.num_nodes, dtype=np.int64)
+    np.add.at(used, np.asarray(f.link_a, dtype=np.int64), 1)
+    np.add.at(used, np.asarray(f.link_b, dtype=np.int64), 1)
+    u = used[sw]
+    inter = np.asarray(g.adj.sum(axis=1)).ravel().astype(np.int64)  # inter-switch links per switch
+    neigh = np.diff(g.adj.indptr)  # distinct switch neighbours
+    return {
+        "switches": len(sw), "hcas": int(f.num_nodes - len(sw)), "links": f.num_links,
+        "links_by_kind": g.kinds,
+        "radix": {str(k): v for k, v in sorted(Counter(nports.tolist()).items())},
+        "ports": {"used": int(u.sum()), "free": int((nports - u).sum()),
+                  "used_per_switch": _minmax(u), "free_per_switch": _minmax(nports - u),
+                  "free_histogram": _hist(nports - u)},  # free ports: number of switches
+        "degree": {"inter_switch_links": _hist(inter), "switch_neighbours": _hist(neigh),
+                   "hcas_per_switch": _hist(g.hcas_on)},
+    }
+
+
+def _minmax(a: np.ndarray) -> dict:
+    if not len(a):
+        return {"min": 0, "average": 0.0, "max": 0}
+    return {"min": int(a.min()), "average": round(float(a.mean()), 3), "max": int(a.max())}
+
+
+def _hist(a: np.ndarray) -> dict:
+    return {str(k): int(v) for k, v in enumerate(np.bincount(np.asarray(a, dtype=np.int64))) if v}
+
+
+def moore(g: Graph, diameter: int) -> dict:
+    """Moore bound M(d, D) = 1 + d * sum_{i<D} (d-1)^i for a direct fabric (every switch hosts
+    HCAs, or none does): the most switches degree d and diameter D allow; ratio = N / M."""
+    direct = bool((g.hcas_on > 0).all() or not g.hcas_on.any())
+    if not direct:
+        return {"applies": False, "why": "not a direct fabric: some switches host no HCAs"}
+    d = int(np.diff(g.adj.indptr).max()) if g.n else 0
+    bound = 1 + d * sum((d - 1) ** i for i in range(diameter))
+    return {"applies": True, "degree": d, "diameter": diameter, "bound": bound,
+            "ratio": round(g.n / bound, 6) if bound else None}
+
+
+def analyze(fabric: Fabric, layout=None, *, prices: dict | None = None, model: LatencyModel = DEFAULT_MODEL,
+            samples: int = 32, seed: int = 0, bisection: str = "auto", progress=None, ticker=None) -> dict:
+    """Every metric of issue 11 for `fabric` (+ `layout` for cables and latency). `bisection`:
+    'auto', 'exact', 'heuristic' or 'none'. `progress(msg)` gets one line per stage, `ticker(msg)`
+    the progress inside the long stages (for a terminal)."""
+    t0 = time.monotonic()
+    timings = {}
+
+    def stage(name):
+        timings[name] = round(time.monotonic() - t0 - sum(timings.values()), 3)
+        if progress:
+            progress(f"{name}: {timings[name]:.2f} s")
+
+    g = build(fabric)
+    out = {"fabric": fabric.name, "params": fabric.params, "counts": counts(g)}
+    stage("counts")
+    dist = distances(g, ticker)
+    worst = dist.pop("worst_pairs")
+    out["distance"] = dist
+    stage("distances")
+    out["path_diversity"] = diversity(g, samples, seed, worst)
+    stage("path diversity")
+    if bisection != "none":
+        out["bisection"] = bis.bisection(g, bisection)
+        stage("bisection")
+    out["moore"] = moore(g, dist["switch"]["diameter"])
+    if layout is not None:
+        out["layout"] = {"policy": layout.policy, "site": layout.site.to_dict(), **layout.summary()}
+        out["latency"] = latency(g, layout.length, model, ticker)
+        stage("latency")
+    if prices is not None:
+        out["cost"] = costs.cost(fabric, layout, prices)
+    out["seconds"] = round(time.monotonic() - t0, 3)
+    out["timings"] = timings
+    return out
+
+
+def text(r: dict) -> str:
+    c = r["counts"]
+    lines = [(f"{r['fabric']}: {c['switches']:,} switches, {c['hcas']:,} HCAs, {c['links']:,} links "
+              f"({c['links_by_kind']['switch-switch']:,} switch-switch, {c['links_by_kind']['switch-hca']:,} "
+              f"switch-HCA)"),
+             (f"  radix {', '.join(f'{k} ports x {v}' for k, v in c['radix'].items())}; ports used "
+              f"{c['ports']['used']:,}, free {c['ports']['free']:,} (free per switch "
+              f"{c['ports']['free_per_switch']['min']}..{c['ports']['free_per_switch']['max']})"),
+             f"  inter-switch degree {_fmt_hist(c['degree']['inter_switch_links'])}"]
+    for key, label in (("switch", "switch graph"), ("hca", "HCA to HCA")):
+        d = r["distance"].get(key)
+        if d:
+            lines.append(f"  {label}: diameter {d['diameter']}, average distance {d['average']:.4f} over "
+                         f"{d['pairs']:,} pairs; hops {_fmt_hist(d['histogram'])}"
+                         + (f"; {d['unreachable_pairs']:,} pairs unreachable" if d["unreachable_pairs"] else ""))
+    for key in ("sampled", "worst"):
+        p = r["path_diversity"][key]
+        if p.get("pairs"):
+            lines.append(f"  path diversity ({key}, {p['pairs']} pairs): shortest paths "
+                         f"{p['shortest_paths']['min']}..{p['shortest_paths']['max']} (avg "
+                         f"{p['shortest_paths']['average']}), edge-disjoint {p['edge_disjoint']['min']}.."
+                         f"{p['edge_disjoint']['max']}")
+    b = r.get("bisection")
+    if b:
+        lines.append(f"  bisection: {b['links']:,} links ({b['method']}"
+                     + (f", lower bound {b['lower_bound']}" if "lower_bound" in b else "")
+                     + f"); b_r {b['b_r']}, B_r {b['B_r']}")
+    m = r["moore"]
+    lines.append(f"  Moore bound: {m['bound']:,} switches for degree {m['degree']}, diameter {m['diameter']}; "
+                 f"ratio {m['ratio']}" if m["applies"] else f"  Moore bound: n/a ({m['why']})")
+    lay = r.get("layout")
+    if lay:
+        pm = lay["per_medium"]
+        lines.append(f"  layout ({lay['policy']}): {lay['cabinets']} cabinets on a {lay['grid'][0]}x{lay['grid'][1]} "
+                     f"grid; cables {lay['total_length_m']:,.1f} m ({lay['total_purchased_m']:,.1f} m bought); "
+                     f"copper {pm['copper']['cables']:,} / {pm['copper']['length_m']:,.1f} m, fiber "
+                     f"{pm['fiber']['cables']:,} / {pm['fiber']['length_m']:,.1f} m; longest {lay['longest_m']} m "
+                     f"({lay['longest_cable']})")
+        lines.append(f"  cables per length: {', '.join(f'{k} m x {v}' for k, v in lay['per_purchasable_length'].items())}"
+                     + (f"; {lay['unplaced_cables']} unplaced" if lay["unplaced_cables"] else ""))
+        la = r["latency"]
+        mo = la["model"]
+        lines.append(f"  latency (paper 004: {mo['switch_ns']:g} ns/switch, {mo['cable_ns_per_m']:g} ns/m, "
+                     f"{mo['endpoint_ns']:g} ns injection+reception; switch-node cables excluded):")
+        for k in ("NR", "FR"):
+            lines.append(f"    {k}: max {la[k]['max_ns']:,.1f} ns, average {la[k]['average_ns']:,.1f} ns, "
+                         f"average hops {la[k]['average_hops']}")
+    co = r.get("cost")
+    if co:
+        lines.append(f"  cost: {co['total']:,.2f} {co['currency']} = " + " + ".join(
+            f"{k} {v:,.2f}" for k, v in co["parts"].items()) + f"; per {co['endpoint']} {co['per_endpoint']:,.2f}")
+        lines.append(f"    prices used: {co['prices']}" + ("" if co["cables_priced"] else " (no layout: cables not priced)"))
+    return "\n".join(lines)
+
+
+def _fmt_hist(h: dict) -> str:
+    return " ".join(f"{k}:{v:,}" for k, v in h.items())

@@ -1,0 +1,185 @@
+"""`ibtool analyze` end to end: a KNS plan, a real ibsim run, real dumps, HTML in a real browser,
+and one-line errors for bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from support import FIXTURES, ibtool
+
+
+def analyze_json(*args):
+    return json.loads(ibtool("analyze", *args, "--json", check=0).stdout)
+
+
+@pytest.fixture(scope="module")
+def cellia(tmp_path_factory):
+    out = tmp_path_factory.mktemp("plan") / "cellia"
+    ibtool("topo", "kns", "--k", "6", "--n", "2", "--radix", "8", "--out", out, check=0)
+    return out
+
+
+def test_kns_plan_paper_000_counts_and_distances(cellia):
+    r = analyze_json(cellia)
+    c = r["counts"]
+    # paper 000, section 3.4: 6-ary 2-direct = 36 HCAs, 36 routers + 12 switches
+    assert (c["hcas"], c["switches"]) == (36, 48) and r["params"]["topology"] == "kns"
+    # routers differing in j coordinates are 2j hops apart (via j indirect switches)
+    assert r["distance"]["switch"]["diameter"] == 4
+    assert r["distance"]["switch"]["average"] == pytest.approx(2 * 2 * (5 / 6) * 36 / 35, abs=1e-6)
+    assert r["distance"]["hca"]["diameter"] == 6
+    assert r["bisection"]["exact"] and "layout" not in r
+
+
+def test_kns_3_ary_3_direct_has_54_switches(tmp_path):
+    out = tmp_path / "k3n3"
+    ibtool("topo", "kns", "--k", "3", "--n", "3", "--radix", "8", "--out", out, check=0)
+    r = analyze_json(out, "--bisection", "heuristic")
+    assert r["counts"]["switches"] == 54 and r["counts"]["hcas"] == 27  # paper 000: 27 routers + 27 switches
+    assert r["distance"]["switch"]["diameter"] == 6
+    assert r["distance"]["switch"]["average"] == pytest.approx(2 * 3 * (2 / 3) * 27 / 26, abs=1e-6)
+
+
+def test_layout_saved_beside_the_plan_is_used_next_time(cellia, tmp_path):
+    site = tmp_path / "cellia-site.yaml"
+    site.write_text("hcas_per_cabinet: 25\n")
+    lay = cellia / "layout.json"
+    r = analyze_json(cellia, "--layout", "switch-rack", "--site", site, "--save-layout", lay)
+    assert r["layout"]["cabinets"] == 3 and r["layout"]["policy"] == "switch-rack"
+    again = analyze_json(cellia)  # PLAN_DIR/layout.json is read back
+    assert again["layout"] == r["layout"] and again["latency"] == r["latency"]
+    lay.unlink()
+
+
+def test_layout_metrics_and_prices(cellia, tmp_path):
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("currency: EUR\nswitch: 1000\nhca: 500\n"
+                      "copper: {0.5: 10, 1: 11, 1.5: 12, 2: 13, 2.5: 14, 3: 15, 5: 20, 7: 25}\n"
+                      "fiber: {10: 100, 15: 110}\n")
+    r = analyze_json(cellia, "--layout", "cabinet-aware", "--prices", prices)
+    lay = r["layout"]
+    assert lay["cables"] == 108 and lay["per_medium"]["copper"]["cables"] + lay["per_medium"]["fiber"]["cables"] == 108
+    assert sum(lay["per_purchasable_length"].values()) == 108
+    la = r["latency"]
+    assert la["FR"]["max_ns"] <= la["NR"]["max_ns"] and la["FR"]["average_ns"] <= la["NR"]["average_ns"]
+    co = r["cost"]
+    assert co["parts"]["switches"] == 48 * 1000 and co["parts"]["hcas"] == 36 * 500
+    assert co["per_endpoint"] == pytest.approx(co["total"] / 36, abs=0.01)
+    text = ibtool("analyze", cellia, "--layout", "cabinet-aware", "--prices", prices, check=0).stdout
+    assert "prices used:" in text and "'switch': 1000.0" in text  # no hidden prices
+
+
+def test_missing_cable_price_names_the_length(cellia, tmp_path):
+    prices = tmp_path / "p.yaml"
+    prices.write_text("switch: 1\nhca: 1\ncopper: {1: 1}\n")
+    r = ibtool("analyze", cellia, "--layout", "cabinet-aware", "--prices", prices)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert "p.yaml: copper: no price for a" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.ibsim
+def test_analyze_an_ibsim_run_matches_the_plan(tmp_path):
+    plan = tmp_path / "plan"
+    ibtool("topo", "kns", "--k", "3", "--n", "2", "--radix", "8", "--out", plan, check=0)
+    run = tmp_path / "run"
+    ibtool("sim", "run", plan / "topology.net", "--engine", "minhop", "--out", run, check=0)
+    found, planned = analyze_json(run), analyze_json(plan)
+    assert found["counts"]["links"] == planned["counts"]["links"] == 27
+    found["bisection"].pop("seconds"), planned["bisection"].pop("seconds")
+    for key in ("distance", "bisection", "moore"):
+        assert found[key] == planned[key]
+
+
+def test_real_production_fat_tree_dump():
+    # loginoff/infiniband_topology `topo`: ibnetdiscover of a 2014 FDR10 cluster, 8 SX6036 switches
+    r = analyze_json(FIXTURES / "real" / "public" / "fdr10-sx6036-8sw.ibnetdiscover")
+    c = r["counts"]
+    assert (c["switches"], c["hcas"], c["radix"]) == (8, 144, {"36": 8})
+    assert c["links_by_kind"]["switch-switch"] == 47
+    assert r["distance"]["switch"]["diameter"] == 2 and r["distance"]["hca"]["diameter"] == 4
+    assert r["distance"]["switch"]["unreachable_pairs"] == 0
+    b = r["bisection"]
+    assert not b["exact"] and 0 < b["links"] <= 47 and "upper bound" in b["method"]
+
+
+@pytest.mark.parametrize("dump", ["real/ndr-2sw.ibnetdiscover", "real/ibsim-kns-k3-n2-hdor/ibnetdiscover.out",
+                                  "ibnetdiscover/cellia-minhop.out", "ibnetdiscover/edr-2switch.out"])
+def test_other_real_dumps(dump):
+    r = analyze_json(FIXTURES / dump)
+    assert r["counts"]["links"] > 0 and r["distance"]["switch"]["unreachable_pairs"] == 0
+
+
+def test_html_report_renders_in_chromium(cellia, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    html = tmp_path / "report.html"
+    ibtool("analyze", cellia, "--layout", "cabinet-aware", "--html", html, check=0)
+    errors = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium",
+                                    args=["--no-sandbox", "--headless", "--disable-gpu"])
+        try:
+            page = browser.new_page()
+            page.on("console", lambda m: errors.append(m.text) if m.type in ("error", "warning") else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(html.as_uri())
+            assert page.title() == "ibtool analyze: kns-k6-n2-s1"
+            assert page.inner_text("#counts").count("48") >= 1
+            dist = page.inner_text("#distances")
+            assert "switch graph\t4\t3.4286" in dist and "HCA to HCA\t6\t5.4286" in dist
+            assert "exact (MILP, HiGHS)" in page.inner_text("#bisection")
+            assert "FR" in page.inner_text("#latency") and page.locator("svg rect").count() == 4
+        finally:
+            browser.close()
+    assert errors == []
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--layout", "rows"], "--layout rows: neither a file nor a policy"),
+    (["--site", "x.yaml"], "--site needs --layout POLICY"),
+    (["--save-layout", "l.json"], "--save-layout needs a layout"),
+])
+def test_usage_errors_are_one_line(cellia, args, message):
+    r = ibtool("analyze", cellia, *args)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith(f"ibtool: error: {message}")
+
+
+@pytest.mark.parametrize("yaml_text, message", [
+    ("cabinet_hieght: 3\n", "site.yaml:1: unknown site key 'cabinet_hieght'"),
+    ("cabinet_u: 1\nswitch_u: 2\n", "site.yaml:1: cabinet_u: a cabinet of 1U with 0U reserved is too small"),
+    ("overhead: -1\n", "site.yaml:1: overhead: a length cannot be negative, got -1.0"),
+    ("grid: [2, 2]\nswitches_per_cabinet: 4\n", "grid: R[2,4] does not fit the room: the cabinet-aware policy needs 12"),
+])
+def test_bad_site_is_one_line_exit_2_and_writes_nothing(cellia, tmp_path, yaml_text, message):
+    site = tmp_path / "site.yaml"
+    site.write_text(yaml_text)
+    html = tmp_path / "r.html"
+    r = ibtool("analyze", cellia, "--layout", "cabinet-aware", "--site", site, "--html", html,
+               "--save-layout", tmp_path / "l.json")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert message in r.stderr and "Traceback" not in r.stderr
+    assert not html.exists() and not (tmp_path / "l.json").exists()
+
+
+def test_bad_layout_file_is_one_line(cellia, tmp_path):
+    bad = tmp_path / "layout.json"
+    bad.write_text('{"format": "ibtool-layout/1", "site": {}, "cabinets": [], "nodes": [["X", 0, 1, "front"]], '
+                   '"cables": []}')
+    r = ibtool("analyze", cellia, "--layout", bad)
+    assert r.returncode == 2 and "layout.json: node 'X' is not in the fabric" in r.stderr
+
+
+def test_help_teaches():
+    r = ibtool("analyze", "--help", check=0)
+    assert "Examples:" in r.stdout and "--layout switch-rack" in r.stdout and "--prices" in r.stdout
+
+
+def test_progress_is_one_line_per_stage_on_big_fabrics(tmp_path):
+    plan = tmp_path / "k12"
+    ibtool("topo", "kns", "--k", "12", "--n", "3", "--out", plan, check=0)  # 3,888 nodes
+    r = ibtool("analyze", plan, "--bisection", "heuristic", "--layout", "cabinet-aware", "--json", check=0)
+    stages = [line.split(":")[0].strip() for line in r.stderr.splitlines()]
+    assert stages == ["counts", "distances", "path diversity", "bisection", "latency"]
+    assert json.loads(r.stdout)["counts"]["switches"] == 2160
