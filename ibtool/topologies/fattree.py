@@ -24,10 +24,15 @@ Folded Clos (`clos`). L leaves L[i] with D HCAs H[i,j] (leaf ports 1..D) and U u
 from __future__ import annotations
 
 import math
+from collections import deque
 from itertools import product
 
+import numpy as np
+
 from ibtool.errors import InputError
-from ibtool.fabric import Fabric
+from ibtool.fabric import CA, SWITCH, Fabric
+from ibtool.layout.model import FLOOR
+from ibtool.layout.policies import POLICIES, Placement, attached_switch, policy
 from ibtool.topologies import EngineFile, Param, guid_list, topology
 
 
@@ -185,3 +190,52 @@ def clos(leaves: int, hcas_per_leaf: int, uplinks: int, levels: int = 2, radix: 
                 for c, core in enumerate(cores[s]):
                     f.add_link(sp, core, P + 1 + c, p + 1)
     return f
+
+
+def stages(f: Fabric) -> dict[int, int]:
+    """Stage of every switch from the wiring alone (plans read back from a file carry no labels):
+    hops from the nearest switch with an HCA (leaves and cube switches 0, then upwards)."""
+    stage = {}
+    q = deque()
+    for i in range(f.num_nodes):
+        if f.types[i] == SWITCH and any(f.types[b] == CA for _, b, _ in f.neighbors(i)):
+            stage[i] = 0
+            q.append(i)
+    while q:
+        u = q.popleft()
+        for _, v, _ in f.neighbors(u):
+            if f.types[v] == SWITCH and v not in stage:
+                stage[v] = stage[u] + 1
+                q.append(v)
+    return stage
+
+
+@policy("tree-stages", site=POLICIES["switch-rack"].site,
+        summary="trees: switch racks by stage (leaf stage first, each stage from a new rack, front then "
+                "back), nodes in node racks in the order of their leaf switches",
+        families=("fattree", "clos", "sft", "mikant", "kantc", "mikantc"))
+def tree_stages(f: Fabric, site) -> Placement:
+    n = f.num_nodes
+    cab, u, side = np.full(n, FLOOR), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int8)
+    st = stages(f)
+    per_face = site.usable_u // site.switch_u
+    c = -1
+    for s_ in sorted(set(st.values())):
+        row = sorted(i for i, x in st.items() if x == s_)
+        for j, s in enumerate(row):
+            rack, rest = divmod(j, 2 * per_face)
+            face, slot = divmod(rest, per_face)
+            cab[s], u[s], side[s] = c + 1 + rack, site.cabinet_u - (slot + 1) * site.switch_u + 1, face
+        c += -(-len(row) // (2 * per_face))
+    nsw = c + 1
+    per_rack = site.usable_u // site.hca_u
+    if site.hcas_per_cabinet:
+        per_rack = min(per_rack, site.hcas_per_cabinet)
+    att = attached_switch(f)
+    hcas = sorted((i for i in range(n) if f.types[i] == CA),
+                  key=lambda h: (st.get(int(att[h]), 0), int(att[h]), h))
+    for j, h in enumerate(hcas):
+        r, slot = divmod(j, per_rack)
+        cab[h], u[h] = nsw + r, site.reserved_u + 1 + slot * site.hca_u
+    nnode = -(-len(hcas) // per_rack) if hcas else 0
+    return Placement(cab, u, side, ["switch"] * nsw + ["node"] * nnode)
