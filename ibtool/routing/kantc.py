@@ -40,7 +40,6 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from itertools import permutations
 from pathlib import Path
 
 import numpy as np
@@ -233,7 +232,7 @@ class _Recover:
                 lab["c"] = labels[s]["c"]
                 lab["cube"] = tuple(digits[s][:n - 2])
             res.label[s] = lab
-        for cid, cu in enumerate(cubes):
+        for cu in cubes:
             i0 = next(s for s in cu if s not in host)
             for s in cu:
                 if s in host:
@@ -305,16 +304,31 @@ class _Recover:
             if dist[s] == 1:
                 m = 1 << e.index(s)
             sets[s] = m
-        target = sorted(I)
-        for perm in permutations(range(k)):  # perm[i] = bit given to origin-neighbour i
-            def lab(m):
-                return sum(1 << perm[i] for i in range(k) if m >> i & 1)
-            if sorted(lab(sets[s]) for s in inter) == target:
-                out = {s: lab(sets[s]) for s in cu}
-                if len(set(out.values())) != 2 ** k or any(
-                        bin(out[s] ^ out[v]).count("1") != 1 for s in cu for v in adj[s]):
-                    raise NotKANTC(f"the cube of {_describe(f, cu[0])} is not a {k}-cube")
-                return out
+        def lab(m, perm):
+            return sum(1 << perm[i] for i in range(len(perm)) if m >> i & 1)
+
+        def assign(perm):
+            """The first bit assignment (origin-neighbour i -> bit perm[i]), in lexicographic order,
+            mapping the intermediates onto I; a prefix whose projection already differs is cut."""
+            if len(perm) == k:
+                return perm
+            for b in range(k):
+                if b not in perm:
+                    p = [*perm, b]
+                    mask = sum(1 << x for x in p)
+                    if sorted(lab(sets[s] & ((1 << len(p)) - 1), p) for s in inter) == sorted(x & mask for x in I):
+                        r = assign(p)
+                        if r:
+                            return r
+            return None
+
+        perm = assign([])
+        if perm is not None:
+            out = {s: lab(sets[s], perm) for s in cu}
+            if len(set(out.values())) != 2 ** k or any(
+                    bin(out[s] ^ out[v]).count("1") != 1 for s in cu for v in adj[s]):
+                raise NotKANTC(f"the cube of {_describe(f, cu[0])} is not a {k}-cube")
+            return out
         raise NotKANTC(f"the intermediates of the cube of {_describe(f, cu[0])} are not placed as paper 001's rule "
                        f"places them")
 
@@ -397,7 +411,7 @@ def _route(f: Fabric, rec: _Recover, res: KantcResult) -> None:
     tables = res.tables
     rows = {s: np.full(NL, NO_ROUTE, dtype=np.uint8) for s in switches}
     lids_of: dict[int, list[int]] = {}
-    for lid, (node, p) in owners.items():
+    for lid, (node, _) in owners.items():
         if f.types[node] == SWITCH:
             rows[node][lid] = 0
             lids_of.setdefault(node, []).append(lid)
