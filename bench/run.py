@@ -159,6 +159,7 @@ def markdown(results: dict) -> str:
                 md.append(f"| {r['fabric']} | {r['engine_requested']} | {r['engine_used'] or '—'} | {step} "
                           f"| {r['opensm_s']} s | {r['ibnetdiscover_s'] or '—'} | {r['dump_fts_s'] or '—'} |")
             md.append("")
+    md += trees_bench.markdown(results.get("trees_gen") or [], results.get("trees_routing") or [])
     if results.get("analyze"):
         md.append("```json\n" + json.dumps(results["analyze"], indent=1) + "\n```\n")  # analyze_bench's figures
     return "\n".join(md) + "\n"

@@ -10,7 +10,7 @@ from typing import Any, Callable
 from ibtool.fabric import Fabric
 
 # Modules holding builders; adding a family means adding its module name here.
-FAMILIES = ["kns", "equality", "direct", "skywalk"]
+FAMILIES = ["kns", "fattree", "sft", "kantc", "equality", "direct", "skywalk"]
 
 
 @dataclass(frozen=True)
