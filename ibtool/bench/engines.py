@@ -15,7 +15,8 @@ import time
 from pathlib import Path
 
 from ibtool.bench.runners.base import Local, Transport
-from ibtool.errors import CheckFailed, InputError
+from ibtool.errors import CheckFailed, EnvironmentProblem, InputError
+from ibtool.sim.live import last_error, vls_needed
 from ibtool.sim.opensm import parse_engines, routing_outcome
 
 
@@ -37,7 +38,18 @@ def stop(t: Transport, sm: dict) -> None:
         t.run(sm["stop"], 120)
 
 
-def switch(t: Transport, sm: dict, engine: str, say=lambda msg: None) -> dict:
+def keep_output(outcome: dict, dest: Path, live) -> dict:
+    """Copy a LiveFabric's OpenSM log and output into `dest` (OUT/engines/<engine>/)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for key, name in (("log", "opensm.log"), ("output", "opensm.out")):
+        src = Path(outcome[key])
+        if src.exists():
+            (dest / name).write_bytes(src.read_bytes())
+            outcome[key] = str(dest / name)
+    return outcome
+
+
+def switch(t: Transport, sm: dict, engine: str, say=lambda msg: None, dest: Path | None = None) -> dict:
     """Restart OpenSM with `engine`; return what its log says. A configuration given in sm.args
     (-F FILE) must set force_log_flush TRUE, or the log is only written when OpenSM exits. Raises CheckFailed when the subnet
     did not come up or another engine (a fallback) configured the tables."""
@@ -80,9 +92,17 @@ def switch(t: Transport, sm: dict, engine: str, say=lambda msg: None) -> dict:
     outcome["requested_engine"] = engine
     outcome["log"] = log
     outcome["command"] = start
+    outcome["vls_needed"] = vls_needed(text)
+    _, said, _ = t.run(f"cat {shlex.quote(d + '/opensm.out')} 2>/dev/null", 30)
+    if dest is not None:  # each engine's OpenSM output is kept with the campaign, not overwritten
+        dest.mkdir(parents=True, exist_ok=True)
+        (dest / "opensm.log").write_text(text)
+        (dest / "opensm.out").write_text(said)
+        outcome["log"] = str(dest / "opensm.log")
     if not outcome["subnet_up"]:
         why = "OpenSM exited" if not alive else f"no SUBNET UP within {sm['timeout']:g} s"
-        outcome["error"] = f"{why} with routing engine {engine}"
+        last = last_error(said, text)
+        outcome["error"] = f"{why} with routing engine {engine}" + (f": {last}" if last else "")
     elif outcome["engine"] != engine:
         got = outcome["engine"] or "no engine"
         outcome["error"] = (f"OpenSM fell back: {got} configured the tables, not {engine} "
@@ -90,13 +110,20 @@ def switch(t: Transport, sm: dict, engine: str, say=lambda msg: None) -> dict:
     return outcome
 
 
-def verify_routes(t: Transport, sm: dict, engine: str, dest: Path) -> dict:
-    """Discover the fabric and dump its forwarding tables on the SM node, then trace every route
-    here with `ibtool verify routes` (black holes, loops, deadlock, balance). Files kept in `dest`."""
+def verify_routes(t: Transport | None, sm: dict, engine: str, dest: Path, live=None) -> dict:
+    """Discover the fabric and dump its forwarding tables on the SM node (or the emulated fabric
+    `live`), then trace every route here with `ibtool verify routes` (black holes, loops, deadlock,
+    balance). Files kept in `dest`."""
     dest.mkdir(parents=True, exist_ok=True)
     env = " ".join(shlex.quote(f"{k}={v}") for k, v in sorted(sm["env"].items()))
     d = shlex.quote(sm["workdir"])
     for tool in ("ibnetdiscover", "dump_fts"):
+        if live is not None:
+            try:
+                live.client([tool], dest / f"{tool}.out", sm["timeout"])
+            except EnvironmentProblem as e:
+                return {"ok": False, "error": f"{tool} failed on the emulated fabric: {e}"}
+            continue
         remote = f"{sm['workdir']}/{tool}.out"
         rc, _, err = t.run(f"cd {d} && env {env} {tool} > {shlex.quote(remote)}", sm["timeout"])
         if rc != 0:

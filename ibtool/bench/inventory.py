@@ -65,6 +65,7 @@ class Inventory:
     mpi: dict = field(default_factory=dict)
     slurm: dict = field(default_factory=dict)
     sm: dict | None = None
+    oversubscribe: bool = False  # True: hosts may share an address (ranks share cores), deliberately
     benchmarks: dict[str, BenchConfig] = field(default_factory=dict)
     raw: dict = field(default_factory=dict)
 
@@ -210,9 +211,10 @@ class _Checker:
 LAUNCHER_KEYS = {"launcher", "mpirun", "args", "env", "nprocs"}
 SLURM_TOOLS = ("sbatch", "squeue", "sacct", "scontrol", "scancel")
 SLURM_KEYS = {"login", "options", "poll", "env", *SLURM_TOOLS}
-SM_KEYS = {"host", "opensm", "args", "env", "stop", "timeout", "workdir", "verify_routes"}
+SM_KEYS = {"host", "opensm", "args", "env", "stop", "timeout", "workdir", "verify_routes", "fabric"}
 BENCH_KEYS = {"type", "binary", "params", "nprocs", "hosts", "timeout", "expect"}
-TOP_KEYS = {"hosts", "ssh", "runner", "workdir", "launch_host", "parallel", "mpi", "slurm", "sm", "benchmarks"}
+TOP_KEYS = {"hosts", "ssh", "runner", "workdir", "launch_host", "parallel", "mpi", "slurm", "sm", "benchmarks",
+            "oversubscribe"}
 
 
 def load(path: str | Path) -> Inventory:
@@ -268,7 +270,17 @@ def parse(data, path: str = "<inventory>") -> Inventory:
             hop = by_name[hop].ssh.jump
     if not any(h.compute for h in hosts):
         c.fail("hosts", "no compute host (every host has compute: false)")
-    inv = Inventory(path, hosts, raw=data)
+    oversubscribe = c.boolean(data.get("oversubscribe", False), "oversubscribe")
+    seen_at: dict[tuple[str, int], int] = {}
+    for i, h in enumerate(hosts):
+        where = (h.address.lower(), h.ssh.port)
+        if where in seen_at and h.compute and hosts[seen_at[where]].compute and not oversubscribe:
+            j = seen_at[where]
+            c.fail(f"hosts[{i}].address", f"{h.name} and {hosts[j].name} (hosts[{j}]) are the same machine "
+                   f"({h.address}:{h.ssh.port}): their ranks would share cores and the mappings become "
+                   "identical; remove one, or set oversubscribe: true if this is deliberate")
+        seen_at.setdefault(where, i)
+    inv = Inventory(path, hosts, raw=data, oversubscribe=oversubscribe)
     names = {h.name for h in hosts}
     inv.runner = c.string(data.get("runner", "ssh"), "runner")
     if inv.runner not in RUNNERS.names():
@@ -307,7 +319,15 @@ def parse(data, path: str = "<inventory>") -> Inventory:
                   "workdir": c.string(sm.get("workdir", "/tmp/ibtool-opensm"), "sm.workdir"),
                   "stop": c.string(sm["stop"], "sm.stop") if sm.get("stop") is not None else None,
                   "timeout": c.number(sm.get("timeout", 120), "sm.timeout"),
-                  "verify_routes": c.boolean(sm.get("verify_routes", False), "sm.verify_routes")}
+                  "verify_routes": c.boolean(sm.get("verify_routes", False), "sm.verify_routes"),
+                  "fabric": None}
+        if sm.get("fabric") is not None:  # an emulated fabric: ibsim + OpenSM under umad2sim, here
+            net = Path(path).parent / os.path.expanduser(c.string(sm["fabric"], "sm.fabric"))
+            if not net.is_file():
+                c.fail("sm.fabric", f"no such ibsim net file: {net}")
+            if host != "local":
+                c.fail("sm.host", "must be 'local' with sm.fabric (ibsim and OpenSM run on this machine)")
+            inv.sm["fabric"] = str(net.resolve())
     benches = c.mapping(data.get("benchmarks"), "benchmarks", set(data.get("benchmarks") or {}))
     for name, b in benches.items():
         key = f"benchmarks.{name}"
@@ -321,6 +341,8 @@ def parse(data, path: str = "<inventory>") -> Inventory:
         for hn in run_hosts or []:
             if hn not in names:
                 c.fail(f"{key}.hosts", f"{hn!r} is not one of the hosts")
+            if run_hosts.count(hn) > 1 and not oversubscribe:
+                c.fail(f"{key}.hosts", f"{hn!r} is listed twice (set oversubscribe: true if this is deliberate)")
         inv.benchmarks[name] = BenchConfig(
             name, btype, c.string(b["binary"], f"{key}.binary") if "binary" in b else None, params,
             c.integer(b["nprocs"], f"{key}.nprocs") if "nprocs" in b else None, run_hosts,

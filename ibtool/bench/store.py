@@ -52,6 +52,12 @@ def read_json(path: Path, required: tuple[str, ...] = ()) -> dict:
     return data
 
 
+def changes(old: dict, new: dict) -> list[str]:
+    """'KEY: OLD stored, NEW now' for every key whose value differs."""
+    return [f"{k}: {json.dumps(old.get(k))} in the stored campaign, {json.dumps(new.get(k))} now"
+            for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
+
+
 class Store:
     def __init__(self, out: str | Path):
         self.out = Path(out)
@@ -59,7 +65,7 @@ class Store:
         self.partial = self.out / ".partial"
         self.engines_dir = self.out / "engines"
 
-    def open(self, manifest: dict) -> dict:
+    def open(self, manifest: dict, new_parameters: bool = False) -> dict:
         """Create the campaign, or resume it when OUT holds the same campaign; returns the manifest.
         The directory stays locked (flock) until this process ends or close() is called."""
         try:
@@ -73,28 +79,54 @@ class Store:
             self._lock.close()
             raise InputError("another `ibtool bench run` is using this campaign directory", path=str(self.out)) from None
         try:
-            return self._open(manifest)
+            return self._open(manifest, new_parameters)
         except BaseException:
             self.close()
             raise
 
-    def _open(self, manifest: dict) -> dict:
+    def peek(self, manifest: dict, new_parameters: bool = False) -> dict | None:
+        """The manifest `open` would write (None for a new campaign), checking nothing changed."""
         path = self.out / MANIFEST
-        if path.exists():
-            old = read_json(path)
-            diff = [k for k in COMPARED if old.get(k) != manifest.get(k)]
-            if diff:
-                raise InputError(f"{self.out} holds another campaign (different {', '.join(diff)}); "
-                                 "use a new --out directory, or the same options to resume it")
-            manifest = {**manifest, "campaign_id": old["campaign_id"], "created": old["created"]}
+        if not path.exists():
+            return None
+        old = read_json(path)
+        diff = [k for k in COMPARED if old.get(k) != manifest.get(k)]
+        if diff:
+            raise InputError(f"{self.out} holds another campaign (different {', '.join(diff)}); "
+                             "use a new --out directory, or the same options to resume it")
+        gens = old.get("generations") or [{"generation": 1, "measures": old.get("measures", manifest.get("measures")),
+                                           "inventory": old.get("inventory"), "started": old.get("created")}]
+        gens = [{k: v for k, v in g.items() if k != "started_now"} for g in gens]
+        changed = changes(gens[-1]["measures"] or {}, manifest.get("measures", {}))
+        if changed and not new_parameters:
+            more = f" (also changed: {', '.join(c.split(':', 1)[0] for c in changed[1:])})" if len(changed) > 1 else ""
+            raise InputError(f"{self.out}: the inventory changes what the runs measure: {changed[0]}{more}; "
+                             "resuming would mix parameters. Resume with the inventory the campaign started "
+                             "with, or add --new-parameters to start a new generation of it (recorded, "
+                             "reported separately), or use a new --out")
+        if changed:
+            gens.append({"generation": len(gens) + 1, "measures": manifest["measures"],
+                         "inventory": manifest.get("inventory"), "started": manifest.get("created"),
+                         "changed": changed, "started_now": True})
+        return {**manifest, "campaign_id": old["campaign_id"], "created": old["created"], "generations": gens,
+                "generation": gens[-1]["generation"]}
+
+    def _open(self, manifest: dict, new_parameters: bool = False) -> dict:
+        path = self.out / MANIFEST
+        resumed = self.peek(manifest, new_parameters)
+        if resumed is not None:
+            manifest = resumed
         else:
-            manifest = {**manifest, "campaign_id": uuid.uuid4().hex[:12]}
+            manifest = {**manifest, "campaign_id": uuid.uuid4().hex[:12], "generation": 1,
+                        "generations": [{"generation": 1, "measures": manifest.get("measures", {}),
+                                         "inventory": manifest.get("inventory"), "started": manifest.get("created")}]}
         for d in (self.runs_dir, self.engines_dir):
             d.mkdir(exist_ok=True)
         if self.partial.exists():
             shutil.rmtree(self.partial)  # runs interrupted last time: redone, never half-kept
         self.partial.mkdir()
-        write_json(path, manifest)
+        write_json(path, {**manifest, "generations": [{k: v for k, v in g.items() if k != "started_now"}
+                                                       for g in manifest["generations"]]})
         return manifest
 
     def close(self) -> None:

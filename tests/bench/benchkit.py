@@ -68,7 +68,11 @@ def ssh_inventory(sshd, workdir: Path, known_hosts=None, extra_benchmarks=None, 
                 "args": ["--oversubscribe", "--bind-to", "none", "--mca", "plm_rsh_agent", agent,
                          "--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "lo",
                          "--mca", "oob_tcp_if_include", "lo", "--mca", "pml", "ob1"]},
-        "benchmarks": {"hpcc": {"params": HPCC_PARAMS, "hosts": ["n1", "n2"], "nprocs": 4, "timeout": 120}, **(extra_benchmarks or {})},
+        # TCP over loopback between ranks on 2 cores shared with other work: ping-pong latency can pass
+        # the 1 ms sanity bound made for real clusters, so these tests state their own
+        "benchmarks": {"hpcc": {"params": HPCC_PARAMS, "hosts": ["n1", "n2"], "nprocs": 4, "timeout": 120,
+                                "expect": {"pingpong_latency_avg": {"max": 100000}}},
+                       **(extra_benchmarks or {})},
     }
     return inv
 

@@ -1,6 +1,8 @@
 """Parsers against the real outputs in fixtures/bench: the figures fixtures/bench/README.md lists,
 and every failure fixture flagged with its reason."""
 
+import json
+import math
 from pathlib import Path
 
 import pytest
@@ -388,4 +390,33 @@ def test_a_corrupted_number_fails_the_run_and_names_the_key(tmp_path, bench, fix
     (tmp_path / src.name).write_text(text)
     r = BENCHMARKS.get(bench).parse(RunFiles.from_path(tmp_path / src.name))
     key = line.rstrip("=")
-    assert r.status == FAILED and any(key in x and "is not a number (corrupted output)" in x for x in r.reasons)
+    assert r.status == FAILED and any(key in x and "is not a finite number (corrupted output)" in x for x in r.reasons)
+
+
+# issue 10 item 5b: nan, inf and a garbled exponent were a traceback (int(nan), float('6.1e+-1'))
+@pytest.mark.parametrize("bad", ["nan", "inf", "-inf", "6.12265e+-1"])
+@pytest.mark.parametrize("bench,fixture,line,metric", [
+    ("hpcc", "np4_linear_rankfile/hpccoutf.txt", "HPL_Tflops=", "hpl"),
+    ("hpcc", "np4_linear_rankfile/hpccoutf.txt", "HPL_N=", None),
+    ("hpcc", "np4_linear_rankfile/hpccoutf.txt", "Success=", None),
+    ("hpcg", "np4_16x16x16_rt30/HPCG-Benchmark_*.txt", "Local Domain Dimensions::nx=", None),
+    ("hpcg", "np4_16x16x16_rt30/HPCG-Benchmark_*.txt",
+     "Final Summary::HPCG result is VALID with a GFLOP/s rating of=", "gflops"),
+    ("graph500", "bfs_scale14_ef16_np4/stdout.txt", "bfs  harmonic_mean_TEPS:", "bfs_harmonic_mean_TEPS"),
+    ("graph500", "bfs_scale14_ef16_np4/stdout.txt", "SCALE:", None),
+])
+def test_an_odd_number_fails_the_run_naming_key_and_line(tmp_path, bench, fixture, line, metric, bad):
+    src = next((FIX / bench).glob(fixture))
+    lines = src.read_text().splitlines()
+    at = next(i for i, ln in enumerate(lines, 1) if ln.startswith(line))
+    sep = "=" if line.endswith("=") else ": "
+    lines[at - 1] = line + (" ! " if "harmonic_mean_TEPS" in line else " " if sep == ": " else "") + bad
+    (tmp_path / src.name).write_text("\n".join(lines) + "\n")
+    r = BENCHMARKS.get(bench).parse(RunFiles.from_path(tmp_path / src.name))  # no traceback
+    key = line.rstrip("=:").split()[-1] if bench == "graph500" else line.rstrip("=")
+    assert r.status == FAILED, r.as_dict()
+    assert any(f"{src.name}:{at} " in x and key in x and repr(bad) in x for x in r.reasons), r.reasons
+    if metric:
+        assert metric not in r.metrics
+    assert all(math.isfinite(m["value"]) for m in r.metrics.values())
+    json.dumps(r.as_dict(), allow_nan=False)  # nothing non-finite is stored

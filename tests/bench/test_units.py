@@ -241,8 +241,11 @@ def test_cli_dry_run_and_inventory_error(tmp_path):
     p = ibtool("bench", "run", "-i", tmp_path / "inv.yaml", "-b", "hpcc,netgauge", "-m", "linear,random", "-r", "2",
                "-o", tmp_path / "c", "--dry-run", check=0)
     lines = p.stdout.splitlines()
-    assert lines[0] == "current--hpcc--linear--r1" and lines[2].startswith("current--hpcc--random--r1  seed=")
-    assert "8 runs with runner ssh" in p.stdout and not (tmp_path / "c").exists()
+    assert lines[0] == "current--hpcc--linear--r1  to run"
+    assert lines[1].startswith("  command: cd /tmp/ibtool-bench/new-campaign-id/current--hpcc--linear--r1.") and "mpirun -np 2 --rankfile rankfile.txt" in lines[1]
+    assert lines[2:5] == ["  rankfile.txt:", "    rank 0=a slot=0", "    rank 1=a slot=1"]
+    assert any(ln.startswith("current--hpcc--random--r1  seed=") and ln.endswith("to run") for ln in lines)
+    assert "8 runs with runner ssh: 8 to run, 0 stored and kept" in p.stdout and not (tmp_path / "c").exists()
     (tmp_path / "bad.yaml").write_text("hosts: [{name: a, slots: -1}]\n")
     p = ibtool("bench", "run", "-i", tmp_path / "bad.yaml", "-b", "hpcc", "-o", tmp_path / "c", check=2)
     assert p.stderr.strip() == f"ibtool: error: {tmp_path}/bad.yaml: hosts[0].slots: must be an integer >= 1, got -1"
@@ -270,11 +273,15 @@ def test_retry_failed_redoes_only_failed_runs_with_the_local_runner(tmp_path):
     assert "resuming: 4 of 4 runs already stored, 0 to do" in p.stderr
     bad["binary"] = "hpcc"
     write_yaml(tmp_path / "inv.yaml", data)
-    p = ibtool(*args, "--retry-failed", check=0)
+    p = ibtool(*args, "--retry-failed", check=2)  # another binary measures something else: not silently
+    assert 'benchmarks.hpcc_bad.binary: "/nonexistent/hpcc" in the stored campaign, "hpcc" now' in p.stderr
+    p = ibtool(*args, "--retry-failed", "--new-parameters", check=0)
+    assert "new parameter generation 2: benchmarks.hpcc_bad.binary" in p.stderr
     assert "resuming: 2 of 4 runs already stored, 2 to do" in p.stderr
     assert "2 runs done (2 stored before): ok 2, failed 0" in p.stdout
     for m in ("linear", "random"):
-        assert json.loads((runs_dir / f"current--hpcc_bad--{m}--r1" / "run.json").read_text())["status"] == "ok"
+        redone = json.loads((runs_dir / f"current--hpcc_bad--{m}--r1" / "run.json").read_text())
+        assert redone["status"] == "ok" and redone["generation"] == 2
         assert (runs_dir / f"current--hpcc--{m}--r1" / "run.json").read_text() == good[m]  # not redone
     assert len(list(runs_dir.iterdir())) == 4 and not list((tmp_path / "c" / ".partial").iterdir())
 

@@ -16,6 +16,8 @@ rates as the benchmark defines them (GUP/s, Gflop/s, TEPS).
 from __future__ import annotations
 
 import fnmatch
+import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,7 +58,14 @@ class RunFiles:
     def from_path(cls, path: str | Path, exit_code: int | None = None) -> "RunFiles":
         p = Path(path)
         if p.is_dir():
-            return cls([p], None, exit_code)
+            # a stored run directory: outputs/ and inputs/ hold the files, run.json the exit code
+            dirs = [d for d in (p / "outputs", p / "inputs") if d.is_dir()] + [p]
+            if exit_code is None and (p / "run.json").is_file():
+                try:
+                    exit_code = json.loads((p / "run.json").read_text()).get("exit_code")
+                except (ValueError, OSError, AttributeError):
+                    exit_code = None
+            return cls(dirs, None, exit_code)
         if not p.is_file():
             raise InputError("not a regular file" if p.exists() else "no such file or directory", path=str(p))
         return cls([p.parent], p, exit_code)
@@ -121,15 +130,20 @@ class ParseResult:
         self.reasons.append(reason)
 
     def metric(self, name: str, value: float, unit: str) -> None:
-        self.metrics[name] = {"value": value, "unit": unit}
+        # 15 significant digits: a unit conversion must not add noise digits (0.8865569999999999)
+        self.metrics[name] = {"value": float(f"{value:.15g}"), "unit": unit}
 
     def number(self, where: str, value) -> float | None:
-        """`value` as a float; anything else fails the run (a corrupted output file) and gives None."""
+        """`value` as a finite float; anything else (garbled, nan, inf) fails the run naming `where`
+        (FILE:LINE KEY) and gives None, so it is never stored as a figure."""
         try:
-            return float(value)
+            v = float(value)
         except (TypeError, ValueError):
-            self.fail(f"{where}: {str(value).strip()!r} is not a number (corrupted output)")
+            v = None
+        if v is None or not math.isfinite(v):
+            self.fail(f"{where}: {str(value).strip()!r} is not a finite number (corrupted output)")
             return None
+        return v
 
     def value(self, name: str) -> float | None:
         m = self.metrics.get(name)
@@ -144,7 +158,9 @@ class ParseResult:
             m = re.search(pattern, stderr)
             if m:
                 self.fail(reason.format(*m.groups()))
-                break
+                return
+        if exit_code not in (None, 0) and stderr.strip():
+            self.fail("stderr of the launch: " + stderr_tail(stderr))
 
     def check_expect(self, expect: dict) -> None:
         """Plausibility bounds from the inventory, e.g. a ping-pong latency of tens of microseconds
@@ -165,6 +181,20 @@ class ParseResult:
         return {"benchmark": self.benchmark, "status": self.status, "ok": self.ok, "reasons": self.reasons,
                 "warnings": self.warnings, "metrics": self.metrics, "params": self.params,
                 "details": self.details}
+
+
+def stderr_tail(text: str, lines: int = 4, chars: int = 600) -> str:
+    """What a launcher said when it failed, on one line: its own lines, and only the first line of
+    each of Open MPI's dashed help blocks (the rest is boilerplate advice)."""
+    keep, inside, first = [], False, False
+    for ln in (x.strip() for x in text.splitlines()):
+        if ln and set(ln) <= set("-*="):
+            inside, first = not inside, True
+            continue
+        if ln and (not inside or first):
+            keep.append(ln)
+        first = False if ln else first
+    return " | ".join(keep[-lines:])[-chars:]
 
 
 @dataclass
@@ -188,6 +218,9 @@ class Benchmark:
     collect: tuple[str, ...] = ()  # globs of output files in the run directory
     block_mapping_only = False  # True: refuses non-contiguous rank placement
     figures: tuple[Figure, ...] = ()
+    # sanity bounds every run is held to (the inventory's `expect` adds to or overrides them):
+    # outside them a result is absurd (ranks sharing a core, a dead link), not merely slow
+    expect: dict = {}
 
     def __init__(self, params: dict | None = None, binary: str | None = None):
         unknown = set(params or {}) - set(self.defaults)

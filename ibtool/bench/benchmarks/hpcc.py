@@ -100,7 +100,11 @@ class HPCC(Benchmark):
         Figure("hpcc_ptrans", "HPCC PTRANS", "ptrans", "GB/s"),
         Figure("hpcc_mpi_random_access", "HPCC MPI RandomAccess", "mpi_random_access", "GUP/s"),
         Figure("hpcc_mpi_fft", "HPCC MPI FFT", "mpi_fft", "Gflop/s"),
+        Figure("hpcc_hpl", "HPCC HPL", "hpl", "Gflop/s"),
     )
+    expect = {"pingpong_latency_min": {"min": 0.01}, "pingpong_latency_avg": {"max": 1000.0},
+              "pingpong_bandwidth_avg": {"min": 1e-4, "max": 1000.0}, "hpl": {"min": 1e-9},
+              "ptrans": {"min": 1e-9}}
 
     def _grid(self, nprocs: int) -> tuple[int, int]:
         p, q = self.params["P"], self.params["Q"]
@@ -135,9 +139,10 @@ class HPCC(Benchmark):
         if len(runs) > 2:
             r.warnings.append(f"hpccoutf.txt holds {len(runs) - 1} appended runs; only the last one is parsed")
         last = runs[-1] if len(runs) > 1 else text
+        first_line = text.count("\n", 0, len(text) - len(last)) + 1  # line of `last` in the file
         _body(last, r)
-        summary = _summary(last)
-        r.details["summary"] = summary
+        summary, at = _summary(last, first_line)
+        r.details["summary"] = {k: v for k, v in summary.items() if k not in at or _finite(v)}
         complete = "End of HPC Challenge tests." in last and summary
         if not complete:
             begun = [m.group(2) for m in map(_SECTION.match, last.splitlines()) if m and m.group(1) == "Begin"]
@@ -145,11 +150,13 @@ class HPCC(Benchmark):
             r.fail(f"output truncated: no Summary section and no 'End of HPC Challenge tests.'{where}; "
                    "the run was killed or crashed")
         for key, (name, unit, factor) in SUMMARY.items():
-            if key in summary and (v := r.number(f"hpccoutf.txt Summary {key}", summary[key])) is not None:
+            if key in summary and (v := r.number(f"{path.name}:{at[key]} {key}", summary[key])) is not None:
                 r.metric(name, v * factor, unit)
         for key, name in PARAMS.items():
-            if key in summary and (v := r.number(f"hpccoutf.txt Summary {key}", summary[key])) is not None:
+            if key in summary and (v := r.number(f"{path.name}:{at[key]} {key}", summary[key])) is not None:
                 r.params[name] = int(v)
+        if "Success" in summary:
+            r.number(f"{path.name}:{at['Success']} Success", summary["Success"])
         if summary and summary.get("Success") != 1:
             r.fail("HPCC reports Success=0")
         hpl = r.details.get("hpl", [])
@@ -178,20 +185,30 @@ class HPCC(Benchmark):
         return r
 
 
-def _summary(text: str) -> dict:
+def _finite(v) -> bool:
+    return not isinstance(v, float) or math.isfinite(v)
+
+
+def _summary(text: str, first_line: int = 1) -> tuple[dict, dict]:
+    """The Summary section's key=value pairs, and the file line of each key."""
     out: dict = {}
-    if "Begin of Summary section." not in text:
-        return out
-    block = text.split("Begin of Summary section.", 1)[1].split("End of Summary section.", 1)[0]
-    for line in block.splitlines():
-        k, sep, v = line.partition("=")
-        if not sep:
+    at: dict = {}
+    inside = False
+    for i, line in enumerate(text.splitlines()):
+        if line.startswith("Begin of Summary section."):
+            inside = True
             continue
+        if line.startswith("End of Summary section."):
+            break
+        k, sep, v = line.partition("=")
+        if not inside or not sep:
+            continue
+        at[k.strip()] = first_line + i
         try:
             out[k.strip()] = int(v) if re.fullmatch(r"[-+]?\d+", v.strip()) else float(v)
         except ValueError:
             out[k.strip()] = v.strip()
-    return out
+    return out, at
 
 
 def _body(text: str, r: ParseResult) -> None:

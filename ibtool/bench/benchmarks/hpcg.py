@@ -60,6 +60,7 @@ class HPCG(Benchmark):
         Figure("hpcg_allreduce", "HPCG DDOT MPI_Allreduce time (total)", "allreduce_time_avg", "s",
                ("allreduce_time_min", "allreduce_time_max")),
     )
+    expect = {"gflops": {"min": 1e-9}}
 
     def check(self, nprocs: int) -> None:
         dims = [self.params[k] for k in ("nx", "ny", "nz")]
@@ -91,16 +92,16 @@ class HPCG(Benchmark):
                 r.fail(f"no {RESULT_GLOB} result file and no HPCG log: HPCG did not run")
             r.check_exit(files.exit_code, files.stderr)
             return r
-        kv = {}
-        for line in results[-1].read_text(errors="replace").splitlines():
+        kv, at = {}, {}
+        for i, line in enumerate(results[-1].read_text(errors="replace").splitlines(), 1):
             k, sep, v = line.partition("=")
             if sep:
-                kv[k] = v
+                kv[k], at[k] = v, i
         for key, (name, unit, factor) in KEYS.items():
-            if key in kv and (v := r.number(f"{results[-1].name} {key}", kv[key])) is not None:
+            if key in kv and (v := r.number(f"{results[-1].name}:{at[key]} {key}", kv[key])) is not None:
                 r.metric(name, v * factor, unit)
         for key, name in PARAMS.items():
-            if key in kv and (v := r.number(f"{results[-1].name} {key}", kv[key])) is not None:
+            if key in kv and (v := r.number(f"{results[-1].name}:{at[key]} {key}", kv[key])) is not None:
                 r.params[name] = int(v)
         r.params["quickpath"] = QUICKPATH in kv
         checks = {k.rsplit("::", 1)[0]: v for k, v in kv.items() if k.endswith("::Result")}

@@ -41,6 +41,7 @@ class Netgauge(Benchmark):
         Figure("netgauge_1toN", "Netgauge 1toN bandwidth (largest size)", "1toN_bandwidth", "GB/s"),
         Figure("netgauge_Nto1", "Netgauge Nto1 bandwidth (largest size)", "Nto1_bandwidth", "GB/s"),
     )
+    expect = {"ebb_bandwidth": {"min": 1e-9, "max": 1000.0}}
 
     def check(self, nprocs: int) -> None:
         if self.params["pattern"] not in PATTERNS:

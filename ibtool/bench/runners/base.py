@@ -28,6 +28,37 @@ class Job:
     timeout: float
     nprocs: int
     remote_dir: str = ""
+    marker: str = ""  # IBTOOL_RUN=<campaign id>/<run id>: in the environment of every process of the run
+
+
+MARK = "IBTOOL_RUN"
+
+# Processes whose environment holds MARK=<prefix>...: listed, sent TERM, then KILL, then listed again.
+# grep -z reads /proc/PID/environ as NUL-separated lines: one process for the whole scan.
+_ENDS = r"""m={pattern}
+pids() {{ grep -lzs -- "$m" /proc/[0-9]*/environ 2>/dev/null | sed 's,^/proc/,,;s,/environ$,,' | tr '\n' ' '; }}
+what() {{ for p in $1; do printf '%s(%s) ' "$p" "$(cat /proc/$p/comm 2>/dev/null)"; done; }}
+p=$(pids); [ -z "$p" ] && exit 0
+echo "found: $(what "$p")"
+[ {kill} = 1 ] || exit 1
+kill -TERM $p 2>/dev/null
+for i in 1 2 3 4 5 6 7 8 9 10; do sleep 0.3; p=$(pids); [ -z "$p" ] && exit 0; done
+kill -KILL $p 2>/dev/null; sleep 0.5; p=$(pids); [ -z "$p" ] && exit 0
+echo "still alive: $(what "$p")"; exit 1
+"""
+
+
+def end_processes(t: "Transport", prefix: str, kill: bool = True) -> tuple[str | None, str | None]:
+    """End every process on `t`'s machine whose environment carries MARK=`prefix`...; verified.
+    Returns (what was found, what is still alive): None for none. kill=False only looks."""
+    script = _ENDS.format(pattern=shlex.quote(f"^{MARK}={prefix}"), kill=1 if kill else 0)
+    rc, out, err = t.run(script, 60)
+    lines = [ln for ln in (out + err).strip().splitlines() if ln]
+    found = next((ln[len("found: "):].strip() for ln in lines if ln.startswith("found: ")), None)
+    if rc == 0:
+        return found, None
+    left = next((ln[len("still alive: "):].strip() for ln in lines if ln.startswith("still alive: ")), None)
+    return found, left or found or (lines[-1] if lines else f"exit {rc}")
 
 
 @dataclass
@@ -97,6 +128,9 @@ class Local(Transport):
             stop_process(p)
             out, err = p.communicate()
             return None, out.decode(errors="replace"), err.decode(errors="replace")
+        except BaseException:  # Ctrl-C / SIGTERM: the child is in its own session and did not get it
+            stop_process(p)
+            raise
         return p.returncode, out.decode(errors="replace"), err.decode(errors="replace")
 
     def put(self, path: str, data: str | bytes) -> None:
@@ -146,6 +180,45 @@ class Runner:
 
     def execute(self, job: Job) -> Outcome:
         raise NotImplementedError
+
+    def guarded(self, job: Job, launch) -> Outcome:
+        """Run `launch()` (-> Outcome) with no process of an earlier run of this campaign alive on
+        the job's hosts before, and none of this run after: on success, timeout, error, Ctrl-C or
+        SIGTERM the run's processes are ended on every host (TERM, KILL, checked again)."""
+        if not job.marker:
+            return launch()
+        campaign = job.marker.split("/", 1)[0] + "/"
+        stale, left = self._ends(job, campaign)
+        if left:
+            return Outcome(None, error="processes of an earlier run are still alive, not starting: " + left)
+        try:
+            outcome = launch()
+        except BaseException:
+            self._ends(job, job.marker)
+            raise
+        if stale:
+            outcome.info["ended_before_start"] = stale  # left behind by an earlier run (ibtool killed hard)
+        ended, left = self._ends(job, job.marker)
+        if ended:
+            outcome.info["ended_after"] = ended
+        if left:
+            outcome.error = "; ".join(filter(None, [outcome.error, "processes of the run could not be ended: "
+                                                    + left]))
+        return outcome
+
+    def _ends(self, job: Job, prefix: str) -> tuple[str | None, str | None]:
+        """End the marked processes on every host of the job: (found, still alive), by host."""
+        found, left = [], []
+        for h in job.hosts:
+            try:
+                f, lv = end_processes(self.transport(h), prefix)
+            except (EnvironmentProblem, OSError) as e:
+                f, lv = None, f"cannot check: {e}"
+            if f:
+                found.append(f"{h.name}: {f}")
+            if lv:
+                left.append(f"{h.name}: {lv}")
+        return "; ".join(found) or None, "; ".join(left) or None
 
     def describe(self) -> dict:
         return {"runner": self.name}

@@ -19,7 +19,13 @@ class LocalRunner(Runner):
         for name, text in job.files.items():
             t.put(posixpath.join(job.remote_dir, name), text)
         env_info = self.remote_environment(t, "local", job.argv[0])
-        rc, out, err = t.run(command, job.timeout + 60)
-        error = None if rc is not None else f"no exit status within {job.timeout + 60:.0f} s (timed out)"
-        return Outcome(rc, out, err, t.collect(job.remote_dir, job.collect), error, command,
-                       {"remote_dir": job.remote_dir, "remote_environment": env_info})
+
+        def run() -> Outcome:
+            rc, out, err = t.run(command, job.timeout + 60)
+            error = None if rc is not None else f"no exit status within {job.timeout + 60:.0f} s (timed out)"
+            return Outcome(rc, out, err, t.collect(job.remote_dir, job.collect), error, command,
+                           {"remote_dir": job.remote_dir, "remote_environment": env_info})
+
+        outcome = self.guarded(job, run)
+        outcome.command = outcome.command or command
+        return outcome

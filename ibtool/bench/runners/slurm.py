@@ -69,7 +69,11 @@ class SlurmRunner(Runner):
             return Outcome(None, error=f"sbatch failed (exit {rc}): {(err or out).strip()}", command=script)
         job_id = out.strip().split(";")[0]
         info = {"slurm_job_id": job_id, "remote_dir": d}
-        state = self._wait(job_id, job.timeout * 2 + 3600)
+        try:
+            state = self._wait(job_id, job.timeout * 2 + 3600)
+        except BaseException:  # Ctrl-C / SIGTERM: the job must not outlive the campaign
+            self._slurm([self.cfg["scancel"], job_id])
+            raise
         info["slurm_state"] = state
         try:
             files = t.collect(d, tuple(job.collect) + OUTPUTS)

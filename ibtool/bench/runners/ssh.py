@@ -9,7 +9,9 @@ Authentication is by key file (``ssh.key``) or SSH agent; passwords are not supp
 from __future__ import annotations
 
 import errno
+import os
 import posixpath
+import shlex
 import select
 import socket
 import threading
@@ -46,10 +48,8 @@ class SSH(Transport):
     def _connect(self) -> paramiko.SSHClient:
         c = self.host.ssh
         cl = paramiko.SSHClient()
-        if c.known_hosts:
-            cl.load_host_keys(c.known_hosts)
-        else:
-            cl.load_system_host_keys()
+        for f in self.known_hosts_files():
+            cl.load_host_keys(f) if c.known_hosts else cl.load_system_host_keys(f)
         cl.set_missing_host_key_policy(paramiko.RejectPolicy())
         sock = None
         if self.jump is not None:
@@ -67,9 +67,12 @@ class SSH(Transport):
                                      "(update known_hosts if the change is expected)") from None
         except paramiko.SSHException as e:
             if "not found in known_hosts" in str(e):
-                raise EnvironmentProblem(f"{self.label}: host key unknown (not in "
-                                         f"{c.known_hosts or '~/.ssh/known_hosts'}); refusing to connect. "
-                                         "Verify the key and add it with ssh-keyscan") from None
+                read = self.known_hosts_files()
+                target = c.known_hosts or os.path.expanduser("~/.ssh/known_hosts")
+                raise EnvironmentProblem(
+                    f"{self.label}: host key unknown (not in {', '.join(read) or 'any known_hosts file: none exists'}); "
+                    f"refusing to connect. Check the key, then add it with: "
+                    f"ssh-keyscan -p {c.port} {shlex.quote(self.host.address)} >> {shlex.quote(target)}") from None
             raise EnvironmentProblem(f"{self.label}: SSH failed: {e}") from None
         except (socket.timeout, TimeoutError):
             raise EnvironmentProblem(f"{self.label}: connection timed out after {c.connect_timeout:g} s") from None
@@ -83,6 +86,12 @@ class SSH(Transport):
         except OSError as e:
             raise EnvironmentProblem(f"{self.label}: unreachable: {e.strerror or e}") from None
         return cl
+
+    def known_hosts_files(self) -> list[str]:
+        """The known_hosts files read: the inventory's, else the user's and the system's that exist."""
+        if self.host.ssh.known_hosts:
+            return [self.host.ssh.known_hosts]
+        return [f for f in (os.path.expanduser("~/.ssh/known_hosts"), "/etc/ssh/ssh_known_hosts") if os.path.isfile(f)]
 
     def run(self, command: str, timeout: float) -> tuple[int | None, str, str]:
         chan = self.client().get_transport().open_session()
@@ -208,18 +217,24 @@ class SSHRunner(Runner):
         if bad:
             return Outcome(None, error="; ".join(bad), command=command)
         launch = self.pool.get(job.hosts[0])
-        try:
-            env_info = self.remote_environment(launch, job.hosts[0].name, job.argv[0])
-            rc, out, err = launch.run(command, job.timeout + 60)
-            files = launch.collect(job.remote_dir, job.collect)
-        except EnvironmentProblem as e:
-            return Outcome(None, error=str(e), command=command)
-        except (paramiko.SSHException, OSError) as e:
-            return Outcome(None, error=f"{launch.label}: connection lost: {e}", command=command)
-        error = None if rc is not None else f"no exit status within {job.timeout + 60:.0f} s (timed out)"
-        return Outcome(rc, out, err, files, error, command,
-                       {"launch_host": job.hosts[0].name, "remote_dir": job.remote_dir,
-                        "remote_environment": env_info})
+
+        def run() -> Outcome:
+            try:
+                env_info = self.remote_environment(launch, job.hosts[0].name, job.argv[0])
+                rc, out, err = launch.run(command, job.timeout + 60)
+                files = launch.collect(job.remote_dir, job.collect)
+            except EnvironmentProblem as e:
+                return Outcome(None, error=str(e), command=command)
+            except (paramiko.SSHException, OSError) as e:
+                return Outcome(None, error=f"{launch.label}: connection lost: {e}", command=command)
+            error = None if rc is not None else f"no exit status within {job.timeout + 60:.0f} s (timed out)"
+            return Outcome(rc, out, err, files, error, command,
+                           {"launch_host": job.hosts[0].name, "remote_dir": job.remote_dir,
+                            "remote_environment": env_info})
+
+        outcome = self.guarded(job, run)
+        outcome.command = outcome.command or command
+        return outcome
 
     def close(self) -> None:
         self.pool.close()
