@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import json
 import sys
 
 import click
@@ -14,13 +15,30 @@ from ibtool.errors import IbtoolError
 GROUPS = ["topo", "sim", "verify", "route", "plugin", "bench"]
 
 
+def _fail(ctx, message: str, code: int):
+    """The one-line error on stderr; with --json also the error object on stdout, so a script that
+    reads stdout gets JSON whatever happened: {"ok": false, "error": "...", "exit_code": N}."""
+    click.echo(f"ibtool: error: {message}", err=True)
+    if ctx.meta.get("json"):
+        click.echo(json.dumps({"ok": False, "error": message, "exit_code": code}, indent=2))
+    sys.exit(code)
+
+
 class _Main(click.Group):
+    def make_context(self, info_name, args, parent=None, **extra):
+        ctx = super().make_context(info_name, list(args), parent=parent, **extra)
+        ctx.meta["json"] = "--json" in args  # every command's machine-readable switch
+        return ctx
+
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except IbtoolError as e:
-            click.echo(f"ibtool: error: {e}", err=True)
-            sys.exit(e.exit_code)
+            _fail(ctx, str(e), e.exit_code)
+        except click.ClickException as e:
+            if not ctx.meta.get("json"):
+                raise
+            _fail(ctx, e.format_message(), e.exit_code)
         except KeyboardInterrupt:
             click.echo("ibtool: interrupted", err=True)
             sys.exit(130)

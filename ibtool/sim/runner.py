@@ -8,18 +8,20 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ibtool.errors import EnvironmentProblem, InputError
 from ibtool.fabric import Fabric
-from ibtool.formats import ibnetdiscover, output_dir
+from ibtool.formats import atomic_write, ibnetdiscover, output_dir
 from ibtool.sim import opensm
 
 UMAD2SIM = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
@@ -209,12 +211,75 @@ def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> di
                 timings["ibnetdiscover_s"] = round(sim.client(["ibnetdiscover"], out / "ibnetdiscover.out",
                                                               opts.timeout), 3)
                 timings["dump_fts_s"] = round(sim.client(["dump_fts"], out / "dump_fts.out", opts.timeout), 3)
+                t0 = time.monotonic()
+                top = complete_top_lid(sim, out / "dump_fts.out", ibnetdiscover.read(out / "ibnetdiscover.out"),
+                                       opts.timeout, say)
+                if top:
+                    summary["dump_fts_top_lid"] = top
+                    timings["top_lid_s"] = round(time.monotonic() - t0, 3)
     finally:
         signal.signal(signal.SIGTERM, old_term)
         shutil.rmtree(work, ignore_errors=True)
         timings["total_s"] = round(time.monotonic() - t_all, 3)
         (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary
+
+
+_DR_HEADER = re.compile(rb"^Unicast lids \[[^\]]*\] of switch DR path slid \d+; dlid \d+; ([0-9,]+) guid (0x[0-9a-fA-F]+)")
+_DR_HEADER_M = re.compile(_DR_HEADER.pattern, re.M)
+
+
+def complete_top_lid(sim: Fabricsim, dump: Path, fabric: Fabric, timeout: float, say=None) -> dict | None:
+    """dump_fts (infiniband-diags 44) does not print the top LID when it is a multiple of 64: it
+    stops before the 64-entry LFT block that LID opens. Read that block from every switch with
+    `smpdump -D <path> 0x19 <block>` (the LinearForwardingTable attribute, by the directed route
+    dump_fts printed) and add the entries to dump_fts.out in dump_fts's own format; the tool's
+    own output stays in dump_fts.raw.out. Returns what was done, or None when nothing was missing."""
+    owners = fabric.lid_owners()
+    top = max(owners, default=0)
+    if not top or top % 64:
+        return None
+    raw = dump.read_bytes()
+    if re.search(rb"^0x%04x " % top, raw, re.M):
+        return None  # printed after all (a fixed infiniband-diags)
+    smpdump = require("smpdump", "infiniband-diags")
+    if say:
+        say(f"reading LID {top} from every switch with smpdump (dump_fts leaves out a top LID that is a multiple of 64)")
+    paths = [(int(m.group(2), 16), m.group(1).decode()) for m in _DR_HEADER_M.finditer(raw)]
+
+    def read_block(path: str) -> int:
+        p = subprocess.run([smpdump, "-D", path, "0x19", str(top // 64)], cwd=sim.work, env=sim.env(),
+                           capture_output=True, timeout=timeout)
+        words = p.stdout.split()
+        if p.returncode != 0 or not words or len(words[0]) != 4:
+            msg = (p.stderr or p.stdout).decode(errors="replace").strip().splitlines()
+            raise EnvironmentProblem(f"smpdump -D {path} 0x19 {top // 64} failed (exit {p.returncode}): "
+                                     f"{msg[-1] if msg else 'no output'}")
+        return int(words[0][:2], 16)  # the block's first entry: LID top (top % 64 == 0)
+
+    with ThreadPoolExecutor(4) as pool:
+        ports = dict(zip((g for g, _ in paths), pool.map(read_block, [p for _, p in paths])))
+    node, port = owners[top]
+    kind = "Switch" if fabric.is_switch(node) else "Channel Adapter"
+    tail = f" : ({kind} portguid {fabric.port_guid(node, port):#018x}: '{fabric.names[node]}')\n".encode()
+    out, guid = [], None
+    for line in raw.splitlines(keepends=True):
+        m = _DR_HEADER.match(line)
+        if m:
+            guid = int(m.group(2), 16)
+        elif guid is not None and line.rstrip().endswith(b"valid lids dumped") and ports.get(guid, 255) != 255:
+            out.append(b"%#06x %03d" % (top, ports[guid]) + tail)
+            line = b"%d valid lids dumped \n" % (int(line.split()[0]) + 1)
+            guid = None
+        out.append(line)
+    keep = dump.with_name("dump_fts.raw.out")
+    keep.unlink(missing_ok=True)
+    os.link(dump, keep)  # the tool's own output, untouched
+    with atomic_write(dump, "wb") as fh:
+        fh.write(b"".join(out))
+    return {"lid": top, "read_with": "smpdump (LinearForwardingTable block by directed route)",
+            "switches": len(ports), "routed": sum(1 for v in ports.values() if v != 255),
+            "raw": "dump_fts.raw.out"}
 
 
 def _raise_interrupt(signum, frame):

@@ -74,15 +74,23 @@ def _checks(name: str, s: dict) -> list[dict]:
     if name == "routes":
         from ibtool.verify.routes import delivery_ok
         ss = s["undelivered_switch_to_switch"]
-        und = {k: v - (ss[k] if k == "black hole (no LFT entry)" else 0) for k, v in s["undelivered"].items()}
+        hole = "black hole (no LFT entry)"
         out = [{"name": "routes: delivery", "ok": delivery_ok(s),
                 "summary": f"{s['delivered']} of {s['pairs']} (source port, LID) pairs delivered"
-                           + (f"; {', '.join(f'{v} {k}' for k, v in und.items() if v)}" if any(und.values()) else "")
+                           + "".join(f"; {_undelivered(k, v, ss.get(k, 0))}" for k, v in s["undelivered"].items()
+                                     if v and not (k == hole and v == ss.get(k, 0)))
                            + (f"; {len(s['switches_without_table'])} switches without a table"
-                              if s["switches_without_table"] else "")}]
-        if ss.get("black hole (no LFT entry)"):
+                              if s["switches_without_table"] else "")
+                           + (f"; {len(s['unaddressed'])} ports without a LID ({', '.join(s['unaddressed'][:3])}"
+                              + (", ..." if len(s["unaddressed"]) > 3 else "") + ")" if s.get("unaddressed") else "")}]
+        top = s.get("top_lid_not_in_dump")
+        if top:
+            out.append({"name": "routes: dump incomplete", "ok": True, "info": True,
+                        "summary": f"LID {top['lid']} ({top['owner']}) is missing from every switch's table: "
+                                   f"{top['pairs_not_checked']} pairs to it not checked ({top['reason'].split(': ', 1)[1]})"})
+        if ss.get(hole) and ss[hole] == s["undelivered"].get(hole):
             out.append({"name": "routes: switch to switch", "ok": True, "info": True,
-                        "summary": f"{ss['black hole (no LFT entry)']} pairs without an LFT entry"
+                        "summary": f"{ss[hole]} pairs without an LFT entry"
                                    + " between switches only (management traffic; up/down engines do not "
                                      "route between roots)"})
         ex = s.get("extra_hops_histogram")
@@ -190,12 +198,28 @@ def _coords_text(c: dict) -> list[str]:
     return out
 
 
+def _undelivered(kind: str, n: int, between_switches: int) -> str:
+    """One count for the summary line and the details alike, with the switch-to-switch share."""
+    return f"{n} {kind}" + (f" ({between_switches} of them between switches only)" if between_switches else "")
+
+
 def _routes_text(r: dict) -> list[str]:
     out = ["", "routes details",
            f"  {r['source_ports']} source ports x {r['lids']} LIDs; {r['switches']} switches; {r['seconds']} s"]
+    ss = r["undelivered_switch_to_switch"]
     for k, v in r.get("undelivered_examples", {}).items():
-        out.append(f"  {k}: {r['undelivered'][k]} pairs, e.g.")
+        out.append(f"  {_undelivered(k, r['undelivered'][k], ss.get(k, 0))} pairs, e.g.")
         out += _cap(v, "    ")
+    if r["switches_without_table"]:
+        out.append(f"  switches without a table ({len(r['switches_without_table'])}; every route through them is a "
+                   f"black hole):")
+        out += _cap(r["switches_without_table"], "    ")
+    if r.get("unaddressed"):
+        out.append(f"  ports without a LID ({len(r['unaddressed'])}; "
+                   f"{r['undelivered'].get('no LID (port not addressed)', 0)} pairs to or from them undelivered):")
+        out += _cap(r["unaddressed"], "    ")
+    if r.get("top_lid_not_in_dump"):
+        out.append("  " + r["top_lid_not_in_dump"]["reason"])
     out.append("  route length (links from source port to destination port): "
                + ", ".join(f"{k}: {v}" for k, v in r["length_histogram"].items()))
     if r.get("extra_hops_histogram") is not None:

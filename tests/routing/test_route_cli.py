@@ -132,3 +132,28 @@ def test_route_hdor_unwritable_outputs(tmp_path):
         assert not ok.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["adir", "afile"]
     assert list((tmp_path / "adir").iterdir()) == []
+
+
+def test_route_hdor_json_on_a_fabric_that_is_not_kns_prints_the_error_object(tmp_path):
+    """Issue 8 item 8: a --json command that fails still prints JSON on stdout (the hand-written
+    two-switch NDR dump of fixtures/real: not a KNS)."""
+    out = tmp_path / "hdor.lft"
+    r = ibtool("route", "hdor", "--fabric", FIXTURES / "real" / "ndr-2sw.ibnetdiscover", "--out", out, "--json")
+    assert r.returncode == 1
+    err = json.loads(r.stdout)
+    assert err["ok"] is False and err["exit_code"] == 1 and "not a KNS fabric" in err["error"]
+    assert r.stderr.startswith("ibtool: error: ") and len(r.stderr.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_every_json_command_prints_the_error_object_on_bad_input(tmp_path):
+    bad = tmp_path / "bad.out"
+    bad.write_text("this is not a dump\n")
+    for args in (("verify", "routes", "--fabric", bad, "--lfts", bad, "--json"),
+                 ("verify", "topology", "--plan", bad, "--discovered", bad, "--json"),
+                 ("route", "hdor", "--fabric", bad, "--out", tmp_path / "x.lft", "--json"),
+                 ("sim", "run", bad, "--out", tmp_path / "run", "--timeout", "0", "--json")):
+        r = ibtool(*args)
+        assert r.returncode == 2, (args, r.stdout, r.stderr)
+        err = json.loads(r.stdout)
+        assert err == {"ok": False, "error": r.stderr.strip().removeprefix("ibtool: error: "), "exit_code": 2}

@@ -8,7 +8,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from support import ibtool
+from support import FIXTURES, ibtool
 from verify_fabrics import fat_tree
 from ibtool.fabric import CA, SWITCH
 from ibtool.formats import ibnetdiscover, lft
@@ -271,3 +271,92 @@ def test_sl2vl_moves_channels_to_other_vls():
     assert d["sl2vl"] and d["vls"] == 4 and not d["free"]
     assert all(c.endswith("(VL3)") for c in d["cycle"])
     _cycle_is_real(f, d["cycle"])
+
+
+# ------------------------------------------------------------------------------ issue 8 item 2, issue 9 items 4, 9
+
+REAL = FIXTURES / "real" / "ibsim-kns-k3-n2-hdor"
+
+
+def test_a_port_without_lid_is_a_finding_not_a_smaller_denominator(tmp_path):
+    """Issue 9 item 4: H[1,2] with LID 0 in a real ibsim dump: FAIL naming it, and the pairs to and
+    from it counted (as undelivered), so the denominator is the one of the whole fabric."""
+    text = (REAL / "ibnetdiscover.out").read_text()
+    full = routes.verify(ibnetdiscover.read(REAL / "ibnetdiscover.out"), lft.read(REAL / "dump_fts.out"))
+    assert full["ok"]
+    cut = text.replace('# "H[1,2]" lid 21 4xQDR', '# "H[1,2]" lid 0 4xQDR').replace(
+        '# lid 21 lmc 0 "R[1,2]"', '# lid 0 lmc 0 "R[1,2]"')
+    assert cut.count("lid 0") == text.count("lid 0") + 2
+    disc = tmp_path / "ibnetdiscover.out"
+    disc.write_text(cut)
+    r = ibtool("verify", "routes", "--fabric", disc, "--lfts", REAL / "dump_fts.out", "--json")
+    assert r.returncode == 1
+    rr = json.loads(r.stdout)["routes"]
+    assert rr["unaddressed"] == ["H[1,2] has no LID"]
+    assert rr["pairs"] == full["pairs"]
+    sources, lids = full["source_ports"], full["lids"]  # 21 switches + 9 HCAs; 30 LIDs
+    assert rr["undelivered"]["no LID (port not addressed)"] == (sources - 1) + (lids - 1)
+    human = ibtool("verify", "routes", "--fabric", disc, "--lfts", REAL / "dump_fts.out")
+    assert "routes: delivery: FAIL" in human.stdout and "H[1,2] has no LID" in human.stdout
+
+
+def test_a_missing_switch_table_gives_one_count_explained():
+    """Issue 9 item 9: the summary line and the details give the same number of black holes, with
+    the switch-to-switch share said in both."""
+    from ibtool.verify import report
+    f = ibnetdiscover.read(REAL / "ibnetdiscover.out")
+    t = lft.read(REAL / "dump_fts.out")
+    gone = f.guids[f.index("R[1,1]")]
+    del t.lft[gone]
+    r = routes.verify(f, t)
+    holes = r["undelivered"]["black hole (no LFT entry)"]
+    ss = r["undelivered_switch_to_switch"]["black hole (no LFT entry)"]
+    assert holes > ss > 0 and not r["ok"] and r["switches_without_table"] == ["R[1,1]"]
+    text = report.text(report.build({}, {"routes": r}))
+    summary = next(ln for ln in text.splitlines() if "routes: delivery" in ln)
+    detail = next(ln for ln in text.splitlines() if ln.strip().startswith(f"{holes} black hole"))
+    said = f"{holes} black hole (no LFT entry) ({ss} of them between switches only)"
+    assert said in summary and said in detail
+    assert "R[1,1]" in text.split("switches without a table", 1)[1]
+
+
+def test_dump_without_the_top_lid_block_is_said_not_black_holes(tmp_path):
+    """Issue 8 item 2 (verify side): a dump that lacks exactly the top LID (a multiple of 64) on
+    every switch is one finding, not thousands of black holes; other missing entries still are."""
+    f = kns(4, 2, s=2, radix=8)
+    ref = routed(f)
+    top = ref.tables.max_lid
+    assert top == 64
+    cut = lft.Tables({g: a[:top].copy() for g, a in ref.tables.lft.items()}, ref.tables.names)
+    r = routes.verify(f, cut, expect="hdor", reference=ref)
+    assert r["ok"], r["undelivered"]
+    assert r["top_lid_not_in_dump"]["lid"] == 64 and r["top_lid_not_in_dump"]["pairs_not_checked"] > 0
+    assert not any(r["undelivered"].values()) and r["expect"]["tables_equal"]
+    one = next(iter(cut.lft))
+    cut.lft[one] = cut.lft[one][:top - 1]  # one switch also lacks LID 63: that one is a black hole
+    r2 = routes.verify(f, cut)
+    assert r2["top_lid_not_in_dump"] and r2["undelivered"]["black hole (no LFT entry)"] > 0 and not r2["ok"]
+
+
+@pytest.mark.ibsim
+def test_sim_run_collects_the_top_lid_and_verify_all_passes_kns_8_3_hdor(tmp_path):
+    """Issue 8 item 2: KNS 8-ary 3-direct routed by hdor has its top LID at 1216 = 19 * 64, which
+    dump_fts leaves out. `sim run` reads it from every switch (smpdump) into dump_fts.out, and
+    `verify all` passes; the raw dump alone gives the one finding, not black holes."""
+    plan = _plan(tmp_path, "plan", "--k", "8", "--n", "3")
+    run = _run(tmp_path, "hdor", plan / "topology.net", "hdor")
+    top = json.loads((run / "summary.json").read_text())["dump_fts_top_lid"]
+    assert top["lid"] == 1216 and top["switches"] == top["routed"] == 704
+    merged, raw = lft.read(run / "dump_fts.out"), lft.read(run / "dump_fts.raw.out")
+    osm = lft.read(run / "osm" / "opensm-lfts.dump")
+    assert all(len(a) <= 1216 or a[1216] == 255 for a in raw.lft.values())
+    assert {g: int(a[1216]) for g, a in merged.lft.items()} == {g: int(a[1216]) for g, a in osm.lft.items()}
+    assert hdor.compare_tables(merged, osm) == []
+    v = ibtool("verify", "all", run, "--json")
+    rep = json.loads(v.stdout)
+    assert v.returncode == 0 and rep["ok"], [c for c in rep["checks"] if not c["ok"]]
+    assert rep["routes"]["delivered"] == rep["routes"]["pairs"] and rep["routes"]["top_lid_not_in_dump"] is None
+    v = ibtool("verify", "routes", "--fabric", run / "ibnetdiscover.out", "--lfts", run / "dump_fts.raw.out",
+               "--expect", "hdor")
+    assert v.returncode == 0, v.stdout[-2000:]
+    assert "routes: dump incomplete: info  LID 1216" in v.stdout and "black hole" not in v.stdout
