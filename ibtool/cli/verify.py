@@ -237,6 +237,8 @@ def all_cmd(run_dir, plan, nnm, expect, permutations, as_json, html_out):
     if not lfts.is_file() or lfts.stat().st_size == 0:
         lfts = run_dir / "osm" / "opensm-lfts.dump"
     sl = run_dir / "osm" / "opensm-sl2vl.dump"
+    if not sl.is_file():
+        sl = run_dir / "sl2vl.dump"  # `ibtool collect`
     dump = run_dir / "osm" / "opensm-hdor.dump"
     engine = summary.get("engine")
     if expect is None:
@@ -267,9 +269,91 @@ def all_cmd(run_dir, plan, nnm, expect, permutations, as_json, html_out):
                                      permutations, say, f=f, ref=ref)
     else:
         raise InputError("no dump_fts.out nor osm/opensm-lfts.dump: no forwarding tables to verify", path=str(run_dir))
-    if summary:
+    if (run_dir / "perfquery.out").is_file():
+        say("cable health")
+        sections["health"] = _health(run_dir, f, None, {}, cables_for(plan))
+    if summary.get("kind") == "collect":
+        failed = [k for k, v in (summary.get("items") or {}).items() if isinstance(v, dict) and not v.get("ok")]
+        sections["run"] = {"ok": not failed, "collect": True, "failed": failed}
+    elif summary:
         ok = bool(summary.get("ok", summary.get("subnet_up")))
         sections["run"] = {"ok": ok, "engine": engine, "subnet_up": summary.get("subnet_up"),
                            "fallback": summary.get("fallback")}
     rep = report.build(inputs, sections)
     _emit(rep, as_json, html_out)
+
+
+def cables_for(plan: Path | None) -> dict | None:
+    """The plan's cable list (`ibtool cabling` writes PLAN/cabling/cables.csv), when there is one."""
+    if plan is None:
+        return None
+    d = plan if plan.is_dir() else plan.parent
+    for cand in (d / "cables.csv", d / "cabling" / "cables.csv"):
+        if cand.is_file():
+            from ibtool.verify.health import read_cables
+            return read_cables(cand)
+    return None
+
+
+def _counters(run_dir: Path, f):
+    from ibtool.formats import perfquery
+    from ibtool.verify.health import port_counters
+    return port_counters(f, perfquery.read(run_dir / "perfquery.out"))
+
+
+def _health(run_dir: Path, f, baseline: Path | None, thresholds: dict, cables: dict | None) -> dict:
+    from ibtool.verify import health
+    base = hours = None
+    if baseline is not None:
+        b = Path(baseline)
+        if not (b / "perfquery.out").is_file():
+            raise InputError("no perfquery.out here (not an `ibtool collect` run?)", path=str(b))
+        base = _counters(b, f)
+        t0 = _read_summary(b / "summary.json").get("epoch")
+        t1 = _read_summary(run_dir / "summary.json").get("epoch")
+        if isinstance(t0, (int, float)) and isinstance(t1, (int, float)) and t1 > t0:
+            hours = (t1 - t0) / 3600
+    return health.check(f, _counters(run_dir, f), baseline=base, hours=hours, thresholds=thresholds,
+                        cables=cables)
+
+
+def _thresholds(ctx, param, values):
+    from ibtool.verify.health import THRESHOLDS
+    out = {}
+    for v in values:
+        k, sep, n = v.partition("=")
+        if not sep or k not in THRESHOLDS or not n.strip().isdigit():
+            raise click.BadParameter(f"expected COUNTER=N with COUNTER one of {', '.join(THRESHOLDS)}; got {v!r}")
+        out[k] = int(n)
+    return out
+
+
+@group.command(name="health")
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("--baseline", type=click.Path(path_type=Path),
+              help="An earlier collection of the same fabric: judge the counter deltas and rates per hour.")
+@click.option("--plan", type=click.Path(path_type=Path),
+              help="The plan (directory or topology.net): with its cable list, findings name cable IDs and labels.")
+@click.option("--threshold", "thresholds", multiple=True, callback=_thresholds, metavar="COUNTER=N",
+              help="Override a threshold (repeatable), e.g. --threshold SymbolErrorCounter=0 (ibdiagnet's rule).")
+@_opts
+def health_cmd(run_dir, baseline, plan, thresholds, as_json, html_out):
+    """Cable health: the port error counters of an `ibtool collect` run, per cable.
+
+    Thresholds are infiniband-diags' defaults (ibqueryerrors' error_thresholds: e.g. 10 symbol
+    errors, 10 link downs); with --baseline the deltas since that collection are judged.
+
+    \b
+    Example:
+      ibtool collect -o run0; ...; ibtool collect -o run1
+      ibtool verify health run1 --baseline run0 --plan cellia
+    """
+    run_dir = Path(run_dir)
+    disc = run_dir / "ibnetdiscover.out"
+    for need in (disc, run_dir / "perfquery.out"):
+        if not need.is_file():
+            raise InputError(f"no {need.name} here (not an `ibtool collect` run?)", path=str(run_dir))
+    f = ibnetdiscover.read(disc)
+    h = _health(run_dir, f, baseline, thresholds, cables_for(plan))
+    rep = report.build({"run": str(run_dir), "baseline": str(baseline) if baseline else None}, {"health": h})
+    _emit(rep, as_json, html_out, flat="health")
