@@ -334,14 +334,16 @@ def _thresholds(ctx, param, values):
               help="An earlier collection of the same fabric: judge the counter deltas and rates per hour.")
 @click.option("--plan", type=click.Path(path_type=Path),
               help="The plan (directory or topology.net): with its cable list, findings name cable IDs and labels.")
+@click.option("--threshold-file", type=click.Path(path_type=Path),
+              help="Thresholds in infiniband-diags' format (COUNTER=N lines), e.g. /etc/infiniband-diags/error_thresholds.")
 @click.option("--threshold", "thresholds", multiple=True, callback=_thresholds, metavar="COUNTER=N",
-              help="Override a threshold (repeatable), e.g. --threshold SymbolErrorCounter=0 (ibdiagnet's rule).")
+              help="Override a threshold (repeatable), e.g. --threshold SymbolErrorCounter=10.")
 @_opts
-def health_cmd(run_dir, baseline, plan, thresholds, as_json, html_out):
+def health_cmd(run_dir, baseline, plan, threshold_file, thresholds, as_json, html_out):
     """Cable health: the port error counters of an `ibtool collect` run, per cable.
 
-    Thresholds are infiniband-diags' defaults (ibqueryerrors' error_thresholds: e.g. 10 symbol
-    errors, 10 link downs); with --baseline the deltas since that collection are judged.
+    By default any error counted is reported, as ibqueryerrors and ibdiagnet -pc do; a threshold
+    file or --threshold raises the bar. With --baseline the deltas since that collection are judged.
 
     \b
     Example:
@@ -354,6 +356,8 @@ def health_cmd(run_dir, baseline, plan, thresholds, as_json, html_out):
         if not need.is_file():
             raise InputError(f"no {need.name} here (not an `ibtool collect` run?)", path=str(run_dir))
     f = ibnetdiscover.read(disc)
-    h = _health(run_dir, f, baseline, thresholds, cables_for(plan))
+    from ibtool.verify.health import read_threshold_file
+    th = {**(read_threshold_file(threshold_file) if threshold_file else {}), **thresholds}
+    h = _health(run_dir, f, baseline, th, cables_for(plan))
     rep = report.build({"run": str(run_dir), "baseline": str(baseline) if baseline else None}, {"health": h})
     _emit(rep, as_json, html_out, flat="health")

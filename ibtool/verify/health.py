@@ -5,9 +5,12 @@ Counters are read per port (perfquery) and judged per cable, since an error coun
 that port or on the port itself. A port counter beyond its threshold is a finding named by the
 cable (both ends, and its cable ID and labels when the plan has a cable list).
 
-Thresholds (`THRESHOLDS`) are infiniband-diags' own defaults, the values `ibqueryerrors` applies,
-listed in Debian infiniband-diags 44's /etc/infiniband-diags/error_thresholds; ibdiagnet's
-`-pc` check flags any non-zero error counter, which `--threshold KEY=0` reproduces. Counters are
+Default thresholds (`THRESHOLDS`) are what `ibqueryerrors` applies on a stock install, and
+ibdiagnet's `-pc` rule: any error counted is reported (threshold 0; checked against
+ibqueryerrors' own output in the tests). A site sets its own with a threshold file in
+infiniband-diags' format (`COUNTER=N` lines, as /etc/infiniband-diags/error_thresholds, whose
+commented suggestions are `SUGGESTED`: 10 symbol errors, 10 link downs, 100 discards ...) or per
+counter on the command line. Counters are
 cumulative since the last reset: with a baseline collection (`--baseline RUN0`) the deltas and
 their rates per hour are judged instead, and a counter below its baseline was reset (or wrapped)
 in between, which is said, not turned into a negative delta. A 16-bit error counter at 65535 is
@@ -18,12 +21,13 @@ from __future__ import annotations
 
 from ibtool.fabric import SWITCH, Fabric
 
-THRESHOLDS = {
+SUGGESTED = {
     "SymbolErrorCounter": 10, "LinkErrorRecoveryCounter": 10, "LinkDownedCounter": 10, "PortRcvErrors": 10,
     "PortRcvRemotePhysicalErrors": 100, "PortRcvSwitchRelayErrors": 100, "PortXmitDiscards": 100,
     "PortXmitConstraintErrors": 100, "PortRcvConstraintErrors": 100, "LocalLinkIntegrityErrors": 10,
     "ExcessiveBufferOverrunErrors": 10, "VL15Dropped": 100, "PortXmitWait": 1000,
 }
+THRESHOLDS = dict.fromkeys(SUGGESTED, 0)
 # Counters that point at the cable (or its connectors) rather than at congestion or configuration.
 CABLE = {"SymbolErrorCounter", "LinkErrorRecoveryCounter", "LinkDownedCounter", "PortRcvErrors",
          "LocalLinkIntegrityErrors", "ExcessiveBufferOverrunErrors", "PortRcvRemotePhysicalErrors"}
@@ -122,4 +126,23 @@ def read_cables(path) -> dict:
                 except (TypeError, ValueError):
                     raise InputError(f"{t}_port: not a port number: {row[f'{t}_port']!r}", path=str(path),
                                      line=reader.line_num) from None
+    return out
+
+
+def read_threshold_file(path) -> dict[str, int]:
+    """infiniband-diags' error_thresholds format: `COUNTER=N` per line, `#` comments."""
+    from ibtool.errors import InputError
+    from ibtool.formats import open_input
+    out = {}
+    with open_input(path) as fh:
+        for ln, line in enumerate(fh, 1):
+            s = line.split("#", 1)[0].strip()
+            if not s:
+                continue
+            k, sep, v = s.partition("=")
+            k, v = k.strip(), v.strip()
+            if not sep or k not in THRESHOLDS or not v.isdigit():
+                raise InputError(f"expected COUNTER=N with COUNTER one of {', '.join(THRESHOLDS)}: {s[:60]!r}",
+                                 path=str(path), line=ln)
+            out[k] = int(v)
     return out
