@@ -12,7 +12,7 @@ from ibtool import __version__
 from ibtool.errors import IbtoolError
 
 # One line per command group; a group module defines `group`.
-GROUPS = ["topo", "sim", "verify", "route", "plugin", "bench", "analyze", "cabling"]
+GROUPS = ["topo", "sim", "verify", "route", "plugin", "bench", "analyze", "cabling", "collect"]
 
 
 def _fail(ctx, message: str, code: int):

@@ -48,9 +48,19 @@ def _kv(ctx, param, values):
               help="Keep OpenSM up as the SA after routing and save every HCA's PathRecords (saquery -p) in "
                    "saquery-paths.out: the SL of each path, which `verify` needs for engines that use virtual "
                    "lanes (dfsssp, lash, nue, torus-2QoS).")
+@click.option("--faults", type=click.Path(path_type=Path),
+              help="A fault scenario (YAML: steps of cables/switches down, up, port errors; docs/faults.md): "
+                   "one OpenSM keeps running, each step's tables are collected into OUT/step-N/.")
+@click.option("--fail", "fail", multiple=True, metavar="'DEVICE [PORT]'",
+              help="One fault step: this cable (device and port, either end) or switch down (repeatable: "
+                   "all in the same step).")
+@click.option("--random-faults", type=click.IntRange(min=1), default=None,
+              help="N steps, each one more random switch cable or switch down (never the SM's switch, "
+                   "never cutting the switches in two).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of --random-faults.")
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json.")
 def run_cmd(net, engine, out, timeout, log_flags, conf_options, opensm_config, opensm_args, no_discover, path_sls,
-            as_json):
+            faults, fail, random_faults, seed, as_json):
     """Bring NET up in ibsim, route it once with OpenSM, discover it.
 
     \b
@@ -77,6 +87,8 @@ def run_cmd(net, engine, out, timeout, log_flags, conf_options, opensm_config, o
         flags = int(log_flags, 0)
     except ValueError:
         raise InputError(f"--log-flags: not a number: {log_flags!r}") from None
+    if faults or fail or random_faults:
+        return _scenario(net, out, engines, timeout, faults, fail, random_faults, seed, as_json)
     opts = RunOptions(engines=engines, timeout=timeout, log_flags=flags, conf_options=conf_options,
                       conf_base=opensm_config, opensm_args=list(opensm_args), discover=not no_discover,
                       path_sls=path_sls)
@@ -96,4 +108,36 @@ def run_cmd(net, engine, out, timeout, log_flags, conf_options, opensm_config, o
         for e in s.get("errors", [])[:3]:
             click.echo(f"  opensm: {e}", err=True)
     if not s.get("ok"):
+        raise SystemExit(1)
+
+
+def _scenario(net, out, engines, timeout, faults, fail, random_faults, seed, as_json):
+    """`sim run` with faults: a live fabric, one OpenSM, a step at a time (ibtool.sim.faults)."""
+    from ibtool.formats import ibnetdiscover
+    from ibtool.sim import faults as fault_scenarios
+    if sum(bool(x) for x in (faults, fail, random_faults)) > 1:
+        raise InputError("give one of --faults, --fail and --random-faults")
+    if not Path(net).is_file():
+        raise InputError("no such net file", path=str(net))
+    plan = ibnetdiscover.read(net)
+    if faults:
+        sc = fault_scenarios.read(faults, plan)
+    elif fail:
+        step = fault_scenarios.Step(down=list(fail))
+        for spec in step.down:
+            fault_scenarios.target(plan, spec, "--fail")
+        sc = fault_scenarios.Scenario([step])
+    else:
+        sc = fault_scenarios.random_scenario(plan, random_faults, seed)
+    progress = None if as_json else (lambda m: click.echo(f"  {m}", err=True))
+    s = fault_scenarios.run(Path(net), out, engines, sc, timeout, progress)
+    if as_json:
+        click.echo(json.dumps(s, indent=2))
+    else:
+        for st in s["steps"]:
+            click.echo(f"step {st['step']}: {st['faults']}: tables by {st['engine'] or 'no engine'}"
+                       + (f" in {st['seconds_to_tables']} s" if st["seconds_to_tables"] is not None else "")
+                       + (" (FALLBACK)" if st["fallback"] else "") + (" (TIMED OUT)" if st["timed_out"] else ""))
+        click.echo(f"results in {out}; verify every step with: ibtool verify all {out}")
+    if not s["ok"]:
         raise SystemExit(1)

@@ -296,11 +296,42 @@ def all_cmd(run_dir, plan, nnm, expect, permutations, as_json, html_out):
     (`sim run --path-sls`) when present.
 
     \b
+    A run of a fault scenario (`sim run --faults`, OUT/step-N/) is verified step by step, each
+    against the plan without what was down at that step; one line per step.
+
+    \b
     Example:
       ibtool verify all run
     """
     say = _say(as_json)
     run_dir = Path(run_dir)
+    steps = sorted(run_dir.glob("step-*/summary.json"), key=lambda p: int(p.parent.name[5:]) if p.parent.name[5:].isdigit() else -1)
+    if steps and not (run_dir / "ibnetdiscover.out").is_file():
+        # each step against its own expected.net (the plan without what was down then)
+        reps = [(st.parent, _verify_run(st.parent, None, nnm, expect, permutations, lambda m: None)) for st in steps]
+        rep = {"schema": report.SCHEMA, "ok": all(r["ok"] for _, r in reps), "inputs": {"run": str(run_dir)},
+               "steps": {d.name: r for d, r in reps}}
+        if html_out:
+            report.write_html(reps[-1][1], html_out)
+        if as_json:
+            click.echo(json.dumps(rep, indent=2))
+        else:
+            click.echo(f"verify: {'PASS' if rep['ok'] else 'FAIL'}")
+            for d, r in reps:
+                s = _read_summary(d / "summary.json")
+                bad = [c for c in r["checks"] if not c["ok"]]
+                click.echo(f"  {d.name}: {'PASS' if r['ok'] else 'FAIL'}  {s.get('faults', '')}; tables by "
+                           f"{s.get('engine') or 'no engine'}" + (f"; failed: {bad[0]['name']}: {bad[0]['summary']}"
+                                                                   if bad else ""))
+        if not rep["ok"]:
+            raise SystemExit(1)
+        return
+    rep = _verify_run(run_dir, plan, nnm, expect, permutations, say)
+    _emit(rep, as_json, html_out)
+
+
+def _verify_run(run_dir: Path, plan, nnm, expect, permutations, say) -> dict:
+    """Every check of `verify all` on one run directory; the report."""
     disc = run_dir / "ibnetdiscover.out"
     if not disc.is_file():
         raise InputError("no ibnetdiscover.out here (not an `ibtool sim run` output directory?)", path=str(run_dir))
@@ -315,6 +346,8 @@ def all_cmd(run_dir, plan, nnm, expect, permutations, as_json, html_out):
         lfts = run_dir / "osm" / "opensm-lfts.dump"
     sl = run_dir / "osm" / "opensm-sl2vl.dump"
     psl = run_dir / "saquery-paths.out"
+    if not sl.is_file():
+        sl = run_dir / "sl2vl.dump"  # `ibtool collect`
     dump = run_dir / "osm" / "opensm-hdor.dump"
     engine = summary.get("engine")
     if expect is None:
@@ -348,9 +381,94 @@ def all_cmd(run_dir, plan, nnm, expect, permutations, as_json, html_out):
                                      engine=engine)
     else:
         raise InputError("no dump_fts.out nor osm/opensm-lfts.dump: no forwarding tables to verify", path=str(run_dir))
-    if summary:
+    if (run_dir / "perfquery.out").is_file():
+        say("cable health")
+        sections["health"] = _health(run_dir, f, None, {}, cables_for(plan))
+    if summary.get("kind") == "collect":
+        failed = [k for k, v in (summary.get("items") or {}).items() if isinstance(v, dict) and not v.get("ok")]
+        sections["run"] = {"ok": not failed, "collect": True, "failed": failed}
+    elif summary:
         ok = bool(summary.get("ok", summary.get("subnet_up")))
         sections["run"] = {"ok": ok, "engine": engine, "subnet_up": summary.get("subnet_up"),
                            "fallback": summary.get("fallback")}
-    rep = report.build(inputs, sections)
-    _emit(rep, as_json, html_out)
+    return report.build(inputs, sections)
+
+
+def cables_for(plan: Path | None) -> dict | None:
+    """The plan's cable list (`ibtool cabling` writes PLAN/cabling/cables.csv), when there is one."""
+    if plan is None:
+        return None
+    d = plan if plan.is_dir() else plan.parent
+    for cand in (d / "cables.csv", d / "cabling" / "cables.csv"):
+        if cand.is_file():
+            from ibtool.verify.health import read_cables
+            return read_cables(cand)
+    return None
+
+
+def _counters(run_dir: Path, f):
+    from ibtool.formats import perfquery
+    from ibtool.verify.health import port_counters
+    return port_counters(f, perfquery.read(run_dir / "perfquery.out"))
+
+
+def _health(run_dir: Path, f, baseline: Path | None, thresholds: dict, cables: dict | None) -> dict:
+    from ibtool.verify import health
+    base = hours = None
+    if baseline is not None:
+        b = Path(baseline)
+        if not (b / "perfquery.out").is_file():
+            raise InputError("no perfquery.out here (not an `ibtool collect` run?)", path=str(b))
+        base = _counters(b, f)
+        t0 = _read_summary(b / "summary.json").get("epoch")
+        t1 = _read_summary(run_dir / "summary.json").get("epoch")
+        if isinstance(t0, (int, float)) and isinstance(t1, (int, float)) and t1 > t0:
+            hours = (t1 - t0) / 3600
+    return health.check(f, _counters(run_dir, f), baseline=base, hours=hours, thresholds=thresholds,
+                        cables=cables)
+
+
+def _thresholds(ctx, param, values):
+    from ibtool.verify.health import THRESHOLDS
+    out = {}
+    for v in values:
+        k, sep, n = v.partition("=")
+        if not sep or k not in THRESHOLDS or not n.strip().isdigit():
+            raise click.BadParameter(f"expected COUNTER=N with COUNTER one of {', '.join(THRESHOLDS)}; got {v!r}")
+        out[k] = int(n)
+    return out
+
+
+@group.command(name="health")
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("--baseline", type=click.Path(path_type=Path),
+              help="An earlier collection of the same fabric: judge the counter deltas and rates per hour.")
+@click.option("--plan", type=click.Path(path_type=Path),
+              help="The plan (directory or topology.net): with its cable list, findings name cable IDs and labels.")
+@click.option("--threshold-file", type=click.Path(path_type=Path),
+              help="Thresholds in infiniband-diags' format (COUNTER=N lines), e.g. /etc/infiniband-diags/error_thresholds.")
+@click.option("--threshold", "thresholds", multiple=True, callback=_thresholds, metavar="COUNTER=N",
+              help="Override a threshold (repeatable), e.g. --threshold SymbolErrorCounter=10.")
+@_opts
+def health_cmd(run_dir, baseline, plan, threshold_file, thresholds, as_json, html_out):
+    """Cable health: the port error counters of an `ibtool collect` run, per cable.
+
+    By default any error counted is reported, as ibqueryerrors and ibdiagnet -pc do; a threshold
+    file or --threshold raises the bar. With --baseline the deltas since that collection are judged.
+
+    \b
+    Example:
+      ibtool collect -o run0; ...; ibtool collect -o run1
+      ibtool verify health run1 --baseline run0 --plan cellia
+    """
+    run_dir = Path(run_dir)
+    disc = run_dir / "ibnetdiscover.out"
+    for need in (disc, run_dir / "perfquery.out"):
+        if not need.is_file():
+            raise InputError(f"no {need.name} here (not an `ibtool collect` run?)", path=str(run_dir))
+    f = ibnetdiscover.read(disc)
+    from ibtool.verify.health import read_threshold_file
+    th = {**(read_threshold_file(threshold_file) if threshold_file else {}), **thresholds}
+    h = _health(run_dir, f, baseline, th, cables_for(plan))
+    rep = report.build({"run": str(run_dir), "baseline": str(baseline) if baseline else None}, {"health": h})
+    _emit(rep, as_json, html_out, flat="health")

@@ -171,6 +171,7 @@ class LiveFabric:
                                       fabric=str(self.net)))
         self.opensm_log = self.work / f"opensm-{tag}.log"
         self.opensm_out = self.work / f"opensm-{tag}.out"
+        self.opensm_log.unlink(missing_ok=True)  # OpenSM appends: a reused work dir must not show an old run
         argv = [require("opensm", "opensm"), "-F", str(conf.resolve()), "-f", str(self.opensm_log.resolve()),
                 *self.opensm_args]
         with open(self.opensm_out, "wb") as out:
@@ -225,7 +226,7 @@ class LiveFabric:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             data = self.ibsim_log.read_bytes()[start:]
-            if data.endswith(PROMPT):  # ibsim prompts again when the command is done
-                return data.decode(errors="replace").replace("sim> ", "").strip()
+            if PROMPT in data:  # ibsim prompts again when the command is done (warnings may follow)
+                return data[:data.index(PROMPT)].decode(errors="replace").strip()
             time.sleep(0.05)
         raise EnvironmentProblem(f"ibsim did not answer {command!r} within {timeout:g} s")

@@ -143,6 +143,19 @@ def _checks(name: str, s: dict) -> list[dict]:
                             "summary": f"{dv['violations']} of {dv['checked_pairs']} router/HCA routes leave "
                                        f"dimension order"})
         return out
+    if name == "health":
+        f = s["findings"]
+        cables = {x["cable"] or x["link"] for x in f}
+        return [{"name": "health", "ok": s["ok"],
+                 "summary": f"{s['ports_checked']} ports' error counters"
+                            + (" (deltas since the baseline)" if s["baseline"] else "")
+                            + f": {len(f)} beyond threshold on {len(cables)} cable{'' if len(cables) == 1 else 's'}"
+                            + (f"; {len(s['unanswered'])} ports did not answer" if s["unanswered"] else "")
+                            + (f"; {len(s['resets'])} counters reset since the baseline" if s["resets"] else "")}]
+    if name == "run" and s.get("collect"):
+        return [{"name": "run", "ok": bool(s.get("ok")),
+                 "summary": "collected from a live fabric (ibtool collect)"
+                            + (f"; not collected: {', '.join(s['failed'])}" if s.get("failed") else "")}]
     if name == "run":
         return [{"name": "run", "ok": bool(s.get("ok")),
                  "summary": f"subnet {'up' if s.get('subnet_up') else 'NOT up'}, tables configured by "
@@ -165,7 +178,18 @@ def text(rep: dict) -> str:
         lines += _coords_text(rep["coords"])
     if "routes" in rep:
         lines += _routes_text(rep["routes"])
+    if "health" in rep:
+        lines += _health_text(rep["health"])
     return "\n".join(lines)
+
+
+def _health_text(h: dict) -> list[str]:
+    out = []
+    for title, items in (("cable health (actions)", [x["action"] for x in h["findings"]]),
+                         ("ports that did not answer", h["unanswered"]), ("counters reset", h["resets"])):
+        if items:
+            out += ["", title] + _cap(items, "  ")
+    return out
 
 
 def _cap(items: list[str], indent: str = "    ") -> list[str]:

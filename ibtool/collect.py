@@ -1,0 +1,220 @@
+"""`ibtool collect`: everything `ibtool verify` needs, gathered from a live fabric by the diags.
+
+Run on any host attached to the fabric (under ibsim: with LD_PRELOAD=umad2sim and IBSIM_SOCKNAME
+set, like any diags client). Writes, in the run layout `ibtool verify all` reads:
+
+    ibnetdiscover.out   the topology (ibnetdiscover)
+    dump_fts.out        every switch's forwarding table (dump_fts; the top block dump_fts leaves
+                        out when the top LID is a multiple of 64 is read with smpdump and merged,
+                        the tool's own output kept as dump_fts.raw.out)
+    sl2vl.dump          every switch port's SL-to-VL table (smpquery sl2vl), in OpenSM's
+                        opensm-sl2vl.dump layout
+    perfquery.out       the port counters of every cabled port (perfquery LID PORT,PORT,...: one
+                        query per device, several devices at once)
+    summary.json        what was collected and what failed, per item; tool versions; the time
+
+A device or port that does not answer is recorded, not fatal; only a failed ibnetdiscover is (the
+rest needs the topology). Path SLs are not collected: the SA answers one PathRecord query per
+pair of ports, which does not scale; a multi-VL engine's SLs come from its own dumps.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from ibtool.errors import EnvironmentProblem
+from ibtool.fabric import SWITCH, Fabric
+from ibtool.formats import atomic_write, ibnetdiscover, output_dir
+from ibtool.sim.runner import complete_top_lid, require
+
+TOOLS = {"ibnetdiscover": "infiniband-diags", "dump_fts": "infiniband-diags", "smpquery": "infiniband-diags",
+         "smpdump": "infiniband-diags", "perfquery": "infiniband-diags"}
+
+
+@dataclass
+class Clients:
+    """How diags clients are run: the local port to use, a scratch cwd, the environment."""
+    work: Path
+    ca: str | None = None
+    port: int | None = None
+    timeout: float = 60.0
+
+    def env(self) -> dict[str, str]:
+        return dict(os.environ)
+
+    def argv(self, tool: str, *args) -> list[str]:
+        local = [*(["-C", self.ca] if self.ca else []), *(["-P", str(self.port)] if self.port else [])]
+        return [tool, *local, *map(str, args)]
+
+    def run(self, tool: str, *args) -> subprocess.CompletedProcess:
+        try:
+            return subprocess.run(self.argv(tool, *args), cwd=self.work, env=self.env(), capture_output=True,
+                                  text=True, timeout=self.timeout)
+        except subprocess.TimeoutExpired:
+            return subprocess.CompletedProcess(self.argv(tool, *args), 124, "", f"timed out after {self.timeout:g} s")
+
+
+def _why(p: subprocess.CompletedProcess) -> str:
+    lines = [ln.strip() for ln in (p.stderr or p.stdout or "").splitlines()
+             if ln.strip() and "sim_connect: attached" not in ln]
+    return f"exit {p.returncode}: {lines[-1] if lines else 'no output'}"
+
+
+def _version(c: Clients, tool: str) -> str | None:
+    p = c.run(tool, "--version")
+    m = re.search(r"VERSION:\s*(\S+)", p.stdout + p.stderr)
+    return m.group(1) if m else None
+
+
+def _sl2vl(c: Clients, f: Fabric, parallel: int, item: dict) -> str:
+    """Every switch's table for each of its cabled ports (all input ports at once per query)."""
+    jobs = []
+    for node in range(f.num_nodes):
+        if f.types[node] != SWITCH:
+            continue
+        lid = f.port_lids.get((node, 0), (0, 0))[0]
+        if lid:
+            jobs += [(node, lid, port) for port, _, _ in f.neighbors(node)]
+    row = re.compile(r"ports: in\s+(\d+), out\s+(\d+):\s*\|([\d|\s]+)\|")
+
+    def one(job):
+        node, lid, port = job
+        p = c.run("smpquery", "sl2vl", lid, port)
+        rows = row.findall(p.stdout) if p.returncode == 0 else []
+        return job, rows, None if rows else _why(p)
+
+    tables: dict[int, list[str]] = {}
+    failed = []
+    with ThreadPoolExecutor(parallel) as pool:
+        for (node, lid, port), rows, err in pool.map(one, jobs):
+            if err:
+                failed.append({"device": f.names[node], "lid": lid, "port": port, "error": err})
+                continue
+            for i, o, vls in rows:
+                vals = " ".join(f"{int(v):<2}" for v in vls.split("|"))
+                tables.setdefault(node, []).append(f"{int(i):<3} {int(o):<3} : {vals}".rstrip())
+    item.update({"queries": len(jobs), "failed": failed, "ok": not failed})
+    out = []
+    for node in sorted(tables):
+        lid = f.port_lids.get((node, 0), (0, 0))[0]
+        out.append(f'Switch {f.guids[node]:#018x}, base LID {lid}, "{f.names[node]}"\n'
+                   "#in out : 0  1  2  3  4  5  6  7  8  9  10 11 12 13 14 15\n")
+        out.extend(r + "\n" for r in sorted(tables[node], key=lambda s: tuple(int(x) for x in s.split()[:2])))
+    return "".join(out)
+
+
+def _counters(c: Clients, f: Fabric, parallel: int, item: dict) -> str:
+    """perfquery of every cabled port: one query per device (its cabled ports as a list)."""
+    jobs = []
+    for node in range(f.num_nodes):
+        ports = [p for p, _, _ in f.neighbors(node)]
+        if f.types[node] == SWITCH:
+            lid = f.port_lids.get((node, 0), (0, 0))[0]
+            if lid and ports:
+                jobs.append((node, lid, ports))
+        else:
+            for p in ports:  # a CA port has a LID of its own
+                lid = f.port_lids.get((node, p), (0, 0))[0]
+                if lid:
+                    jobs.append((node, lid, [p]))
+
+    def one(job):
+        node, lid, ports = job
+        p = c.run("perfquery", lid, ",".join(map(str, ports)))
+        if p.returncode != 0 or "# Port counters" not in p.stdout:
+            p = c.run("perfquery", lid, ",".join(map(str, ports)))  # a PMA may miss the first query
+        return job, p
+
+    out, failed, answered = [], [], 0
+    with ThreadPoolExecutor(parallel) as pool:
+        for (node, lid, ports), p in pool.map(one, jobs):
+            got = p.stdout.count("# Port counters") if p.returncode == 0 else 0
+            if got < len(ports):
+                failed.append({"device": f.names[node], "lid": lid, "ports": ports, "error": _why(p)})
+            if got:
+                answered += got
+                out.append(p.stdout if p.stdout.endswith("\n") else p.stdout + "\n")
+    item.update({"queries": len(jobs), "ports": answered, "failed": failed, "ok": not failed})
+    return "".join(out)
+
+
+def collect(out: str | Path, ca: str | None = None, port: int | None = None, timeout: float = 60.0,
+            parallel: int = 8, progress=None) -> dict:
+    say = progress or (lambda m: None)
+    for tool, pkg in TOOLS.items():
+        require(tool, pkg)
+    out = output_dir(out)
+    work = out / ".work"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir()
+    c = Clients(work, ca, port, timeout)
+    items: dict[str, dict] = {}
+    summary = {"kind": "collect", "net": None, "ca": ca, "port": port,
+               "collected_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "epoch": time.time(),
+               "tools": {}, "items": items, "timings": {}}
+    t_all = time.monotonic()
+    try:
+        say("ibnetdiscover")
+        t0 = time.monotonic()
+        p = c.run("ibnetdiscover")
+        if p.returncode != 0 or not p.stdout.strip():
+            items["ibnetdiscover"] = {"ok": False, "error": _why(p)}
+            raise EnvironmentProblem(f"ibnetdiscover failed ({_why(p)}): is this host on a fabric "
+                                     f"(for ibsim: LD_PRELOAD=umad2sim and IBSIM_SOCKNAME)?")
+        with atomic_write(out / "ibnetdiscover.out") as fh:
+            fh.write(p.stdout)
+        f = ibnetdiscover.read(out / "ibnetdiscover.out")
+        items["ibnetdiscover"] = {"ok": True, "switches": f.count(kind=SWITCH), "hcas": f.num_nodes - f.count(kind=SWITCH),
+                                  "links": f.num_links, "seconds": round(time.monotonic() - t0, 3)}
+        say(f"dump_fts ({f.count(kind=SWITCH)} switches)")
+        t0 = time.monotonic()
+        p = c.run("dump_fts")
+        if p.returncode == 0 and p.stdout.strip():
+            with atomic_write(out / "dump_fts.out") as fh:
+                fh.write(p.stdout)
+            item = {"ok": True, "seconds": None}
+            top = complete_top_lid(c, out / "dump_fts.out", f, timeout, say)
+            if top:
+                item["top_lid"] = top
+            item["seconds"] = round(time.monotonic() - t0, 3)
+        else:
+            item = {"ok": False, "error": _why(p)}
+        items["dump_fts"] = item
+        say("SL-to-VL tables (smpquery sl2vl)")
+        t0 = time.monotonic()
+        item = {}
+        text = _sl2vl(c, f, parallel, item)
+        if text:
+            with atomic_write(out / "sl2vl.dump") as fh:
+                fh.write(text)
+        item["seconds"] = round(time.monotonic() - t0, 3)
+        items["sl2vl"] = item
+        say("port counters (perfquery)")
+        t0 = time.monotonic()
+        item = {}
+        text = _counters(c, f, parallel, item)
+        with atomic_write(out / "perfquery.out") as fh:
+            fh.write(text)
+        item["seconds"] = round(time.monotonic() - t0, 3)
+        items["counters"] = item
+        items["path_sls"] = {"ok": True, "collected": False,
+                             "why": "one SA PathRecord query per pair of ports does not scale; SLs of a "
+                                    "multi-VL engine come from its own dumps"}
+        summary["tools"] = {t: _version(c, t) for t in ("ibnetdiscover", "dump_fts", "smpquery", "perfquery")}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        summary["timings"]["total_s"] = round(time.monotonic() - t_all, 3)
+        summary["ok"] = bool(items) and all(v.get("ok") for v in items.values())
+        summary["subnet_up"] = bool(items.get("ibnetdiscover", {}).get("ok"))
+        with atomic_write(out / "summary.json") as fh:
+            json.dump(summary, fh, indent=2)
+            fh.write("\n")
+    return summary

@@ -1,0 +1,282 @@
+"""Fault scenarios on a live emulated fabric: cables and switches go down (and come back) while one
+OpenSM keeps running, and each step's routing is collected for `ibtool verify all`.
+
+A scenario (YAML, `ibtool sim run NET --faults faults.yaml`):
+
+    sweep_interval: 2        # OpenSM's heavy-sweep interval, s (it also re-sweeps on traps)
+    settle: 60               # at most this long for new tables after a step, s
+    steps:
+      - down: ["R[0,0] 2"]              # a cable, by either end: "DEVICE PORT" as in the plan
+      - down: ["S[0,1]"]                # a switch: every cable of it
+      - up: ["R[0,0] 2", "S[0,1]"]      # back again
+      - errors: {"R[1,1] 3": {SymbolErrorCounter: 250}}   # port counters (ibsim's PerformanceSet)
+
+`--fail "R[0,0] 2"` is a one-step scenario; `--random-faults N --seed S` downs N random
+switch-to-switch cables or switches, one a step, never the SM's own switch and never one that cuts
+the switches in two.
+
+Each step is applied through ibsim's console (Unlink, ReLink, PerformanceSet); then the run waits
+for OpenSM to configure tables again and writes RUN/step-N/ (step-0 is before any fault):
+ibnetdiscover.out, dump_fts.out (complete: the top LID read with smpdump), expected.net (the plan
+without what is down) and summary.json: the faults, the engine that configured the tables, whether
+OpenSM fell back, and the seconds from the fault to tables configured. `ibtool verify all RUN`
+verifies every step against its expected.net.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+
+import yaml
+
+from ibtool.errors import InputError
+from ibtool.fabric import SWITCH, Fabric
+from ibtool.formats import atomic_write, ibnetdiscover, open_input, output_dir
+from ibtool.sim import opensm
+from ibtool.sim.live import LiveFabric
+from ibtool.sim.runner import complete_top_lid
+
+_CONFIGURED = re.compile(r"(\S+) tables configured on all switches")
+_KEYS = {"down", "up", "errors", "name"}
+
+
+@dataclass
+class Step:
+    down: list[str] = field(default_factory=list)  # "DEVICE PORT" (a cable) or "DEVICE" (a switch)
+    up: list[str] = field(default_factory=list)
+    errors: dict = field(default_factory=dict)  # "DEVICE PORT" -> {counter: value}
+    name: str = ""
+
+    def describe(self) -> str:
+        parts = [f"down {', '.join(self.down)}" if self.down else "", f"up {', '.join(self.up)}" if self.up else "",
+                 f"errors on {', '.join(self.errors)}" if self.errors else ""]
+        return self.name or "; ".join(p for p in parts if p) or "no change"
+
+
+@dataclass
+class Scenario:
+    steps: list[Step]
+    sweep_interval: int = 2
+    settle: float = 60.0
+
+
+def target(fabric: Fabric, spec: str, where: str) -> tuple[int, int | None]:
+    """'R[0,0] 2' -> (node, 2); 'S[0,1]' -> (node, None)."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise InputError(f"{where}: a fault names a device, or a device and a port: {spec!r}")
+    name, _, port = spec.strip().rpartition(" ")
+    if name and port.isdigit():
+        try:
+            node = fabric.index(name)
+        except InputError:
+            raise InputError(f"{where}: no device {name!r} in the plan") from None
+        if fabric.peer(node, int(port)) is None:
+            raise InputError(f"{where}: {name} port {port} is not cabled in the plan")
+        return node, int(port)
+    try:
+        node = fabric.index(spec.strip())
+    except InputError:
+        raise InputError(f"{where}: no device {spec.strip()!r} in the plan") from None
+    if fabric.types[node] != SWITCH:
+        raise InputError(f"{where}: {spec.strip()} is an HCA: name one of its cables ('{spec.strip()} 1')")
+    return node, None
+
+
+def read(path: str | Path, fabric: Fabric) -> Scenario:
+    p = str(path)
+    with open_input(path) as fh:
+        try:
+            d = yaml.safe_load(fh)
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            raise InputError(f"not valid YAML: {getattr(e, 'problem', e)}", path=p,
+                             line=mark.line + 1 if mark else None) from None
+    if not isinstance(d, dict) or not isinstance(d.get("steps"), list) or not d["steps"]:
+        raise InputError("a fault scenario is a mapping with a non-empty list 'steps'", path=p)
+    unknown = set(d) - {"steps", "sweep_interval", "settle"}
+    if unknown:
+        raise InputError(f"unknown key {sorted(unknown)[0]!r} (known: steps, sweep_interval, settle)", path=p)
+    steps = []
+    for k, s in enumerate(d["steps"], 1):
+        where = f"{p}: step {k}"
+        if not isinstance(s, dict) or set(s) - _KEYS:
+            bad = sorted(set(s) - _KEYS)[0] if isinstance(s, dict) else s
+            raise InputError(f"{where}: unknown key {bad!r} (known: {', '.join(sorted(_KEYS))})")
+        st = Step(list(s.get("down") or []), list(s.get("up") or []), dict(s.get("errors") or {}), str(s.get("name") or ""))
+        for spec in st.down + st.up:
+            target(fabric, spec, where)
+        for spec, counters in st.errors.items():
+            node, port = target(fabric, spec, where)
+            if port is None or not isinstance(counters, dict) or not all(
+                    isinstance(v, int) and v >= 0 for v in counters.values()):
+                raise InputError(f"{where}: errors: '{spec}' needs a port and counters with whole values")
+        steps.append(st)
+    try:
+        sweep = int(d.get("sweep_interval", 2))
+        settle = float(d.get("settle", 60))
+    except (TypeError, ValueError):
+        raise InputError("sweep_interval and settle are numbers of seconds", path=p) from None
+    if sweep < 1 or not 1 <= settle <= 3600:
+        raise InputError("sweep_interval must be >= 1 and settle 1..3600 seconds", path=p)
+    return Scenario(steps, sweep, settle)
+
+
+def random_scenario(fabric: Fabric, count: int, seed: int, sm_node: int = 0) -> Scenario:
+    """`count` steps, each one more switch-to-switch cable or switch down, keeping the switches
+    connected and the SM's own switch up."""
+    import numpy as np
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+    rng = random.Random(seed)
+    sw = [i for i in range(fabric.num_nodes) if fabric.types[i] == SWITCH]
+    links = [li for li in range(fabric.num_links)
+             if fabric.types[fabric.link_a[li]] == SWITCH and fabric.types[fabric.link_b[li]] == SWITCH]
+    gone_links: set[int] = set()
+    gone_nodes: set[int] = set()
+
+    def connected(extra_links=(), extra_node=None) -> bool:
+        dead = gone_nodes | ({extra_node} if extra_node is not None else set())
+        keep = [li for li in links if li not in gone_links and li not in extra_links
+                and fabric.link_a[li] not in dead and fabric.link_b[li] not in dead]
+        alive = [i for i in sw if i not in dead]
+        idx = {n: k for k, n in enumerate(alive)}
+        a = [idx[fabric.link_a[li]] for li in keep]
+        b = [idx[fabric.link_b[li]] for li in keep]
+        g = coo_matrix((np.ones(len(a)), (a, b)), shape=(len(alive), len(alive)))
+        return connected_components(g, directed=False)[0] == 1
+
+    steps = []
+    for _ in range(count):
+        for _attempt in range(200):
+            if rng.random() < 0.25:  # a switch
+                node = rng.choice(sw)
+                if node == sm_node or node in gone_nodes or not connected(extra_node=node):
+                    continue
+                gone_nodes.add(node)
+                steps.append(Step(down=[fabric.names[node]]))
+                break
+            li = rng.choice(links)
+            if li in gone_links or fabric.link_a[li] in gone_nodes or fabric.link_b[li] in gone_nodes \
+                    or not connected(extra_links={li}):
+                continue
+            gone_links.add(li)
+            steps.append(Step(down=[f"{fabric.names[fabric.link_a[li]]} {fabric.link_pa[li]}"]))
+            break
+        else:
+            raise InputError(f"--random-faults {count}: no more faults that keep the switches connected "
+                             f"(after {len(steps)})")
+    return Scenario(steps)
+
+
+def _expected(plan: Fabric, down_links: set[int], down_nodes: set[int], sm_node: int = 0) -> Fabric:
+    """What discovery from the SM's switch should find: the plan without what is down, cut to the
+    piece the SM's switch is in (the HCAs of a down router are unreachable with it)."""
+    import numpy as np
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+    live = [li for li in range(plan.num_links) if li not in down_links
+            and plan.link_a[li] not in down_nodes and plan.link_b[li] not in down_nodes]
+    n = plan.num_nodes
+    g = coo_matrix((np.ones(len(live)), ([plan.link_a[li] for li in live], [plan.link_b[li] for li in live])),
+                   shape=(n, n))
+    comp = connected_components(g, directed=False)[1]
+    out = Fabric(plan.name)
+    out.params = plan.params
+    new = {}
+    for i in range(plan.num_nodes):
+        if i not in down_nodes and comp[i] == comp[sm_node]:
+            new[i] = out.add_node(plan.types[i], plan.names[i], plan.nports[i], plan.roles[i], plan.labels[i],
+                                  plan.guids[i])
+    for li in live:
+        a, b = plan.link_a[li], plan.link_b[li]
+        if a in new and b in new:
+            out.add_link(new[a], new[b], plan.link_pa[li], plan.link_pb[li], plan.link_rate[li])
+    return out
+
+
+def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: float = 300,
+        progress=None) -> dict:
+    say = progress or (lambda m: None)
+    plan = ibnetdiscover.read(net)
+    out = output_dir(out)
+    ids = [ibnetdiscover.node_id(plan, i) for i in range(plan.num_nodes)]
+    link_of = {}
+    for li in range(plan.num_links):
+        link_of[plan.link_a[li], plan.link_pa[li]] = link_of[plan.link_b[li], plan.link_pb[li]] = li
+    down_links: set[int] = set()
+    down_nodes: set[int] = set()
+    summary = {"net": str(net), "engines": engines, "scenario": True, "steps": []}
+    with LiveFabric(net, out / ".live", engines, timeout=timeout,
+                    conf_options=[("sweep_interval", str(scenario.sweep_interval))]) as lf:
+        def configured() -> list[str]:
+            return _CONFIGURED.findall(lf.opensm_log.read_text(errors="replace"))
+
+        def collect(k: int, step: Step | None, t_fault: float | None, before: int) -> dict:
+            d = output_dir(out / f"step-{k}")
+            waited = None
+            if t_fault is not None:
+                deadline = t_fault + scenario.settle
+                while len(configured()) <= before and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                waited = round(time.monotonic() - t_fault, 3) if len(configured()) > before else None
+            engine = (configured() or [None])[-1]
+            text = lf.opensm_log.read_text(errors="replace")
+            state = opensm.routing_outcome(text, engines)
+            expected = _expected(plan, down_links, down_nodes)
+            ibnetdiscover.write(expected, d / "expected.net")
+            lf.client(["ibnetdiscover"], d / "ibnetdiscover.out", timeout)
+            lf.client(["dump_fts"], d / "dump_fts.out", timeout)
+            top = complete_top_lid(SimpleNamespace(work=lf.scratch, env=lf.env), d / "dump_fts.out",
+                                   ibnetdiscover.read(d / "ibnetdiscover.out"), timeout)
+            s = {"net": "expected.net", "step": k, "faults": step.describe() if step else "none (before any fault)",
+                 "down": sorted(f"{plan.names[plan.link_a[li]]} {plan.link_pa[li]}" for li in down_links)
+                 + sorted(plan.names[n] for n in down_nodes),
+                 "engines": engines, "engine": engine, "subnet_up": state.subnet_up,
+                 "fallback": engine is not None and engine not in engines,
+                 "seconds_to_tables": waited, "timed_out": t_fault is not None and waited is None,
+                 "dump_fts_top_lid": top}
+            s["ok"] = bool(s["subnet_up"] and engine in engines and not s["timed_out"])
+            with atomic_write(d / "summary.json") as fh:
+                json.dump(s, fh, indent=2)
+                fh.write("\n")
+            return s
+
+        say(f"step 0: {lf.outcome.get('engine')} configured the tables")
+        summary["steps"].append(collect(0, None, None, 0))
+        for k, step in enumerate(scenario.steps, 1):
+            before = len(configured())
+            t0 = time.monotonic()
+            for spec in step.down:
+                node, port = target(plan, spec, f"step {k}")
+                lf.console(f'Unlink "{ids[node]}"' + (f"[{port}]" if port else ""))
+                if port:
+                    down_links.add(link_of[node, port])
+                else:
+                    down_nodes.add(node)
+            for spec in step.up:
+                node, port = target(plan, spec, f"step {k}")
+                lf.console(f'ReLink "{ids[node]}"' + (f"[{port}]" if port else ""))
+                if port:
+                    down_links.discard(link_of[node, port])
+                else:
+                    down_nodes.discard(node)
+            for spec, counters in step.errors.items():
+                node, port = target(plan, spec, f"step {k}")
+                for key, value in counters.items():
+                    lf.console(f'PerformanceSet "{ids[node]}"[{port}] PortCounters.{key}={value}')
+            s = collect(k, step, t0 if (step.down or step.up) else None, before)
+            say(f"step {k}: {step.describe()}: {s['engine'] or 'no engine'} configured the tables"
+                + (f" in {s['seconds_to_tables']} s" if s["seconds_to_tables"] is not None else "")
+                + (" (FALLBACK)" if s["fallback"] else "") + (" (TIMED OUT)" if s["timed_out"] else ""))
+            summary["steps"].append(s)
+    summary["ok"] = all(s["ok"] for s in summary["steps"])
+    with atomic_write(out / "summary.json") as fh:
+        json.dump(summary, fh, indent=2)
+        fh.write("\n")
+    return summary
