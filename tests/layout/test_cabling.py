@@ -218,3 +218,64 @@ def test_sheets_in_a_real_browser(cellia):
     assert sorted(seen) == [r["cable_id"] for r in cab]
     for svg in (pkg / "svg").glob("*.svg"):
         ET.parse(svg)  # well-formed
+
+
+# A small instance of every family `ibtool topo list` shows; a family added without one fails here.
+SMALL = {
+    "kns": ["--k", "3", "--n", "2", "--s", "2", "--radix", "8"],
+    "fattree": ["--k", "2", "--n", "3"],
+    "clos": ["--leaves", "4", "--hcas-per-leaf", "2", "--uplinks", "2", "--radix", "8"],
+    "sft": ["--preset", "cellia36"],
+    "mikant": ["--k", "2", "--n", "2"],
+    "kantc": ["--k", "2", "--n", "2"],
+    "mikantc": ["--k", "2", "--n", "2"],
+    "equality": ["--spec", "N14K6[-1,1,3,9](4)", "--hcas-per-router", "1", "--radix", "12"],
+    "torus": ["--dims", "4x4"],
+    "mesh": ["--dims", "3x3"],
+    "hypercube": ["--N", "16", "--c", "4"],
+    "dragonfly": ["--z", "4", "--c", "5"],
+    "hyperx": ["--z", "2", "--c", "4"],
+    "skywalk": ["--z", "4", "--c", "16", "--di", "3", "--do", "2", "--seed", "1"],
+    "random": ["--N", "32", "--d", "3", "--c", "4", "--seed", "1"],
+}
+
+
+def test_every_family_has_a_small_case():
+    from ibtool.topologies import load_all
+    assert set(load_all()) == set(SMALL)
+
+
+@pytest.mark.parametrize("family", sorted(SMALL))
+def test_cabling_of_every_family(family, tmp_path):
+    """Every family's plan gives a complete package: every cable once in the list, on exactly one
+    rack sheet (or the floor sheet), both ends on the switch sheets, every stage numbered."""
+    ibtool("topo", family, *SMALL[family], "--out", tmp_path / "p", check=0)
+    r = ibtool("cabling", tmp_path / "p", "--out", tmp_path / "c", "--json")
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout)
+    plan = ibnetdiscover.read(tmp_path / "p" / "topology.net")
+    cab = rows(tmp_path / "c" / "cables.csv")
+    assert s["cables"] == len(cab) == plan.num_links
+    assert {frozenset(((r["a_device"], int(r["a_port"])), (r["b_device"], int(r["b_port"])))) for r in cab} \
+        == {frozenset(c) for c in plan.link_set()}
+    assert sum(st["count"] for st in s["stages"]) == len(cab) and len(s["stages"]) >= 2
+    sheets = "".join(p.read_text() for p in (tmp_path / "c" / "racks").glob("*.html"))
+    assert all(sheets.count(f'data-cable="{r["cable_id"]}"') == 1 for r in cab)
+    assert s["switch_sheets"] == plan.count(kind=2) == len(list((tmp_path / "c" / "switches").glob("*.html")))
+    if (tmp_path / "p" / "layout.json").exists():  # the family's own floor is kept
+        assert s["policy"] == json.loads((tmp_path / "p" / "layout.json").read_text())["policy"]
+
+
+@pytest.mark.parametrize("family", ["fattree", "dragonfly"])
+def test_round_trip_of_other_families(family, tmp_path):
+    ibtool("topo", family, *SMALL[family], "--out", tmp_path / "p", check=0)
+    ibtool("cabling", tmp_path / "p", "--out", tmp_path / "c", check=0)
+    ibtool("cabling", "import", tmp_path / "c" / "cables.csv", "--out", tmp_path / "again", check=0)
+    assert (tmp_path / "again" / "topology.net").read_bytes() == (tmp_path / "p" / "topology.net").read_bytes()
+    f = ibnetdiscover.read(tmp_path / "p" / "topology.net")
+    lay = (tmp_path / "again" / "layout.json")
+    from ibtool.layout.plan import read_layout, read_plan
+    fam, d, _ = read_plan(tmp_path / "p")  # the layout the package was made from
+    a = read_layout(fam, d).to_dict()
+    b = Layout.read(lay, f).to_dict()
+    assert a["nodes"] == b["nodes"] and a["cables"] == b["cables"] and a["site"] == b["site"]
