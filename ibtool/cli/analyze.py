@@ -8,8 +8,6 @@ from pathlib import Path
 
 import click
 
-from ibtool.analyze import LatencyModel, analyze, text
-from ibtool.analyze.cost import read_prices
 from ibtool.errors import InputError
 from ibtool.fabric import Fabric
 from ibtool.formats import atomic_write, ibnetdiscover
@@ -93,6 +91,9 @@ def group(path, layout_opt, site, save_layout, prices, bisection, samples, seed,
         lay = Layout.read(layout_opt, fabric)
     elif plan_layout:
         lay = Layout.read(plan_layout, fabric)
+    # ibtool.analyze pulls in scipy and networkx: imported here, not when any ibtool command starts
+    from ibtool.analyze import LatencyModel, analyze, text
+    from ibtool.analyze.cost import read_prices
     table = read_prices(prices) if prices else None
     model = LatencyModel(switch_delay, cable_delay, endpoint_delay)
     # progress on stderr: one line per stage on big fabrics; on a terminal also a counter inside
