@@ -452,3 +452,17 @@ def test_certified_lids_count_exactly_as_tracing_them(monkeypatch, case):
     assert {k: fast[k] for k in keys} == {k: slow[k] for k in keys}
     assert {k: v for k, v in fast["deadlock"].items() if k != "cycle"} == \
         {k: v for k, v in slow["deadlock"].items() if k != "cycle"}
+
+
+def test_bad_path_sl_files_are_one_line_errors(tmp_path):
+    real = REAL / "ibnetdiscover.out"
+    cases = {"garbage": "hello\n", "empty": "", "sl out of range": "PathRecord dump:\n\t\tdlid....2\n\t\tslid....3\n"
+             "\t\tsl......0x1f\n", "no sl": "PathRecord dump:\n\t\tdlid....2\n\t\tslid....3\n"}
+    for name, text in cases.items():
+        p = tmp_path / "paths.out"
+        p.write_text(text)
+        r = ibtool("verify", "routes", "--fabric", real, "--lfts", REAL / "dump_fts.out", "--path-sls", p, "--json")
+        assert r.returncode == 2, (name, r.stdout, r.stderr)
+        assert r.stderr.startswith(f"ibtool: error: {p}") and len(r.stderr.strip().splitlines()) == 1, name
+        assert json.loads(r.stdout)["exit_code"] == 2
+        assert "Traceback" not in r.stderr
