@@ -429,7 +429,7 @@ def test_path_sls_put_a_cycle_on_its_vl():
     assert routes.verify(f, t, path_sls=missing)["deadlock"]["path_sls"]["pairs_without_record"] == 1
 
 
-@pytest.mark.parametrize("case", ["hdor", "mixed", "corrupt", "real-minhop-qos", "real-hdor"])
+@pytest.mark.parametrize("case", ["hdor", "mixed", "corrupt", "real-minhop-qos", "real-hdor", "two-stage"])
 def test_certified_lids_count_exactly_as_tracing_them(monkeypatch, case):
     """The certificate (issue 8, faster) must give what tracing every pair gives: the same counts,
     histograms and channel dependencies, on clean, non-minimal-free, broken and real tables."""
@@ -437,7 +437,8 @@ def test_certified_lids_count_exactly_as_tracing_them(monkeypatch, case):
         d = FIXTURES / "real" / ("ibsim-kns-k3-n2-hdor" if case == "real-hdor" else "ibsim-kns-k3-n2-minhop-qos")
         f, t = ibnetdiscover.read(d / "ibnetdiscover.out"), lft.read(d / "dump_fts.out")
     else:
-        f = kns(3, 3, hcas_per_router=2, radix=8) if case == "hdor" else kns(3, 2, radix=8)
+        f = {"hdor": lambda: kns(3, 3, hcas_per_router=2, radix=8),  # two-stage: HCA-less switches in chains
+             "two-stage": lambda: kns(4, 2, s=2, radix=8)}.get(case, lambda: kns(3, 2, radix=8))()
         ref = routed(f)
         t = mixed_order(f, ref) if case == "mixed" else ref.tables
         if case == "corrupt":
