@@ -60,14 +60,16 @@ t = time.monotonic(); f = kns(k, n, hcas_per_router=h, radix=36); top = assign_l
 t = time.monotonic(); ref = hdor.compute(f); t_ref = time.monotonic() - t
 # the issue's item (b): all-pairs tracing and the deadlock check (link loads are measured in (a))
 t = time.monotonic(); r = routes.verify(f, ref.tables, balance=False); t_ver = time.monotonic() - t
-t = time.monotonic(); rb = routes.verify(f, ref.tables, permutations=int(sys.argv[4])); t_bal = time.monotonic() - t
+perm = int(sys.argv[4])  # -1: only the verification (the issue's target), no link loads
+t = time.monotonic(); rb = routes.verify(f, ref.tables, permutations=perm) if perm >= 0 else None
+t_bal = time.monotonic() - t
 print(json.dumps({"switches": f.count(kind=2), "hcas": f.count(kind=1), "lids": int(top),
                   "pairs": r["pairs"], "build_s": round(t_build, 2), "reference_s": round(t_ref, 2),
                   "verify_s": round(t_ver, 2), "delivered_all": r["delivered"] == r["pairs"],
                   "minimal": r["minimal"], "certified_lids": r.get("certified_lids"),
                   "deadlock_free": r["deadlock"]["free"], "dependencies": r["deadlock"]["dependencies"],
-                  "with_balance_s": round(t_bal, 2),
-                  "max_link_load_all_to_all": rb["balance"]["all_to_all_max_link_load"]}))
+                  "with_balance_s": round(t_bal, 2) if rb else None,
+                  "max_link_load_all_to_all": rb["balance"]["all_to_all_max_link_load"] if rb else None}))
 """
 
 
@@ -209,10 +211,28 @@ def main(out_dir: str | Path, k: int = 12, skip_sim: bool = False) -> dict:
     return results
 
 
+def repeat(out_dir: str | Path, k: int = 12) -> dict:
+    """(d) alone, again: parsing (a)'s dump_fts and verifying (b) without link loads, today's code
+    and the baseline back to back (to re-run figures that a loaded machine pushed past a target)."""
+    out = Path(out_dir).resolve()
+    base = baseline(out)
+    dump = out / f"kns-{k}-3-minhop" / "dump_fts.out"
+    res: dict = {"load_before": open("/proc/loadavg").read().split()[:3]}
+    for key, path in (("parse", ROOT), (f"parse_{BASELINE}", base)):
+        if dump.is_file():
+            m = measure([PY, "-c", _PARSE, path, dump], cwd=ROOT)
+            res[key] = json.loads(m["stdout"]) if m["exit"] == 0 else {"error": m["stderr"]}
+    res["b"] = bench_b(permutations=-1)
+    res[f"b_{BASELINE}"] = bench_b(permutations=-1, code=base)
+    res["load_after"] = open("/proc/loadavg").read().split()[:3]
+    return res
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out_dir")
     ap.add_argument("--k", type=int, default=12, help="KNS k for (a)/(c) (default 12)")
     ap.add_argument("--skip-sim", action="store_true", help="reuse OUT_DIR's earlier ibsim run if there is one")
+    ap.add_argument("--repeat", action="store_true", help="only (d): parsing and (b) again, now vs the baseline")
     a = ap.parse_args()
-    print(json.dumps(main(a.out_dir, a.k, a.skip_sim), indent=2))
+    print(json.dumps(repeat(a.out_dir, a.k) if a.repeat else main(a.out_dir, a.k, a.skip_sim), indent=2))

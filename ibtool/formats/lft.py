@@ -235,7 +235,7 @@ def _parse(chunks, path: str) -> Tables:
         _bad(path, int(lines[0]) + 1, "LFT entry before any 'Unicast lids' header")
     # entries are in line order, so each header owns the run of entries up to the next header
     cuts = np.searchsorted(lines, hl)
-    owner = np.repeat(np.arange(len(hl), dtype=np.int64), np.diff(np.append(cuts, len(lines))))
+    owner = np.repeat(np.arange(len(hl), dtype=np.int32), np.diff(np.append(cuts, len(lines))))
     uni_h = [h for h in headers if h[1] >= 0]
     if trailers and uni_h and uni_h[-1][0] > trailers[-1]:
         _bad(path, line_base, f"truncated: the table of switch {uni_h[-1][1]:#018x} (line {uni_h[-1][2]}) has no "
@@ -243,9 +243,11 @@ def _parse(chunks, path: str) -> Tables:
     if not any(g >= 0 for _, g, _ in headers):
         raise InputError("no 'Unicast lids' tables found (not a dump_fts/ibroute/opensm-lfts.dump file?)", path=path)
     hg = np.asarray([h[1] >= 0 for h in headers], dtype=bool)  # unicast block (GUIDs may not fit int64)
-    uni = hg[owner] if len(owner) else np.zeros(0, bool)
-    lines, lids, ports, owner = lines[uni], lids[uni], ports[uni], owner[uni]
-    bad = (lids <= 0) | (lids > MAX_UNICAST_LID) | (ports > 254) | (ports < 0)
+    if not hg.all():  # drop multicast blocks' entries (copies of every array: only when there are some)
+        uni = hg[owner] if len(owner) else np.zeros(0, bool)
+        lines, lids, ports, owner = lines[uni], lids[uni], ports[uni], owner[uni]
+    # unsigned: one comparison per field catches both ends of its range
+    bad = ((lids - 1).view(np.uint32) >= MAX_UNICAST_LID) | (ports.view(np.uint32) > 254)
     if bad.any():
         j = int(np.flatnonzero(bad)[0])
         if lids[j] == -2:

@@ -523,6 +523,9 @@ def _certify(b: Bound, dist: np.ndarray, t: Tally, seen: np.ndarray | None, pw: 
     h_ca = np.bincount(keys, weights=np.tile(ca_w, ns), minlength=ns * nl).reshape(ns, nl).astype(np.int64)
     width = lft_t.shape[0]
     cert = np.zeros(width, dtype=bool)
+    # switches without HCAs cabled to each other: carrying HCA traffic may take several steps to spread
+    bare = np.flatnonzero(ca_w == 0)
+    chains = bool(len(bare)) and bool(np.isin(nxt_t.reshape(ns, 256)[bare], bare).any())
     c = max(1, CHUNK_CELLS // max(ns, 1))
     it = np.int32 if c * (ns + 1) < 2**31 else np.int64
     last_say = time.monotonic()
@@ -560,18 +563,20 @@ def _certify(b: Bound, dist: np.ndarray, t: Tally, seen: np.ndarray | None, pw: 
         t.certified_lids += len(g)
         if seen is not None and cadest.any():
             sel = g[cadest]
-            _dependencies(b, seen, pw, P[sel], N[sel], H[sel], D[sel], ca_w)
+            _dependencies(b, seen, pw, P[sel], N[sel], H[sel], D[sel], ca_w, chains)
         if time.monotonic() - last_say > 2:
             say(f"  {e}/{width} LIDs checked")
             last_say = time.monotonic()
     return cert
 
 
-def _dependencies(b, seen, pw, P, N, H, D, ca_w) -> None:
+def _dependencies(b, seen, pw, P, N, H, D, ca_w, chains: bool = True) -> None:
     """Channel dependencies of the HCA-to-HCA routes to certified LIDs (rows: LIDs, columns:
     switches; N the next switch, ns for none; H the distance with a -9 column for none). A switch
     carries such routes when an HCA other than the destination hangs on it, or when one that does
-    forwards to it (grown to a fixed point). Each carrying switch p at distance >= 2 gives the
+    forwards to it (grown to a fixed point; one step when no two switches without HCAs are cabled
+    to each other, as then only those can be newly marked and they forward to marked switches or
+    to the destination's own, which has no dependency to add). Each carrying switch p at distance >= 2 gives the
     dependency (p -> s, s -> t) with s = N[p], t = N[s]."""
     m, ns = P.shape
     base = (np.arange(m, dtype=np.int32) * (ns + 1))[:, None]
@@ -580,10 +585,12 @@ def _dependencies(b, seen, pw, P, N, H, D, ca_w) -> None:
     view = act[:, :ns]
     view[:] = (ca_w > 0)[None, :]
     view[np.arange(m), D] = ca_w[D] > 1  # the destination HCA itself is no source
-    count = np.count_nonzero(view)
+    count = np.count_nonzero(view) if chains else 0
     while True:
         act.ravel()[np.where(view, idx, base + ns)] = True
         act[:, ns] = False
+        if not chains:
+            break
         now = np.count_nonzero(view)
         if now == count:
             break

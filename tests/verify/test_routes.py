@@ -427,3 +427,43 @@ def test_path_sls_put_a_cycle_on_its_vl():
     _cycle_is_real(f, d["cycle"])
     missing = PathSLs({k: v for k, v in list(one.items())[1:]})
     assert routes.verify(f, t, path_sls=missing)["deadlock"]["path_sls"]["pairs_without_record"] == 1
+
+
+@pytest.mark.parametrize("case", ["hdor", "mixed", "corrupt", "real-minhop-qos", "real-hdor", "two-stage"])
+def test_certified_lids_count_exactly_as_tracing_them(monkeypatch, case):
+    """The certificate (issue 8, faster) must give what tracing every pair gives: the same counts,
+    histograms and channel dependencies, on clean, non-minimal-free, broken and real tables."""
+    if case.startswith("real"):
+        d = FIXTURES / "real" / ("ibsim-kns-k3-n2-hdor" if case == "real-hdor" else "ibsim-kns-k3-n2-minhop-qos")
+        f, t = ibnetdiscover.read(d / "ibnetdiscover.out"), lft.read(d / "dump_fts.out")
+    else:
+        f = {"hdor": lambda: kns(3, 3, hcas_per_router=2, radix=8),  # two-stage: HCA-less switches in chains
+             "two-stage": lambda: kns(4, 2, s=2, radix=8)}.get(case, lambda: kns(3, 2, radix=8))()
+        ref = routed(f)
+        t = mixed_order(f, ref) if case == "mixed" else ref.tables
+        if case == "corrupt":
+            t.lft[f.guids[f.index("R[0,0]")]][f.port_lids[(f.index("H[2,2]"), 1)][0]] = 255
+    keys = ("pairs", "delivered", "undelivered", "undelivered_switch_to_switch", "length_histogram",
+            "extra_hops_histogram", "minimal", "ok")
+    fast = routes.verify(f, t, permutations=1)
+    assert fast["certified_lids"] > 0
+    monkeypatch.setattr(routes, "_certify", lambda b, *a, **k: np.zeros(b.lft.shape[1], dtype=bool))
+    slow = routes.verify(f, t, permutations=1)
+    assert slow["certified_lids"] == 0
+    assert {k: fast[k] for k in keys} == {k: slow[k] for k in keys}
+    assert {k: v for k, v in fast["deadlock"].items() if k != "cycle"} == \
+        {k: v for k, v in slow["deadlock"].items() if k != "cycle"}
+
+
+def test_bad_path_sl_files_are_one_line_errors(tmp_path):
+    real = REAL / "ibnetdiscover.out"
+    cases = {"garbage": "hello\n", "empty": "", "sl out of range": "PathRecord dump:\n\t\tdlid....2\n\t\tslid....3\n"
+             "\t\tsl......0x1f\n", "no sl": "PathRecord dump:\n\t\tdlid....2\n\t\tslid....3\n"}
+    for name, text in cases.items():
+        p = tmp_path / "paths.out"
+        p.write_text(text)
+        r = ibtool("verify", "routes", "--fabric", real, "--lfts", REAL / "dump_fts.out", "--path-sls", p, "--json")
+        assert r.returncode == 2, (name, r.stdout, r.stderr)
+        assert r.stderr.startswith(f"ibtool: error: {p}") and len(r.stderr.strip().splitlines()) == 1, name
+        assert json.loads(r.stdout)["exit_code"] == 2
+        assert "Traceback" not in r.stderr
