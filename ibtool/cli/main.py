@@ -15,11 +15,28 @@ from ibtool.errors import IbtoolError
 GROUPS = ["topo", "sim", "verify", "route", "plugin", "bench", "analyze", "cabling", "collect"]
 
 
+class _Watched:
+    """stdout, noting whether anything was written: a command that already printed its JSON
+    report (and then failed its check) must not get a second JSON document after it."""
+
+    def __init__(self, stream):
+        self._stream, self.written = stream, False
+
+    def write(self, text):
+        self.written = self.written or bool(text)
+        return self._stream.write(text)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
 def _fail(ctx, message: str, code: int):
-    """The one-line error on stderr; with --json also the error object on stdout, so a script that
-    reads stdout gets JSON whatever happened: {"ok": false, "error": "...", "exit_code": N}."""
+    """The one-line error on stderr; with --json also the error object on stdout when the command
+    printed nothing there, so a script that reads stdout gets one JSON document whatever happened:
+    {"ok": false, "error": "...", "exit_code": N}."""
     click.echo(f"ibtool: error: {message}", err=True)
-    if ctx.meta.get("json"):
+    out = sys.stdout
+    if ctx.meta.get("json") and not (isinstance(out, _Watched) and out.written):
         click.echo(json.dumps({"ok": False, "error": message, "exit_code": code}, indent=2))
     sys.exit(code)
 
@@ -28,6 +45,8 @@ class _Main(click.Group):
     def make_context(self, info_name, args, parent=None, **extra):
         ctx = super().make_context(info_name, list(args), parent=parent, **extra)
         ctx.meta["json"] = "--json" in args  # every command's machine-readable switch
+        if ctx.meta["json"] and not isinstance(sys.stdout, _Watched):
+            sys.stdout = _Watched(sys.stdout)
         return ctx
 
     def invoke(self, ctx):

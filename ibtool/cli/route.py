@@ -171,6 +171,8 @@ def fr_cmd(fabric_path, layout_path, nnm, out, nr, switch_delay, ns_per_m, sl_ou
     click.echo(f"{routing}: {len(tables.lft)} switches, LIDs up to {tables.max_lid}; latency max "
                f"{stats['max_ns']:.0f} ns, avg {stats['avg_ns']:.1f} ns at {switch_delay:g} ns switches; "
                f"LFT file {out}")
+
+
 # ------------------------------------------------------------------ equality (paper 002, issue 14)
 
 def _equality_sets(spec: str | None, plan: Path | None):
@@ -227,6 +229,28 @@ def equality_cmd(fabric_path, out, spec, plan, as_json):
 
     n, sa, sb = _equality_sets(spec, plan)
     _output_file(out, "--out")
+    say = (lambda m: None) if as_json else (lambda m: click.echo(f"  {m}", err=True))
+    t0 = time.monotonic()
+    f = ibnetdiscover.read(fabric_path)
+    say(f"read {f.num_nodes} nodes, {f.num_links} links from {fabric_path}")
+    t1 = time.monotonic()
+    r = equality.compute(f, n, sa, sb)
+    t2 = time.monotonic()
+    say(f"numbered {r.n} routers from the wiring and routed in {t2 - t1:.2f} s; writing {len(r.tables.lft)} tables")
+    _write("--out", out, lambda: lft.write_file_engine(r.tables, out, port_guids(f)))
+    s = {"fabric": str(fabric_path), "lft_file": str(out), **r.summary(),
+         "numbering": {f"r{i}": f.names[node] for i, node in enumerate(r.router)},
+         "timings": {"read_s": round(t1 - t0, 3), "route_s": round(t2 - t1, 3),
+                     "write_s": round(time.monotonic() - t2, 3)}}
+    if as_json:
+        click.echo(json.dumps(s, indent=2))
+        return
+    ch = s["shortest_path_choices"]
+    click.echo(f"equality: {r.n} routers, K = {r.k}, {r.lids} LIDs; diameter {s['diameter']}, average distance "
+               f"{s['average_distance']}; {ch['min']}..{ch['max']} shortest first hops per destination "
+               f"(mean {ch['mean']}); LFT file {out}")
+
+
 @group.command(name="kantc")
 @click.option("--fabric", "fabric_path", required=True, type=click.Path(path_type=Path),
               help="The discovered fabric: ibnetdiscover output with LIDs (e.g. RUN/ibnetdiscover.out).")
@@ -261,21 +285,6 @@ def kantc_cmd(fabric_path, out, dump, as_json):
     f = ibnetdiscover.read(fabric_path)
     say(f"read {f.num_nodes} nodes, {f.num_links} links from {fabric_path}")
     t1 = time.monotonic()
-    r = equality.compute(f, n, sa, sb)
-    t2 = time.monotonic()
-    say(f"numbered {r.n} routers from the wiring and routed in {t2 - t1:.2f} s; writing {len(r.tables.lft)} tables")
-    _write("--out", out, lambda: lft.write_file_engine(r.tables, out, port_guids(f)))
-    s = {"fabric": str(fabric_path), "lft_file": str(out), **r.summary(),
-         "numbering": {f"r{i}": f.names[node] for i, node in enumerate(r.router)},
-         "timings": {"read_s": round(t1 - t0, 3), "route_s": round(t2 - t1, 3),
-                     "write_s": round(time.monotonic() - t2, 3)}}
-    if as_json:
-        click.echo(json.dumps(s, indent=2))
-        return
-    ch = s["shortest_path_choices"]
-    click.echo(f"equality: {r.n} routers, K = {r.k}, {r.lids} LIDs; diameter {s['diameter']}, average distance "
-               f"{s['average_distance']}; {ch['min']}..{ch['max']} shortest first hops per destination "
-               f"(mean {ch['mean']}); LFT file {out}")
     r = kantc.compute(f)
     t2 = time.monotonic()
     say(f"routed in {t2 - t1:.2f} s; writing {len(r.tables.lft)} tables x {r.tables.max_lid} LIDs")
