@@ -82,8 +82,10 @@ def _make_command(topo):
         click.Option(["--json", "as_json"], is_flag=True, help="Print a JSON summary."),
     ]
     for p in topo.params:
-        params.append(click.Option([f"--{p.name.replace('_', '-')}"], type=p.type, default=p.default,
-                                   required=p.default is None, show_default=p.default is not None, help=p.help))
+        # no default= at all for a required one: click >= 8.3 takes an explicit None as a given value
+        dflt = {} if p.default is None else {"default": p.default, "show_default": True}
+        params.append(click.Option([f"--{p.name.replace('_', '-')}"], type=p.type, required=p.default is None,
+                                   help=p.help, **dflt))
 
     def callback(out, force, engine, as_json, **kw):
         engines = opensm.parse_engines(engine)

@@ -197,10 +197,34 @@ def _read_summary(path: Path) -> dict:
         raise InputError(f"not JSON: {e.msg}", path=str(path), line=e.lineno) from None
     except UnicodeDecodeError:
         raise InputError("not JSON: not UTF-8 text", path=str(path)) from None
+    except ValueError as e:  # e.g. an integer beyond Python's 4300-digit limit
+        raise InputError(f"not JSON: {str(e).split(';')[0][:80]}", path=str(path)) from None
+    except RecursionError:
+        raise InputError("not an `ibtool sim run` summary: nested too deeply", path=str(path)) from None
     if not isinstance(summary, dict) or not isinstance(summary.get("net") or "", str):
         raise InputError("not an `ibtool sim run` summary (expected an object with \"net\" a file name)",
                          path=str(path))
+    # what `sim run` writes, nothing else: "ok": NaN, -1 or "yes" is not a passed run
+    for key, types in _SUMMARY_TYPES.items():
+        if key in summary and not isinstance(summary[key], types):
+            raise InputError(f"{key!r} is {json.dumps(summary[key])[:40]}, expected "
+                             f"{' or '.join('null' if t is type(None) else t.__name__ for t in types)}", path=str(path))
     return summary
+
+
+_SUMMARY_TYPES = {"ok": (bool,), "subnet_up": (bool,), "fallback": (bool,), "interrupted": (bool,),
+                  "engine": (str, type(None))}
+
+
+def _plan_of(run_dir: Path, net: str) -> Path | None:
+    """The plan named in summary.json: as written, or relative to the run or its parent."""
+    for cand in (Path(net), run_dir / net, run_dir.parent / net):
+        try:
+            if cand.is_file():
+                return cand
+        except (OSError, ValueError):  # a name too long, or with a NUL: not a file here
+            pass
+    return None
 
 
 @group.command(name="all")
@@ -228,11 +252,11 @@ def all_cmd(run_dir, plan, nnm, expect, permutations, as_json, html_out):
     if not disc.is_file():
         raise InputError("no ibnetdiscover.out here (not an `ibtool sim run` output directory?)", path=str(run_dir))
     summary = _read_summary(run_dir / "summary.json")
+    skipped = None
     if plan is None and summary.get("net"):
-        for cand in (Path(summary["net"]), run_dir / summary["net"], run_dir.parent / summary["net"]):
-            if cand.is_file():
-                plan = cand
-                break
+        plan = _plan_of(run_dir, summary["net"])
+        if plan is None:
+            skipped = f"skipped: plan {summary['net']} not found"
     lfts = run_dir / "dump_fts.out"
     if not lfts.is_file() or lfts.stat().st_size == 0:
         lfts = run_dir / "osm" / "opensm-lfts.dump"
@@ -268,8 +292,10 @@ def all_cmd(run_dir, plan, nnm, expect, permutations, as_json, html_out):
     else:
         raise InputError("no dump_fts.out nor osm/opensm-lfts.dump: no forwarding tables to verify", path=str(run_dir))
     if summary:
-        ok = bool(summary.get("ok", summary.get("subnet_up")))
+        ok = summary.get("ok", summary.get("subnet_up")) is True and not summary.get("interrupted")
         sections["run"] = {"ok": ok, "engine": engine, "subnet_up": summary.get("subnet_up"),
-                           "fallback": summary.get("fallback")}
+                           "fallback": summary.get("fallback"), "interrupted": summary.get("interrupted", False)}
     rep = report.build(inputs, sections)
+    if skipped:
+        rep["checks"].insert(0, {"name": "topology", "ok": True, "info": True, "summary": skipped})
     _emit(rep, as_json, html_out)

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ibtool.errors import InputError
-from ibtool.formats import atomic_write, open_input
+from ibtool.formats import as_int, atomic_write, check_guid, check_lid, check_port, open_input
 from ibtool.fabric import CA, SWITCH, Fabric
 
 SWITCH_DEVID = 0xBD36  # Mellanox InfiniScale IV (IS5022, CELLIA's switch)
@@ -96,17 +96,19 @@ class _Node:
     ports: dict = field(default_factory=dict)  # port -> (remote id, remote port, line, rate, port guid, lid, lmc)
 
 
-def read(path: str | Path, node_name_map: dict[int, str] | None = None) -> Fabric:
+def read(path: str | Path, node_name_map: dict[int, str] | None = None, both_ends: bool = False) -> Fabric:
     """Parse an ibnetdiscover dump or ibsim net file into a Fabric.
 
     Nodes are named by the node-name-map (GUID -> name) when given, else by their node
     description, else by their id in the file. Malformed input raises InputError naming file:line.
+    both_ends: every cable must be listed from both of its ends, as ibsim requires of a net file.
     """
     path = str(path)
     nodes: dict[str, _Node] = {}
     order: list[str] = []
     cur: _Node | None = None
     pending_guid: int | None = None
+    guid_line = 0
     fh = open_input(path)
     with fh:
         for ln, raw in enumerate(fh, 1):
@@ -119,8 +121,9 @@ def read(path: str | Path, node_name_map: dict[int, str] | None = None) -> Fabri
                 continue
             m = _GUIDLINE.match(line)
             if m:
+                g = check_guid(int(m.group(2), 16), path, ln)
                 if m.group(1) != "sysimgguid":
-                    pending_guid = int(m.group(2), 16)
+                    pending_guid, guid_line = g, ln
                 continue
             m = _HEADER.match(line)
             if m:
@@ -129,7 +132,7 @@ def read(path: str | Path, node_name_map: dict[int, str] | None = None) -> Fabri
                     raise InputError("router nodes (Rt) are not supported", path=path, line=ln)
                 if nid in nodes:
                     raise InputError(f"node {nid!r} listed twice (first at line {nodes[nid].line})", path=path, line=ln)
-                nports = int(np_s)
+                nports = as_int(np_s, path, ln)
                 if not 1 <= nports <= 254:
                     raise InputError(f"node {nid!r} has {nports} ports; expected 1..254", path=path, line=ln)
                 cur = _Node(SWITCH if kind_s == "Switch" else CA, nports, nid, ln, guid=pending_guid)
@@ -141,9 +144,9 @@ def read(path: str | Path, node_name_map: dict[int, str] | None = None) -> Fabri
                 if q:
                     cur.desc = q.group(1)
                 lm = _LID.search(comment)
-                if lm and int(lm.group(1)):  # plans say "lid 0": not assigned yet
-                    cur.lid = int(lm.group(1))
-                    cur.lmc = int(lm.group(2) or 0)
+                if lm and as_int(lm.group(1), path, ln):  # plans say "lid 0": not assigned yet
+                    cur.lmc = as_int(lm.group(2) or "0", path, ln)
+                    cur.lid = check_lid(as_int(lm.group(1), path, ln), path, ln, cur.lmc)
                 nodes[nid] = cur
                 order.append(nid)
                 continue
@@ -151,8 +154,11 @@ def read(path: str | Path, node_name_map: dict[int, str] | None = None) -> Fabri
             if m:
                 if cur is None:
                     raise InputError("port line outside a node record", path=path, line=ln)
+                if pending_guid is not None:  # ibsim ends the record there and loses the ports after it
+                    raise InputError(f"the GUID line {guid_line} sits inside the record of {cur.nid!r} (line "
+                                     f"{cur.line}); it belongs before that record's header", path=path, line=ln)
                 port, lguid, rid, rport, rguid, rest = m.groups()
-                port, rport = int(port), int(rport)
+                port, rport = as_int(port, path, ln), check_port(as_int(rport, path, ln), path, ln, 1, "remote port")
                 if not 1 <= port <= cur.nports:
                     raise InputError(f"port {port} of {cur.nid!r} is outside 1..{cur.nports}", path=path, line=ln)
                 if port in cur.ports:
@@ -166,15 +172,18 @@ def read(path: str | Path, node_name_map: dict[int, str] | None = None) -> Fabri
                 plid, plmc = None, 0
                 if cur.kind == CA:
                     lm = _LID.search(comment)
-                    if lm and int(lm.group(1)):
-                        plid, plmc = int(lm.group(1)), int(lm.group(2) or 0)
-                cur.ports[port] = (rid, rport, ln, rate, int(lguid, 16) if lguid else None, plid, plmc,
-                                   int(rguid, 16) if rguid else None)
+                    if lm and as_int(lm.group(1), path, ln):
+                        plmc = as_int(lm.group(2) or "0", path, ln)
+                        plid = check_lid(as_int(lm.group(1), path, ln), path, ln, plmc)
+                cur.ports[port] = (rid, rport, ln, rate, check_guid(int(lguid, 16), path, ln) if lguid else None,
+                                   plid, plmc, check_guid(int(rguid, 16), path, ln) if rguid else None)
                 continue
             raise InputError(f"unrecognised line: {line[:60]!r}", path=path, line=ln)
     if not nodes:
         raise InputError("no nodes found (not an ibnetdiscover dump or ibsim net file?)", path=path)
-    return _build(path, nodes, order, node_name_map)
+    if pending_guid is not None:
+        raise InputError("a GUID line with no node header after it", path=path, line=guid_line)
+    return _build(path, nodes, order, node_name_map, both_ends)
 
 
 def _guid_from_id(nid: str) -> int | None:
@@ -182,7 +191,8 @@ def _guid_from_id(nid: str) -> int | None:
     return int(m.group(1), 16) if m else None
 
 
-def _build(path: str, nodes: dict[str, _Node], order: list[str], nnm: dict[int, str] | None) -> Fabric:
+def _build(path: str, nodes: dict[str, _Node], order: list[str], nnm: dict[int, str] | None,
+           both_ends: bool = False) -> Fabric:
     f = Fabric(Path(path).stem)
     index: dict[str, int] = {}
     used_names: set[str] = set()
@@ -217,6 +227,9 @@ def _build(path: str, nodes: dict[str, _Node], order: list[str], nnm: dict[int, 
             if other is not None and (other[0] != nid or other[1] != port):
                 raise InputError(f"{nid!r}[{port}] says it links to {rid!r}[{rport}], but that port links to "
                                  f"{other[0]!r}[{other[1]}] (line {other[2]})", path=path, line=ln)
+            if other is None and both_ends:
+                raise InputError(f"{nid!r}[{port}] links to {rid!r}[{rport}], but {rid!r} does not list that cable "
+                                 f"(ibsim needs every cable from both ends)", path=path, line=ln)
             if other is not None and (j, rport) < (i, port):
                 continue  # listed from the other end already
             if rguid is not None and nodes[rid].kind == CA:

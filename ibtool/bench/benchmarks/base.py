@@ -16,6 +16,7 @@ rates as the benchmark defines them (GUP/s, Gflop/s, TEPS).
 from __future__ import annotations
 
 import fnmatch
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -126,10 +127,13 @@ class ParseResult:
     def number(self, where: str, value) -> float | None:
         """`value` as a float; anything else fails the run (a corrupted output file) and gives None."""
         try:
-            return float(value)
+            v = float(value)
         except (TypeError, ValueError):
-            self.fail(f"{where}: {str(value).strip()!r} is not a number (corrupted output)")
+            v = math.nan
+        if not math.isfinite(v):  # NaN or inf is no measurement either
+            self.fail(f"{where}: {str(value).strip()[:40]!r} is not a number (corrupted output)")
             return None
+        return v
 
     def value(self, name: str) -> float | None:
         m = self.metrics.get(name)

@@ -53,9 +53,12 @@ class Graph500(Benchmark):
                 continue
             kernel = (m.group(1) or "").strip()
             key = f"{kernel}_{m.group(2)}" if kernel else m.group(2)
-            values[key] = float(m.group(4))
+            v = r.number(f"stdout {key}", m.group(4))
+            if v is None:
+                continue
+            values[key] = v
             if m.group(3):
-                r.details.setdefault("official", {})[kernel] = float(m.group(4))
+                r.details.setdefault("official", {})[kernel] = v
         for kernel in ("bfs", "sssp"):
             for stat in _STATS + ("harmonic_mean", "harmonic_stddev"):
                 key = f"{kernel}_{stat}_TEPS"
