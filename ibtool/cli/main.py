@@ -21,9 +21,9 @@ class _Main(click.Group):
         except IbtoolError as e:
             click.echo(f"ibtool: error: {e}", err=True)
             sys.exit(e.exit_code)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as e:  # Ctrl-C: 130; SIGTERM: 143 (Interrupted), as shells report them
             click.echo("ibtool: interrupted", err=True)
-            sys.exit(130)
+            sys.exit(128 + getattr(e, "signum", 2))
         except BrokenPipeError:
             sys.exit(1)
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from ibtool.cli import OutPath
 from ibtool.errors import InputError
 from ibtool.formats import ibnetdiscover, node_name_map, output_dir
 from ibtool.sim import opensm
@@ -57,7 +58,10 @@ def write_plan(fabric, out: Path, engines: list[str]) -> dict[str, str]:
     out = output_dir(out)
     tmp = out.with_name(f".{out.name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+    try:
+        tmp.mkdir(parents=True)
+    except OSError as e:  # the plan is built beside --out, in its parent
+        raise InputError(f"--out {out}: cannot write in {out.parent}: {e.strerror}") from None
     try:
         ibnetdiscover.write(fabric, tmp / "topology.net")
         node_name_map.write(fabric, tmp / "node-name-map")
@@ -74,7 +78,7 @@ def write_plan(fabric, out: Path, engines: list[str]) -> dict[str, str]:
 
 def _make_command(topo):
     params = [
-        click.Option(["--out", "-o"], type=click.Path(path_type=Path), required=True,
+        click.Option(["--out", "-o"], type=OutPath(), required=True,
                      help="Directory for the plan files (must be empty unless --force)."),
         click.Option(["--force"], is_flag=True, help="Overwrite files in a non-empty --out."),
         click.Option(["--engine"], default="hdor,minhop", show_default=True,

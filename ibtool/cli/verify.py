@@ -29,8 +29,11 @@ def _opts(f):
     return f
 
 
-_permutations = click.option("--permutations", default=16, show_default=True, type=click.IntRange(min=0),
-                             help="Random permutations for the load estimate.")
+# each permutation traces one flow per CA port; beyond this the estimate no longer moves, the run does not end
+MAX_PERMUTATIONS = 10_000
+_permutations = click.option("--permutations", default=16, show_default=True,
+                             type=click.IntRange(min=0, max=MAX_PERMUTATIONS),
+                             help=f"Random permutations for the load estimate (0..{MAX_PERMUTATIONS}).")
 
 
 def _say(as_json: bool):

@@ -44,6 +44,8 @@ def output_dir(path: str | Path, option: str = "--out") -> Path:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise InputError(f"{option} {path}: cannot create directory: {e.strerror}") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise InputError(f"{option} {path}: directory is not writable")
     return path
 
 

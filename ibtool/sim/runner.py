@@ -2,12 +2,19 @@
 
 Each run has its own IBSIM_SOCKNAME, OSM_TMP_DIR and OSM_CACHE_DIR, and runs its clients from a
 scratch directory (umad2sim writes ./sys-<pid> there), so runs in parallel never meet.
+
+Nothing outlives a run: every child gets PR_SET_PDEATHSIG, so the kernel kills ibsim, OpenSM and
+the clients even when ibtool itself is killed with SIGKILL; the scratch directory holds the owner's
+pid and start time, so the next run into the same --out removes a dead run's leftovers (and any
+process still working in them) and refuses to share it with a live one.
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -17,12 +24,25 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ibtool.errors import EnvironmentProblem, InputError
+from ibtool.errors import EnvironmentProblem, InputError, Interrupted
 from ibtool.fabric import Fabric
-from ibtool.formats import ibnetdiscover, output_dir
+from ibtool.formats import atomic_write, ibnetdiscover, output_dir
 from ibtool.sim import opensm
 
 UMAD2SIM = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def die_with_parent():
+    """A preexec_fn: the child gets SIGKILL when this process dies, however it dies (kill -9 too)."""
+    parent = os.getpid()
+
+    def pre():
+        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os._exit(1)
+    return pre
 
 
 def require(tool: str, package: str) -> str:
@@ -54,7 +74,7 @@ class Fabricsim:
         t0 = time.monotonic()
         with open(out, "wb") as fh:
             p = subprocess.Popen(argv, cwd=self.work, env=self.env(**env), stdout=fh,
-                                 stderr=subprocess.PIPE, start_new_session=True)
+                                 stderr=subprocess.PIPE, start_new_session=True, preexec_fn=die_with_parent())
             try:
                 _, err = p.communicate(timeout=timeout)
             except subprocess.TimeoutExpired:
@@ -94,14 +114,17 @@ def ibsim(net: str | Path, work: Path, fabric: Fabric | None = None, timeout: fl
     with open(log, "wb") as fh:
         proc = subprocess.Popen([exe, "-s", *limits(fabric), "-n", str(net)], cwd=work, env=env,
                                 stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+                                start_new_session=True, preexec_fn=die_with_parent())
     try:
         deadline = time.monotonic() + timeout
         while b"Network simulator ready" not in log.read_bytes():
-            if proc.poll() is not None:
-                tail = log.read_text(errors="replace").strip().splitlines()
-                raise EnvironmentProblem(f"ibsim exited ({proc.returncode}) before it was ready: "
-                                         f"{tail[-1] if tail else 'no output'}")
+            if proc.poll() is not None:  # ibsim refuses a net file by dying: say what it said of it
+                said = log.read_text(errors="replace").strip().splitlines()
+                why = [x.strip()[:120] for x in said if ("ibwarn" in x and "cannot parse remote lid" not in x)
+                       or x.startswith("fatal")][-2:] or said[-1:] or ["no output"]
+                at = re.search(r"^fatal: error at .*: line (\d+)", "\n".join(said), re.M)
+                raise InputError(f"ibsim refused this net file (exit {proc.returncode}): {'; '.join(why)}",
+                                 path=str(net), line=int(at.group(1)) if at else None)
             if time.monotonic() > deadline:
                 raise EnvironmentProblem(f"ibsim was not ready within {timeout:.0f} s")
             time.sleep(0.05)
@@ -150,8 +173,10 @@ def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> di
     opensm_exe = require("opensm", "opensm")
     require("ibnetdiscover", "infiniband-diags")
     require("dump_fts", "infiniband-diags")
-    fabric = ibnetdiscover.read(net)
+    fabric = ibnetdiscover.read(net, both_ends=True)  # what ibsim would die on, said with file:line
     out = output_dir(out)
+    work = out / ".work"
+    _claim(work)
     osm_dir = out / "osm"
     cache = osm_dir / "cache"
     cache.mkdir(parents=True, exist_ok=True)
@@ -173,8 +198,8 @@ def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> di
     summary: dict = {"net": str(net), "engines": opts.engines, "fabric": fabric.summary(), "timings": {}}
     timings = summary["timings"]
     t_all = time.monotonic()
-    work = out / ".work"
     old_term = signal.signal(signal.SIGTERM, _raise_interrupt)
+    old_hup = signal.signal(signal.SIGHUP, _raise_interrupt)
     try:
         say(f"starting ibsim ({fabric.count(kind=2)} switches, {fabric.count(kind=1)} HCAs)")
         t0 = time.monotonic()
@@ -187,7 +212,8 @@ def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> di
             summary["opensm_argv"] = argv
             t0 = time.monotonic()
             p = subprocess.Popen(argv, cwd=work, env=sim.env(**env_extra), stdin=subprocess.DEVNULL,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+                                 preexec_fn=die_with_parent())
             timed_out = False
             try:
                 _, err = p.communicate(timeout=opts.timeout)
@@ -209,13 +235,56 @@ def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> di
                 timings["ibnetdiscover_s"] = round(sim.client(["ibnetdiscover"], out / "ibnetdiscover.out",
                                                               opts.timeout), 3)
                 timings["dump_fts_s"] = round(sim.client(["dump_fts"], out / "dump_fts.out", opts.timeout), 3)
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: whatever the log said, this run did not finish
+        summary["interrupted"] = True
+        summary["ok"] = False
+        raise
     finally:
         signal.signal(signal.SIGTERM, old_term)
+        signal.signal(signal.SIGHUP, old_hup)
         shutil.rmtree(work, ignore_errors=True)
         timings["total_s"] = round(time.monotonic() - t_all, 3)
-        (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        with atomic_write(out / "summary.json") as fh:
+            fh.write(json.dumps(summary, indent=2) + "\n")
     return summary
 
 
 def _raise_interrupt(signum, frame):
-    raise KeyboardInterrupt
+    raise Interrupted(signum)
+
+
+def _start_time(pid: int) -> str | None:
+    """The kernel's start time of `pid` (field 22 of /proc/PID/stat): a pid with it is that process."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _claim(work: Path) -> None:
+    """Make `work` this run's scratch directory. A live run's is refused; a dead run's (its owner
+    gone, or another process under that pid now) is removed, with any process still inside it."""
+    owner = work / "owner"
+    if work.is_dir():
+        try:
+            pid_s, started = owner.read_text().split()
+            pid = int(pid_s)
+        except (OSError, ValueError):
+            pid, started = None, None
+        if pid is not None and pid != os.getpid() and _start_time(pid) == started:
+            raise InputError(f"--out {work.parent}: in use by a running `ibtool sim run` (pid {pid})")
+        for proc in Path("/proc").iterdir():  # ibsim/OpenSM of an ibtool that predates die_with_parent
+            if proc.name.isdigit():
+                try:
+                    cwd = os.readlink(proc / "cwd")
+                except OSError:
+                    continue
+                if cwd == str(work) or cwd.startswith(str(work) + "/"):
+                    try:
+                        os.kill(int(proc.name), signal.SIGKILL)
+                    except OSError:
+                        pass
+        shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    owner.write_text(f"{os.getpid()} {_start_time(os.getpid())}\n")
