@@ -114,3 +114,36 @@ def test_benchmark_parser_on_mutated_outputs(bench, tmp_path_factory, bounded_me
             assert isinstance(v["value"], float | int)
 
     run()
+
+
+# past the readers: what the commands do with a file that reads well (tracing, matching, coordinates)
+def _verify_routes(fabric: Path, lfts: Path):
+    from ibtool.cli.verify import _routes
+    _routes(fabric, lfts, None, "hdor", 2, lambda m: None, balance=True)
+
+
+def _verify_topology(plan: Path, discovered: Path):
+    from ibtool.verify import topology
+    topology.compare(ibnetdiscover.read(plan), ibnetdiscover.read(discovered), names=False)
+
+
+PIPELINES = {
+    "verify routes, fabric mutated": ("ibnetdiscover.out", [HDOR / "ibnetdiscover.out"],
+                                      lambda f: _verify_routes(f, HDOR / "dump_fts.out"), 300),
+    "verify routes, tables mutated": ("dump_fts.out", [HDOR / "dump_fts.out"],
+                                      lambda f: _verify_routes(HDOR / "ibnetdiscover.out", f), 300),
+    "verify topology, discovered mutated": ("ibnetdiscover.out", [HDOR / "ibnetdiscover.out"],
+                                            lambda f: _verify_topology(R / "plan-kns-k3-n2.net", f), 300),
+}
+
+
+@pytest.mark.parametrize("name", list(PIPELINES))
+def test_verify_on_mutated_files(name, tmp_path_factory, bounded_memory):
+    fname, seeds, fn, n = PIPELINES[name]
+    base = tmp_path_factory.mktemp("pipe")
+
+    @settings(max_examples=examples(n))
+    @given(case=mutated(seeds))
+    def run(case):
+        _check(base, fname, fn, case[2])
+    run()
