@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from support import ROOT, ibtool
 
 pytestmark = pytest.mark.ibsim
@@ -131,8 +130,8 @@ def test_sigterm_exits_143_and_the_summary_says_interrupted(cellia, tmp_path):
 
 @pytest.mark.parametrize("text, line, says", [
     # a cable listed from one end only: ibsim 0.10 panics in connect_ports
-    ('Switch\t8 "S1"\n[1]\t"H1"[1]\n[3]\t"S2"[3]\n\nSwitch\t8 "S2"\n[1]\t"H2"[1]\n\n'
-     'Hca\t1 "H1"\n[1]\t"S1"[1]\n\nHca\t1 "H2"\n[1]\t"S2"[1]\n', 3, "'S2' does not list that cable"),
+    (('Switch\t8 "S1"\n[1]\t"H1"[1]\n[3]\t"S2"[3]\n\nSwitch\t8 "S2"\n[1]\t"H2"[1]\n\n'
+      'Hca\t1 "H1"\n[1]\t"S1"[1]\n\nHca\t1 "H2"\n[1]\t"S2"[1]\n'), 3, "'S2' does not list that cable"),
     # a switchguid= line inside the record: ibsim ends the record there and loses the ports after it
     ('Switch\t8 "S1"\nswitchguid=0x1234\n[1]\t"H1"[1]\n\nHca\t1 "H1"\n[1]\t"S1"[1]\n', 3,
      "the GUID line 2 sits inside the record of 'S1'"),

@@ -35,7 +35,8 @@ _libc = ctypes.CDLL(None, use_errno=True)
 
 
 def die_with_parent():
-    """A preexec_fn: the child gets SIGKILL when this process dies, however it dies (kill -9 too)."""
+    """A preexec_fn: the child gets SIGKILL when this process dies, however it dies (kill -9 too).
+    (preexec_fn is unsafe in a threaded parent; `sim run` starts no threads.)"""
     parent = os.getpid()
 
     def pre():
@@ -73,8 +74,8 @@ class Fabricsim:
         """Run an infiniband-diags client against this fabric, stdout to `out`; returns seconds."""
         t0 = time.monotonic()
         with open(out, "wb") as fh:
-            p = subprocess.Popen(argv, cwd=self.work, env=self.env(**env), stdout=fh,
-                                 stderr=subprocess.PIPE, start_new_session=True, preexec_fn=die_with_parent())
+            p = subprocess.Popen(argv, cwd=self.work, env=self.env(**env), stdout=fh, stderr=subprocess.PIPE,
+                                 start_new_session=True, preexec_fn=die_with_parent())  # noqa: PLW1509
             try:
                 _, err = p.communicate(timeout=timeout)
             except subprocess.TimeoutExpired:
@@ -114,7 +115,7 @@ def ibsim(net: str | Path, work: Path, fabric: Fabric | None = None, timeout: fl
     with open(log, "wb") as fh:
         proc = subprocess.Popen([exe, "-s", *limits(fabric), "-n", str(net)], cwd=work, env=env,
                                 stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
-                                start_new_session=True, preexec_fn=die_with_parent())
+                                start_new_session=True, preexec_fn=die_with_parent())  # noqa: PLW1509
     try:
         deadline = time.monotonic() + timeout
         while b"Network simulator ready" not in log.read_bytes():
@@ -122,7 +123,7 @@ def ibsim(net: str | Path, work: Path, fabric: Fabric | None = None, timeout: fl
                 said = log.read_text(errors="replace").strip().splitlines()
                 why = [x.strip()[:120] for x in said if ("ibwarn" in x and "cannot parse remote lid" not in x)
                        or x.startswith("fatal")][-2:] or said[-1:] or ["no output"]
-                at = re.search(r"^fatal: error at .*: line (\d+)", "\n".join(said), re.M)
+                at = re.search(r"^fatal: error at .*: line (\d+)", "\n".join(said), re.MULTILINE)
                 raise InputError(f"ibsim refused this net file (exit {proc.returncode}): {'; '.join(why)}",
                                  path=str(net), line=int(at.group(1)) if at else None)
             if time.monotonic() > deadline:
@@ -213,7 +214,7 @@ def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> di
             t0 = time.monotonic()
             p = subprocess.Popen(argv, cwd=work, env=sim.env(**env_extra), stdin=subprocess.DEVNULL,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
-                                 preexec_fn=die_with_parent())
+                                 preexec_fn=die_with_parent())  # noqa: PLW1509
             timed_out = False
             try:
                 _, err = p.communicate(timeout=opts.timeout)

@@ -20,7 +20,14 @@ from ibtool.bench.benchmarks.base import RunFiles
 from ibtool.bench.registry import BENCHMARKS
 from ibtool.cli.verify import _read_summary, read_fabric
 from ibtool.errors import InputError
-from ibtool.formats import hdor_dump, ibnetdiscover, lft, node_name_map, opensm_subnet_lst, sl2vl
+from ibtool.formats import (
+    hdor_dump,
+    ibnetdiscover,
+    lft,
+    node_name_map,
+    opensm_subnet_lst,
+    sl2vl,
+)
 
 settings.load_profile("fuzz")
 

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 from limits import limit_child
-
 from support import FIXTURES, IBTOOL, ROOT, ibtool
 
 R = FIXTURES / "real"
@@ -22,8 +21,8 @@ PLAN = R / "plan-kns-k3-n2.net"
 
 def bounded(*args) -> subprocess.CompletedProcess:
     """ibtool under the suite's 2 GiB address-space bound: an input that allocates by its numbers fails here."""
-    return subprocess.run([*IBTOOL, *map(str, args)], capture_output=True, text=True, cwd=ROOT, timeout=300,
-                          preexec_fn=limit_child)
+    return subprocess.run([*IBTOOL, *map(str, args)], capture_output=True, text=True, check=False, cwd=ROOT,
+                          timeout=300, preexec_fn=limit_child)
 
 
 def one_error(p: subprocess.CompletedProcess, code: int = 2) -> str:
@@ -206,7 +205,8 @@ def test_log_flags_outside_a_byte(tmp_path, flags):
 @pytest.mark.parametrize("cmd", [["sim", "run", PLAN], ["topo", "kns", "--k", "3", "--n", "2"],
                                  ["route", "hdor", "--fabric", HDOR / "ibnetdiscover.out"]])
 def test_empty_out_is_refused(tmp_path, cmd):
-    p = subprocess.run([*IBTOOL, *map(str, cmd), "--out", ""], capture_output=True, text=True, cwd=tmp_path,
+    p = subprocess.run([*IBTOOL, *map(str, cmd), "--out", ""], capture_output=True, text=True, check=False,
+                       cwd=tmp_path,
                        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin:/usr/sbin"})
     assert "an empty path (say . for the current directory)" in one_error(p)
     assert list(tmp_path.iterdir()) == []  # nothing written where the user stands
@@ -233,7 +233,7 @@ def readonly_dir(tmp_path):
     d.mkdir()
     shutil.chown(d, "nobody", "nogroup")
     d.chmod(0o755)
-    probe = subprocess.run([*UNPRIVILEGED, "touch", str(d / "x")], capture_output=True, text=True)
+    probe = subprocess.run([*UNPRIVILEGED, "touch", str(d / "x")], capture_output=True, text=True, check=False)
     assert probe.returncode != 0, "setpriv did not drop the privilege to write anywhere"
     return d
 
@@ -241,15 +241,15 @@ def readonly_dir(tmp_path):
 @pytest.mark.parametrize("cmd, says", [
     (["sim", "run", PLAN, "--out", "{ro}/run"], "--out {ro}/run: cannot create directory: Permission denied"),
     (["sim", "run", PLAN, "--out", "{ro}"], "--out {ro}: directory is not writable"),
-    (["topo", "kns", "--k", "3", "--n", "2", "--out", "{ro}/plan"], "--out {ro}/plan: cannot create directory: "
-                                                                     "Permission denied"),
+    (["topo", "kns", "--k", "3", "--n", "2", "--out", "{ro}/plan"],
+     "--out {ro}/plan: cannot create directory: Permission denied"),
     (["route", "hdor", "--fabric", HDOR / "ibnetdiscover.out", "--out", "{ro}/x.lft"],
      "--out {ro}/x.lft: directory {ro} is not writable"),
 ])
 def test_unwritable_out_as_an_unprivileged_process(readonly_dir, cmd, says):
     # PermissionError tracebacks for a non-root user
     argv = [str(a).replace("{ro}", str(readonly_dir)) for a in cmd]
-    p = subprocess.run([*UNPRIVILEGED, *IBTOOL, *argv], capture_output=True, text=True, cwd=ROOT)
+    p = subprocess.run([*UNPRIVILEGED, *IBTOOL, *argv], capture_output=True, text=True, check=False, cwd=ROOT)
     assert one_error(p) == "ibtool: error: " + says.replace("{ro}", str(readonly_dir))
 
 
@@ -264,8 +264,8 @@ def test_route_hdor_on_a_plan_names_the_file_and_option(tmp_path):
 # ------------------------------------------------------------- benchmark outputs (found by the suite)
 
 @pytest.mark.parametrize("bench, src, old, new, says", [
-    ("hpcg", "hpcg/np4_16x16x16_rt30/HPCG-Benchmark_3.1_2026-11-22_01-58-31.txt", "Machine Summary::Distributed "
-     "Processes=4", "Machine Summary::Distributed Processes=nan", "is not a number"),
+    ("hpcg", "hpcg/np4_16x16x16_rt30/HPCG-Benchmark_3.1_2026-11-22_01-58-31.txt",
+     "Machine Summary::Distributed Processes=4", "Machine Summary::Distributed Processes=nan", "is not a number"),
     ("graph500", "graph500/bfs_scale14_ef16_np4/stdout.txt", "SCALE:                          14",
      "SCALE:                          3.0+06", "is not a number"),
     ("netgauge", "netgauge/ebb_sizes_1B-1MiB_np4/stdout.txt", "1048576", "9" * 5000, "over 4000 digits"),
