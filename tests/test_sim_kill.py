@@ -156,3 +156,11 @@ def test_ibsim_dying_anyway_is_bad_input_naming_the_file(tmp_path):
     msg = r.stderr.strip().splitlines()[-1]
     assert msg.startswith(f"ibtool: error: {net}:1: ibsim refused this net file (exit 255): "), msg
     assert "parse_node_id" in msg and f"fatal: error at {net}: line 1" in msg
+
+
+def test_refused_options_leave_out_untouched(cellia, tmp_path):
+    conf = tmp_path / "bad.conf"
+    conf.write_bytes(b"\xff\xfe\n")
+    out = tmp_path / "run"
+    r = ibtool("sim", "run", cellia, "--out", out, "--opensm-config", conf)
+    assert r.returncode == 2 and not out.exists(), r.stderr

@@ -175,6 +175,15 @@ def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> di
     require("ibnetdiscover", "infiniband-diags")
     require("dump_fts", "infiniband-diags")
     fabric = ibnetdiscover.read(net, both_ends=True)  # what ibsim would die on, said with file:line
+    env_extra = {}
+    if any(e in opensm.PLUGIN_ENGINES for e in opts.engines):
+        for e in opts.engines:
+            if e in opensm.PLUGIN_ENGINES and not (opts.plugin_dir / f"lib{e}.so").exists():
+                raise EnvironmentProblem(f"engine {e}: {opts.plugin_dir}/lib{e}.so not built; run `ibtool plugin build`")
+        env_extra["LD_LIBRARY_PATH"] = ":".join(filter(None, [str(opts.plugin_dir.resolve()),
+                                                               os.environ.get("LD_LIBRARY_PATH")]))
+    conf_text = opensm.config(opts.engines, opts.conf_options, opts.conf_base, fabric=str(net))
+    # every refusal above comes before --out is touched
     out = output_dir(out)
     work = out / ".work"
     _claim(work)
@@ -185,15 +194,9 @@ def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> di
         stale.unlink()
     for stale in cache.iterdir():
         stale.unlink()  # guid2lid from an earlier run would pin stale LIDs
-    env_extra = {"OSM_TMP_DIR": str(osm_dir.resolve()), "OSM_CACHE_DIR": str(cache.resolve())}
-    if any(e in opensm.PLUGIN_ENGINES for e in opts.engines):
-        for e in opts.engines:
-            if e in opensm.PLUGIN_ENGINES and not (opts.plugin_dir / f"lib{e}.so").exists():
-                raise EnvironmentProblem(f"engine {e}: {opts.plugin_dir}/lib{e}.so not built; run `ibtool plugin build`")
-        env_extra["LD_LIBRARY_PATH"] = ":".join(filter(None, [str(opts.plugin_dir.resolve()),
-                                                               os.environ.get("LD_LIBRARY_PATH")]))
+    env_extra.update(OSM_TMP_DIR=str(osm_dir.resolve()), OSM_CACHE_DIR=str(cache.resolve()))
     conf = out / "opensm.conf"
-    conf.write_text(opensm.config(opts.engines, opts.conf_options, opts.conf_base, fabric=str(net)))
+    conf.write_text(conf_text)
     log = out / "opensm.log"
     log.unlink(missing_ok=True)
     summary: dict = {"net": str(net), "engines": opts.engines, "fabric": fabric.summary(), "timings": {}}
