@@ -122,6 +122,19 @@ def test_lmc_range_past_the_last_unicast_lid(tmp_path):
     assert msg.endswith("LID 0xbffe with LMC 2 runs past the last unicast LID 0xbfff")
 
 
+def test_fabric_refuses_what_no_reader_should_let_through():
+    # the model's own guard, for LIDs set by code rather than read: 1 << lmc of a huge LMC overflowed
+    from ibtool.errors import InputError
+    from ibtool.fabric import Fabric
+    f = Fabric()
+    sw = f.add_switch("S", 8)
+    f.port_lids[(sw, 0)] = (1, 99999999999999999999)
+    with pytest.raises(InputError, match=r"^S port 0: LID 1 with LMC 99999999999999999999 is outside"):
+        f.lid_owners()
+    with pytest.raises(InputError, match="does not fit 64 bits"):
+        f.add_hca("H", guid=1 << 64)
+
+
 # ----------------------------------------------------------------------- 3 and 7: summary.json
 
 def run_dir(tmp_path: Path, summary: bytes | None = None, **changes) -> Path:
