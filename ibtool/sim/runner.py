@@ -290,5 +290,16 @@ def _claim(work: Path) -> None:
                     except OSError:
                         pass
         shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    owner.write_text(f"{os.getpid()} {_start_time(os.getpid())}\n")
+    for half in work.parent.glob(".work.*"):  # a claim cut short by kill -9
+        if not half.name[6:].isdigit() or _start_time(int(half.name[6:])) is None:
+            shutil.rmtree(half, ignore_errors=True)
+    # claimed atomically: the directory appears with its owner file in it, or not at all
+    mine = work.with_name(f".work.{os.getpid()}")
+    shutil.rmtree(mine, ignore_errors=True)
+    mine.mkdir(parents=True)
+    (mine / "owner").write_text(f"{os.getpid()} {_start_time(os.getpid())}\n")
+    try:
+        mine.rename(work)
+    except OSError:  # another run claimed it between our look and now
+        shutil.rmtree(mine, ignore_errors=True)
+        raise InputError(f"--out {work.parent}: in use by another `ibtool sim run`") from None
