@@ -256,6 +256,7 @@ def all_cmd(run_dir, plan, nnm, expect, permutations, as_json, html_out):
         raise InputError("no ibnetdiscover.out here (not an `ibtool sim run` output directory?)", path=str(run_dir))
     summary = _read_summary(run_dir / "summary.json")
     skipped = None
+    from_summary = plan is None
     if plan is None and summary.get("net"):
         plan = _plan_of(run_dir, summary["net"])
         if plan is None:
@@ -277,7 +278,12 @@ def all_cmd(run_dir, plan, nnm, expect, permutations, as_json, html_out):
     if plan:
         from ibtool.verify import topology
         say(f"topology against {plan}")
-        p = ibnetdiscover.read(plan)
+        try:
+            p = ibnetdiscover.read(plan)
+        except InputError as e:
+            if not from_summary:
+                raise
+            raise InputError(f"{e} (the plan named by {run_dir / 'summary.json'})") from None
         t = topology.compare(p, f, names=bool(names))
         sections["topology"] = t.as_dict()
         to_plan = t.to_plan

@@ -186,6 +186,14 @@ def test_summary_plan_name_with_nul_or_too_long(tmp_path):
         assert "skipped: plan" in p.stdout
 
 
+def test_summary_naming_a_file_that_is_no_plan(tmp_path):
+    # found by the suite: "net": "../../../etc/passwd" was read as the plan; the error named only that file
+    d = run_dir(tmp_path, net="/etc/passwd")
+    msg = one_error(ibtool("verify", "all", d))
+    assert msg == (f"ibtool: error: /etc/passwd:1: unrecognised line: 'root:x:0:0:root:/root:/bin/bash' "
+                   f"(the plan named by {d}/summary.json)")
+
+
 # ------------------------------------------------------------------------------------- 5: the CLI
 
 def test_topo_without_required_parameters(tmp_path):
