@@ -35,6 +35,14 @@ class EnvironmentProblem(IbtoolError):
     exit_code = 3
 
 
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised where Ctrl-C would be so the same cleanup runs; exit 128 + signal."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
 class CheckFailed(IbtoolError):
     """The requested operation ran but its outcome is a failure."""
 

@@ -78,6 +78,8 @@ class Fabric:
             raise InputError(f"duplicate node name {name!r}")
         i = len(self.types)
         g = default_guid(i) if guid is None else guid
+        if not 0 <= g < 1 << 64:
+            raise InputError(f"{name}: GUID {g:#x} does not fit 64 bits")
         if g in self._by_guid:
             raise InputError(f"{name}: GUID {g:#018x} already used by {self.names[self._by_guid[g]]!r}")
         self.types.append(kind)
@@ -262,6 +264,10 @@ class Fabric:
         """Every assigned LID (each LID of an LMC range) -> (node, port). Port 0 for a switch."""
         out: dict[int, tuple[int, int]] = {}
         for (node, port), (lid, lmc) in self.port_lids.items():
+            # readers check LIDs where they read them; this guards what else fills port_lids
+            if not (0 <= lmc <= 7 and 1 <= lid and lid + (1 << lmc) - 1 <= 0xBFFF):
+                raise InputError(f"{self.names[node]} port {port}: LID {lid} with LMC {lmc} is outside the "
+                                 f"unicast LIDs 1..0xbfff (LMC 0..7)")
             for x in range(lid, lid + (1 << lmc)):
                 out[x] = (node, port)
         return out

@@ -58,9 +58,9 @@ class _Main(click.Group):
             if not ctx.meta.get("json"):
                 raise
             _fail(ctx, e.format_message(), e.exit_code)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as e:  # Ctrl-C: 130; SIGTERM: 143 (Interrupted), as shells report them
             click.echo("ibtool: interrupted", err=True)
-            sys.exit(130)
+            sys.exit(128 + getattr(e, "signum", 2))
         except BrokenPipeError:
             sys.exit(1)
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from ibtool.cli import OutPath
 from ibtool.errors import InputError
 from ibtool.formats import ibnetdiscover, lft
 
@@ -39,9 +40,9 @@ def group():
 @group.command(name="hdor")
 @click.option("--fabric", "fabric_path", required=True, type=click.Path(path_type=Path),
               help="The discovered fabric: ibnetdiscover output with LIDs (e.g. RUN/ibnetdiscover.out).")
-@click.option("--out", "-o", required=True, type=click.Path(path_type=Path),
+@click.option("--out", "-o", required=True, type=OutPath(),
               help="LFT file to write, for `opensm -R file -U FILE` (conf key lfts_file).")
-@click.option("--dump", type=click.Path(path_type=Path),
+@click.option("--dump", type=OutPath(),
               help="Also write the coordinates dump (the opensm-hdor.dump format of docs/hdor.md).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def hdor_cmd(fabric_path, out, dump, as_json):
@@ -64,6 +65,9 @@ def hdor_cmd(fabric_path, out, dump, as_json):
     say = (lambda m: None) if as_json else (lambda m: click.echo(f"  {m}", err=True))
     t0 = time.monotonic()
     f = ibnetdiscover.read(fabric_path)
+    if not f.port_lids:
+        raise InputError("--fabric: no LIDs in this file (a plan? give the ibnetdiscover output of the running "
+                         "fabric, e.g. RUN/ibnetdiscover.out of `ibtool sim run`)", path=str(fabric_path))
     say(f"read {f.num_nodes} nodes, {f.num_links} links from {fabric_path}")
     t1 = time.monotonic()
     r = hdor.compute(f)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import click
 
+from ibtool.cli import OutPath, finite_seconds
 from ibtool.errors import InputError
 from ibtool.sim import opensm
 from ibtool.sim.runner import RunOptions, run
@@ -23,6 +25,9 @@ def _kv(ctx, param, values):
         if "=" not in v:
             raise click.BadParameter(f"expected KEY=VALUE, got {v!r}")
         k, val = v.split("=", 1)
+        if not re.fullmatch(r"[A-Za-z0-9_]+", k.strip()) or any(c in val for c in "\r\n\0"):
+            # a newline would add a line of its own to opensm.conf
+            raise click.BadParameter(f"expected KEY=VALUE on one line, KEY of letters, digits and _; got {v[:60]!r}")
         out.append((k.strip(), val.strip()))
     return out
 
@@ -33,9 +38,9 @@ def _kv(ctx, param, values):
               help="Routing engines for OpenSM, tried in order (e.g. hdor,minhop). hdor is loaded from "
                    "opensm_plugin/libhdor.so automatically. Default: the plan's opensm.conf beside NET "
                    "(its engine and the files it names, as `ibtool topo` wrote them), else minhop.")
-@click.option("--out", "-o", type=click.Path(path_type=Path), required=True, help="Run directory.")
-@click.option("--timeout", default=300.0, show_default=True, type=click.FloatRange(min=1),
-              help="Seconds for OpenSM and each client.")
+@click.option("--out", "-o", type=OutPath(), required=True, help="Run directory.")
+@click.option("--timeout", default=300.0, show_default=True, type=float, callback=finite_seconds,
+              help="Seconds for OpenSM and each client (1..604800).")
 @click.option("--log-flags", default="0x47", show_default=True,
               help="OpenSM -D flags; 0x40 makes OpenSM write its dump files (costly on big fabrics).")
 @click.option("--conf", "conf_options", multiple=True, callback=_kv, metavar="KEY=VALUE",
@@ -87,6 +92,8 @@ def run_cmd(net, engine, out, timeout, log_flags, conf_options, opensm_config, o
         flags = int(log_flags, 0)
     except ValueError:
         raise InputError(f"--log-flags: not a number: {log_flags!r}") from None
+    if not 0 <= flags <= 0xFF:  # OpenSM's log flags are one byte (OSM_LOG_ERROR 0x01 .. OSM_LOG_SYS 0x80)
+        raise InputError(f"--log-flags: {log_flags} is outside 0x00..0xff")
     if faults or fail or random_faults:
         return _scenario(net, out, engines, timeout, faults, fail, random_faults, seed, as_json)
     opts = RunOptions(engines=engines, timeout=timeout, log_flags=flags, conf_options=conf_options,

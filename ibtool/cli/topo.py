@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from ibtool.cli import OutPath
 from ibtool.errors import InputError
 from ibtool.formats import ibnetdiscover, node_name_map, output_dir
 from ibtool.sim import opensm
@@ -60,7 +61,10 @@ def write_plan(fabric, out: Path, engines: list[str], engine_files=(), layout=No
     out = output_dir(out)
     tmp = out.with_name(f".{out.name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+    try:
+        tmp.mkdir(parents=True)
+    except OSError as e:  # the plan is built beside --out, in its parent
+        raise InputError(f"--out {out}: cannot write in {out.parent}: {e.strerror}") from None
     try:
         ibnetdiscover.write(fabric, tmp / "topology.net")
         node_name_map.write(fabric, tmp / "node-name-map")
@@ -85,7 +89,7 @@ def write_plan(fabric, out: Path, engines: list[str], engine_files=(), layout=No
 
 def _make_command(topo):
     params = [
-        click.Option(["--out", "-o"], type=click.Path(path_type=Path), required=True,
+        click.Option(["--out", "-o"], type=OutPath(), required=True,
                      help="Directory for the plan files (must be empty unless --force)."),
         click.Option(["--force"], is_flag=True, help="Overwrite files in a non-empty --out."),
         click.Option(["--engine"], default=topo.engine, show_default=True,
@@ -93,8 +97,10 @@ def _make_command(topo):
         click.Option(["--json", "as_json"], is_flag=True, help="Print a JSON summary."),
     ]
     for p in topo.params:
-        params.append(click.Option([f"--{p.name.replace('_', '-')}"], type=p.type, default=p.default,
-                                   required=p.default is None, show_default=p.default is not None, help=p.help))
+        # no default= at all for a required one: click >= 8.3 takes an explicit None as a given value
+        dflt = {} if p.default is None else {"default": p.default, "show_default": True}
+        params.append(click.Option([f"--{p.name.replace('_', '-')}"], type=p.type, required=p.default is None,
+                                   help=p.help, **dflt))
 
     def callback(out, force, engine, as_json, **kw):
         engines = opensm.parse_engines(engine)

@@ -30,8 +30,11 @@ def _opts(f):
     return f
 
 
-_permutations = click.option("--permutations", default=16, show_default=True, type=click.IntRange(min=0),
-                             help="Random permutations for the load estimate.")
+# each permutation traces one flow per CA port; beyond this the estimate no longer moves, the run does not end
+MAX_PERMUTATIONS = 10_000
+_permutations = click.option("--permutations", default=16, show_default=True,
+                             type=click.IntRange(min=0, max=MAX_PERMUTATIONS),
+                             help=f"Random permutations for the load estimate (0..{MAX_PERMUTATIONS}).")
 
 
 def _say(as_json: bool):
@@ -273,10 +276,34 @@ def _read_summary(path: Path) -> dict:
         raise InputError(f"not JSON: {e.msg}", path=str(path), line=e.lineno) from None
     except UnicodeDecodeError:
         raise InputError("not JSON: not UTF-8 text", path=str(path)) from None
+    except ValueError as e:  # e.g. an integer beyond Python's 4300-digit limit
+        raise InputError(f"not JSON: {str(e).split(';')[0][:80]}", path=str(path)) from None
+    except RecursionError:
+        raise InputError("not an `ibtool sim run` summary: nested too deeply", path=str(path)) from None
     if not isinstance(summary, dict) or not isinstance(summary.get("net") or "", str):
         raise InputError("not an `ibtool sim run` summary (expected an object with \"net\" a file name)",
                          path=str(path))
+    # what `sim run` writes, nothing else: "ok": NaN, -1 or "yes" is not a passed run
+    for key, types in _SUMMARY_TYPES.items():
+        if key in summary and not isinstance(summary[key], types):
+            raise InputError(f"{key!r} is {json.dumps(summary[key])[:40]}, expected "
+                             f"{' or '.join('null' if t is type(None) else t.__name__ for t in types)}", path=str(path))
     return summary
+
+
+_SUMMARY_TYPES = {"ok": (bool,), "subnet_up": (bool,), "fallback": (bool,), "interrupted": (bool,),
+                  "engine": (str, type(None))}
+
+
+def _plan_of(run_dir: Path, net: str) -> Path | None:
+    """The plan named in summary.json: as written, or relative to the run or its parent."""
+    for cand in (Path(net), run_dir / net, run_dir.parent / net):
+        try:
+            if cand.is_file():
+                return cand
+        except (OSError, ValueError):  # a name too long, or with a NUL: not a file here
+            pass
+    return None
 
 
 @group.command(name="all")
@@ -336,11 +363,12 @@ def _verify_run(run_dir: Path, plan, nnm, expect, permutations, say) -> dict:
     if not disc.is_file():
         raise InputError("no ibnetdiscover.out here (not an `ibtool sim run` output directory?)", path=str(run_dir))
     summary = _read_summary(run_dir / "summary.json")
+    skipped = None
+    from_summary = plan is None
     if plan is None and summary.get("net"):
-        for cand in (Path(summary["net"]), run_dir / summary["net"], run_dir.parent / summary["net"]):
-            if cand.is_file():
-                plan = cand
-                break
+        plan = _plan_of(run_dir, summary["net"])
+        if plan is None:
+            skipped = f"skipped: plan {summary['net']} not found"
     lfts = run_dir / "dump_fts.out"
     if not lfts.is_file() or lfts.stat().st_size == 0:
         lfts = run_dir / "osm" / "opensm-lfts.dump"
@@ -363,7 +391,12 @@ def _verify_run(run_dir: Path, plan, nnm, expect, permutations, say) -> dict:
     if plan:
         from ibtool.verify import topology
         say(f"topology against {plan}")
-        p = ibnetdiscover.read(plan)
+        try:
+            p = ibnetdiscover.read(plan)
+        except InputError as e:
+            if not from_summary:
+                raise
+            raise InputError(f"{e} (the plan named by {run_dir / 'summary.json'})") from None
         t = topology.compare(p, f, names=bool(names))
         sections["topology"] = t.as_dict()
         to_plan = t.to_plan
@@ -388,10 +421,13 @@ def _verify_run(run_dir: Path, plan, nnm, expect, permutations, say) -> dict:
         failed = [k for k, v in (summary.get("items") or {}).items() if isinstance(v, dict) and not v.get("ok")]
         sections["run"] = {"ok": not failed, "collect": True, "failed": failed}
     elif summary:
-        ok = bool(summary.get("ok", summary.get("subnet_up")))
+        ok = summary.get("ok", summary.get("subnet_up")) is True and not summary.get("interrupted")
         sections["run"] = {"ok": ok, "engine": engine, "subnet_up": summary.get("subnet_up"),
-                           "fallback": summary.get("fallback")}
-    return report.build(inputs, sections)
+                           "fallback": summary.get("fallback"), "interrupted": summary.get("interrupted", False)}
+    rep = report.build(inputs, sections)
+    if skipped:
+        rep["checks"].insert(0, {"name": "topology", "ok": True, "info": True, "summary": skipped})
+    return rep
 
 
 def cables_for(plan: Path | None) -> dict | None:

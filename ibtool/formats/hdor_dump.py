@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ibtool.errors import InputError
-from ibtool.formats import open_input
+from ibtool.formats import as_int, check_guid, check_port, open_input
 
 _HEAD = re.compile(r"^#\s*hdor\s+(.*)$")
 _KV = re.compile(r"(\w+)=(\d+)")
@@ -46,18 +46,18 @@ def read(path: str | Path) -> HdorDump:
                 continue
             m = _HEAD.match(s)
             if m:
-                d.header.update({k: int(v) for k, v in _KV.findall(m.group(1))})
+                d.header.update({k: as_int(v, path, ln) for k, v in _KV.findall(m.group(1))})
                 continue
             if s.startswith("#"):
                 continue
             m = _NODE.match(s)
             if m:
                 role, g, dim, coords, name = m.groups()
-                g = int(g, 16)
+                g = check_guid(int(g, 16), path, ln)
                 if g in d.role:
                     raise InputError(f"GUID {g:#018x} listed twice (first at line {d.lines[g]})", path=path, line=ln)
                 try:
-                    c = tuple(int(x) for x in coords.split(",") if x.strip()) if coords.strip() else ()
+                    c = tuple(as_int(x, path, ln) for x in coords.split(",") if x.strip()) if coords.strip() else ()
                 except ValueError:
                     raise InputError(f"bad coordinates [{coords}]", path=path, line=ln) from None
                 if role == "switch" and dim is None:
@@ -67,12 +67,13 @@ def read(path: str | Path) -> HdorDump:
                 d.names[g] = name or ""
                 d.lines[g] = ln
                 if dim is not None:
-                    d.dim[g] = int(dim)
+                    d.dim[g] = as_int(dim, path, ln)
                 continue
             m = _SPREAD.match(s)
             if m:
-                d.spread[(int(m.group(1), 16), int(m.group(2)))] = {
-                    int(p): int(c) for p, c in (x.split(":") for x in m.group(3).strip(",").split(","))}
+                d.spread[(check_guid(int(m.group(1), 16), path, ln), as_int(m.group(2), path, ln))] = {
+                    check_port(as_int(p, path, ln), path, ln, 1): as_int(c, path, ln)
+                    for p, c in (x.split(":") for x in m.group(3).strip(",").split(","))}
                 continue
             raise InputError(f"unrecognised line {s[:60]!r} (not an opensm-hdor.dump?)", path=path, line=ln)
     if not d.role:

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from ibtool.errors import InputError
 from ibtool.fabric import CA, SWITCH, Fabric
-from ibtool.formats import atomic_write, open_input
+from ibtool.formats import as_int, atomic_write, check_guid, check_lid, check_port, open_input
 
 SWITCH_DEVID = 0xBD36  # Mellanox InfiniScale IV (IS5022, CELLIA's switch)
 CA_DEVID = 0x1003  # Mellanox ConnectX-3
@@ -136,7 +136,7 @@ class _Node:
     seen_only_as_peer: bool = False
 
 
-def read(path: str | Path, node_name_map: dict[int, str] | None = None) -> Fabric:
+def read(path: str | Path, node_name_map: dict[int, str] | None = None, both_ends: bool = False) -> Fabric:
     """Parse an ibnetdiscover dump (plain, `-g` grouped, `-f` full, or the `-p` ports report) or an
     ibsim net file into a Fabric.
 
@@ -145,13 +145,16 @@ def read(path: str | Path, node_name_map: dict[int, str] | None = None) -> Fabri
     file. Tool noise (`ibwarn: ...`, `src/query_smp.c:195; umad ... Connection timed out`) is
     skipped and counted in `fabric.discovery["warnings"]`; devices seen only as the peer of a
     port (a partial discovery) and loopback cables are recorded in `fabric.discovery`, not fatal.
-    Malformed input raises InputError naming file:line.
+    Malformed input raises InputError naming file:line; every number is checked against its
+    InfiniBand range where it is read. both_ends: every cable must be listed from both of its ends,
+    as ibsim requires of a net file.
     """
     path = str(path)
     nodes: dict[str, _Node] = {}
     order: list[str] = []
     cur: _Node | None = None
     pending_guid: int | None = None
+    guid_line = 0
     noise: list[tuple[int, str]] = []
     routers: list[int] = []  # lines of router records: skipped, with their cables
     in_router = False
@@ -172,8 +175,9 @@ def read(path: str | Path, node_name_map: dict[int, str] | None = None) -> Fabri
                 continue
             m = _GUIDLINE.match(line)
             if m:
+                g = check_guid(int(m.group(2), 16), path, ln)
                 if m.group(1) != "sysimgguid":
-                    pending_guid = int(m.group(2), 16)
+                    pending_guid, guid_line = g, ln
                 continue
             m = _HEADER.match(line)
             if m:
@@ -185,7 +189,7 @@ def read(path: str | Path, node_name_map: dict[int, str] | None = None) -> Fabri
                 in_router = False
                 if nid in nodes:
                     raise InputError(f"node {nid!r} listed twice (first at line {nodes[nid].line})", path=path, line=ln)
-                nports = int(np_s)
+                nports = as_int(np_s, path, ln)
                 if not 1 <= nports <= 254:
                     raise InputError(f"node {nid!r} has {nports} ports; expected 1..254", path=path, line=ln)
                 cur = _Node(SWITCH if kind_s == "Switch" else CA, nports, nid, ln, guid=pending_guid)
@@ -197,9 +201,9 @@ def read(path: str | Path, node_name_map: dict[int, str] | None = None) -> Fabri
                 if q:
                     cur.desc = q.group(1)
                 lm = _LID.search(comment)
-                if lm and int(lm.group(1)):  # plans say "lid 0": not assigned yet
-                    cur.lid = int(lm.group(1))
-                    cur.lmc = int(lm.group(2) or 0)
+                if lm and as_int(lm.group(1), path, ln):  # plans say "lid 0": not assigned yet
+                    cur.lmc = as_int(lm.group(2) or "0", path, ln)
+                    cur.lid = check_lid(as_int(lm.group(1), path, ln), path, ln, cur.lmc)
                 nodes[nid] = cur
                 order.append(nid)
                 continue
@@ -209,6 +213,9 @@ def read(path: str | Path, node_name_map: dict[int, str] | None = None) -> Fabri
             if m:
                 if cur is None:
                     raise InputError("port line outside a node record", path=path, line=ln)
+                if pending_guid is not None:  # ibsim ends the record there and loses the ports after it
+                    raise InputError(f"the GUID line {guid_line} sits inside the record of {cur.nid!r} (line "
+                                     f"{cur.line}); it belongs before that record's header", path=path, line=ln)
                 _port_line(path, ln, cur, m)
                 continue
             m = _PLINE.match(line)
@@ -219,7 +226,9 @@ def read(path: str | Path, node_name_map: dict[int, str] | None = None) -> Fabri
             raise InputError(f"unrecognised line: {line[:60]!r}", path=path, line=ln)
     if not nodes:
         raise InputError("no nodes found (not an ibnetdiscover dump or ibsim net file?)", path=path)
-    f = _build(path, nodes, order, node_name_map)
+    if pending_guid is not None:
+        raise InputError("a GUID line with no node header after it", path=path, line=guid_line)
+    f = _build(path, nodes, order, node_name_map, both_ends)
     if routers:
         f.discovery.setdefault("warnings", []).append(
             f"{path}: skipped {len(routers)} router record{'s' if len(routers) > 1 else ''} (Rt, first at line "
@@ -235,7 +244,7 @@ def read(path: str | Path, node_name_map: dict[int, str] | None = None) -> Fabri
 
 def _port_line(path: str, ln: int, cur: _Node, m: re.Match) -> None:
     port, lguid, rid, rport, rguid, rest = m.groups()
-    port, rport = int(port), int(rport)
+    port, rport = as_int(port, path, ln), check_port(as_int(rport, path, ln), path, ln, 1, "remote port")
     if not 1 <= port <= cur.nports:
         raise InputError(f"port {port} of {cur.nid!r} is outside 1..{cur.nports}", path=path, line=ln)
     if port in cur.ports:
@@ -249,11 +258,12 @@ def _port_line(path: str, ln: int, cur: _Node, m: re.Match) -> None:
     plid, plmc = None, 0
     if cur.kind == CA:
         lm = _LID.search(comment)
-        if lm and int(lm.group(1)):
-            plid, plmc = int(lm.group(1)), int(lm.group(2) or 0)
+        if lm and as_int(lm.group(1), path, ln):
+            plmc = as_int(lm.group(2) or "0", path, ln)
+            plid = check_lid(as_int(lm.group(1), path, ln), path, ln, plmc)
     q = _QUOTED.search(comment)  # the far end's description, for a peer that has no record
-    cur.ports[port] = (rid, rport, ln, rate, int(lguid, 16) if lguid else None, plid, plmc,
-                       int(rguid, 16) if rguid else None, q.group(1) if q else None)
+    cur.ports[port] = (rid, rport, ln, rate, check_guid(int(lguid, 16), path, ln) if lguid else None, plid, plmc,
+                       check_guid(int(rguid, 16), path, ln) if rguid else None, q.group(1) if q else None)
 
 
 def _ports_report_line(path: str, ln: int, m: re.Match, nodes: dict, order: list) -> None:
@@ -268,7 +278,7 @@ def _ports_report_line(path: str, ln: int, m: re.Match, nodes: dict, order: list
     rate = None if "?" in width + speed else f"{width}{speed}"
 
     def node(kind: str, guid_s: str, p: int, d: str, lid_s: str) -> _Node:
-        g = int(guid_s, 16)
+        g = check_guid(int(guid_s, 16), path, ln)
         nid = f"S-{g:016x}" if kind == "SW" else f"H-{g - p + 1:016x}"
         nd = nodes.get(nid)
         if nd is None:
@@ -276,20 +286,22 @@ def _ports_report_line(path: str, ln: int, m: re.Match, nodes: dict, order: list
                                     seen_only_as_peer=True)
             order.append(nid)
         nd.nports = max(nd.nports, p)
-        if kind == "SW" and int(lid_s):
-            nd.lid = int(lid_s)
+        if kind == "SW" and as_int(lid_s, path, ln):
+            nd.lid = check_lid(as_int(lid_s, path, ln), path, ln)
         return nd
 
-    a = node(t, pguid, int(port), desc, lid)
+    port, lid_n = check_port(as_int(port, path, ln), path, ln, 1), as_int(lid, path, ln)
+    a = node(t, pguid, port, desc, lid)
     a.seen_only_as_peer = False
     if rt is None:
         return
-    if int(port) in a.ports:
+    if port in a.ports:
         raise InputError(f"port {port} of {a.nid!r} listed twice", path=path, line=ln)
-    b = node(rt, rpguid, int(rport), rdesc, rlid)
-    plid = int(lid) if t == "CA" and int(lid) else None
-    a.ports[int(port)] = (b.nid, int(rport), ln, rate, int(pguid, 16) if t == "CA" else None, plid, 0,
-                          int(rpguid, 16) if rt == "CA" else None, rdesc)
+    rport = check_port(as_int(rport, path, ln), path, ln, 1, "remote port")
+    b = node(rt, rpguid, rport, rdesc, rlid)
+    plid = check_lid(lid_n, path, ln) if t == "CA" and lid_n else None
+    a.ports[port] = (b.nid, rport, ln, rate, int(pguid, 16) if t == "CA" else None, plid, 0,
+                     int(rpguid, 16) if rt == "CA" else None, rdesc)
 
 
 def _guid_from_id(nid: str) -> int | None:
@@ -313,7 +325,8 @@ def _peers_without_record(path: str, nodes: dict[str, _Node], order: list[str]) 
                 nd.nports = max(nd.nports, rport)
 
 
-def _build(path: str, nodes: dict[str, _Node], order: list[str], nnm: dict[int, str] | None) -> Fabric:
+def _build(path: str, nodes: dict[str, _Node], order: list[str], nnm: dict[int, str] | None,
+           both_ends: bool = False) -> Fabric:
     _peers_without_record(path, nodes, order)
     f = Fabric(Path(path).stem)
     index: dict[str, int] = {}
@@ -360,6 +373,9 @@ def _build(path: str, nodes: dict[str, _Node], order: list[str], nnm: dict[int, 
             if other is not None and (other[0] != nid or other[1] != port):
                 raise InputError(f"{nid!r}[{port}] says it links to {rid!r}[{rport}], but that port links to "
                                  f"{other[0]!r}[{other[1]}] (line {other[2]})", path=path, line=ln)
+            if other is None and both_ends:
+                raise InputError(f"{nid!r}[{port}] links to {rid!r}[{rport}], but {rid!r} does not list that cable "
+                                 f"(ibsim needs every cable from both ends)", path=path, line=ln)
             if other is not None and (j, rport) < (i, port):
                 li = link_at[(j, rport)]  # listed from the other end already: do both ends agree?
                 if rate and f.link_rate[li] and rate != f.link_rate[li]:

@@ -27,7 +27,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ibtool.errors import InputError
-from ibtool.formats import atomic_write, open_input
+from ibtool.formats import atomic_write, check_guid, open_input
 
 NO_ROUTE = 255
 MAX_UNICAST_LID = 0xBFFF
@@ -185,8 +185,9 @@ def _parse(chunks, path: str) -> Tables:
                     continue
                 m = _ENTRY.match(s)
                 if m:  # judged after we know whether it is in a unicast or a multicast block
-                    sl_lid.append(int(m.group(1), 16))
-                    sl_port.append(int(m.group(2)))
+                    # clipped here: a 2**64 must not overflow the int64 array (judged below)
+                    sl_lid.append(min(int(m.group(1), 16), 1 << 30))
+                    sl_port.append(min(int(m.group(2)), 1 << 30) if len(m.group(2)) < 12 else 1 << 30)
                 else:
                     sl_lid.append(-2)
                     sl_port.append(0)
@@ -196,7 +197,7 @@ def _parse(chunks, path: str) -> Tables:
                 m = _HEADER.match(s)
                 if not m:
                     _bad(path, ln, "malformed 'Unicast lids' header")
-                g = int(m.group(1), 16)
+                g = check_guid(int(m.group(1), 16), path, ln)
                 nm = _NAME.search(s)
                 names.setdefault(g, nm.group(1).decode(errors="replace") if nm else "")
                 headers.append((line_base + i, g, ln))
@@ -205,7 +206,7 @@ def _parse(chunks, path: str) -> Tables:
                 m = _FDBS_HEADER.match(s)
                 if not m:
                     _bad(path, ln, "malformed 'dump_ucast_routes: Switch' header")
-                g = int(m.group(1), 16)
+                g = check_guid(int(m.group(1), 16), path, ln)
                 names.setdefault(g, "")
                 headers.append((line_base + i, g, ln))
                 continue

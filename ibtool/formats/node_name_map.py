@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ibtool.errors import InputError
 from ibtool.fabric import Fabric
-from ibtool.formats import atomic_write, open_input
+from ibtool.formats import as_int, atomic_write, check_guid, open_input
 
 _LINE = re.compile(r'^\s*(0x[0-9a-fA-F]+|[0-9]+)\s+"?([^"]*?)"?\s*$')
 
@@ -29,5 +29,6 @@ def read(path: str | Path) -> dict[int, str]:
         m = _LINE.match(s)
         if not m:
             raise InputError(f"expected '<guid> \"<name>\"', got {line[:60]!r}", path=str(path), line=ln)
-        out[int(m.group(1), 0)] = m.group(2)
+        g = m.group(1)
+        out[check_guid(int(g, 16) if g.startswith("0x") else as_int(g, str(path), ln), str(path), ln)] = m.group(2)
     return out

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 
 from ibtool.errors import InputError
-from ibtool.formats import open_input
+from ibtool.formats import check_guid, check_lid, check_port, open_input
 from ibtool.fabric import CA, SWITCH, Fabric
 
 _END = (r"\{\s*(CA|SW-SM|SW|CA-SM|RT)\s+Ports:([0-9A-Fa-f]+)\s+SystemGUID:[0-9A-Fa-f]+\s+NodeGUID:([0-9A-Fa-f]+)\s+"
@@ -45,18 +45,22 @@ def read(path: str | Path, node_name_map: dict[int, str] | None = None) -> Fabri
         pair = []
         for o in (0, 7):
             kind, nports, nguid, pguid, desc, lid, pn = g[o:o + 7]
-            guid = int(nguid, 16)
+            guid = check_guid(int(nguid, 16), path, ln)
+            nports = check_port(int(nports, 16), path, ln, 1, "port count")
+            lid = int(lid, 16)
+            if lid:  # 0: not assigned yet
+                check_lid(lid, path, ln)
             k = SWITCH if kind.startswith("SW") else CA
             if kind == "RT":
                 raise InputError("router nodes (RT) are not supported", path=path, line=ln)
-            nd = nodes.setdefault(guid, {"kind": k, "ports": int(nports, 16), "desc": desc, "line": ln,
+            nd = nodes.setdefault(guid, {"kind": k, "ports": nports, "desc": desc, "line": ln,
                                          "lids": {}, "pguids": {}})
-            port = int(pn, 16)
+            port = check_port(int(pn, 16), path, ln)
             if k == CA:
-                nd["lids"][port] = int(lid, 16)
-                nd["pguids"][port] = int(pguid, 16)
+                nd["lids"][port] = lid
+                nd["pguids"][port] = check_guid(int(pguid, 16), path, ln)
             else:
-                nd["lids"][0] = int(lid, 16)
+                nd["lids"][0] = lid
             pair.append((guid, port))
         rest = g[14] or ""
         phy, spd = _PHY.search(rest), _SPD.search(rest)

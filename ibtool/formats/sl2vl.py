@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 
 from ibtool.errors import InputError
-from ibtool.formats import open_input
+from ibtool.formats import as_int, check_guid, check_port, open_input
 
 _NODE = re.compile(r'^(Switch|Channel Adapter|Router)\s+(0x[0-9a-fA-F]+)\b')
 _ROW = re.compile(r"^(\d+)\s+(\d+)\s*:\s*((?:\d+\s*){16})$")
@@ -53,7 +53,7 @@ def read(path: str | Path) -> SL2VL:
                 continue
             m = _NODE.match(s)
             if m:
-                g = int(m.group(2), 16)
+                g = check_guid(int(m.group(2), 16), path, ln)
                 if g in out:
                     raise InputError(f"node {g:#018x} listed twice (first at line {out.lines[g]})", path=path, line=ln)
                 cur = out[g] = {}
@@ -64,10 +64,11 @@ def read(path: str | Path) -> SL2VL:
             if m:
                 if cur is None:
                     raise InputError("SL2VL row before any 'Switch'/'Channel Adapter' line", path=path, line=ln)
-                vls = tuple(int(x) for x in m.group(3).split())
+                vls = tuple(as_int(x, path, ln) for x in m.group(3).split())
                 if any(v > 15 for v in vls):
                     raise InputError(f"VL out of range 0..15 in {s[:60]!r}", path=path, line=ln)
-                cur[(int(m.group(1)), int(m.group(2)))] = vls
+                cur[(check_port(as_int(m.group(1), path, ln), path, ln, what="in port"),
+                     check_port(as_int(m.group(2), path, ln), path, ln, what="out port"))] = vls
                 continue
             raise InputError(f"unrecognised line {s[:60]!r} (not an opensm-sl2vl.dump?)", path=path, line=ln)
     if not out:

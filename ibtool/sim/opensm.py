@@ -32,7 +32,14 @@ def parse_engines(spec: str) -> list[str]:
 
 def config(engines: list[str], options: list[tuple[str, str]] = (), base_path: str | None = None,
            fabric: str | None = None) -> str:
-    base = Path(base_path).read_text() if base_path else ""
+    base = ""
+    if base_path:
+        try:
+            base = Path(base_path).read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise InputError("not UTF-8 text (not an opensm.conf?)", path=str(base_path)) from None
+        except OSError as e:
+            raise InputError(f"cannot read: {e.strerror}", path=str(base_path)) from None
     plugins = [e for e in engines if e in PLUGIN_ENGINES]
     return render("opensm.conf.j2", engines=engines, plugins=plugins, options=list(options), base=base,
                   base_path=base_path, fabric=fabric)

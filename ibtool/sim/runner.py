@@ -2,10 +2,16 @@
 
 Each run has its own IBSIM_SOCKNAME, OSM_TMP_DIR and OSM_CACHE_DIR, and runs its clients from a
 scratch directory (umad2sim writes ./sys-<pid> there), so runs in parallel never meet.
+
+Nothing outlives a run: every child gets PR_SET_PDEATHSIG, so the kernel kills ibsim, OpenSM and
+the clients even when ibtool itself is killed with SIGKILL; the scratch directory holds the owner's
+pid and start time, so the next run into the same --out removes a dead run's leftovers (and any
+process still working in them) and refuses to share it with a live one.
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import re
@@ -19,12 +25,26 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ibtool.errors import EnvironmentProblem, InputError
+from ibtool.errors import EnvironmentProblem, InputError, Interrupted
 from ibtool.fabric import Fabric
 from ibtool.formats import atomic_write, ibnetdiscover, output_dir
 from ibtool.sim import opensm
 
 UMAD2SIM = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def die_with_parent():
+    """A preexec_fn: the child gets SIGKILL when this process dies, however it dies (kill -9 too).
+    (preexec_fn is unsafe in a threaded parent; `sim run` starts no threads.)"""
+    parent = os.getpid()
+
+    def pre():
+        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os._exit(1)
+    return pre
 
 
 def require(tool: str, package: str) -> str:
@@ -55,8 +75,8 @@ class Fabricsim:
         """Run an infiniband-diags client against this fabric, stdout to `out`; returns seconds."""
         t0 = time.monotonic()
         with open(out, "wb") as fh:
-            p = subprocess.Popen(argv, cwd=self.work, env=self.env(**env), stdout=fh,
-                                 stderr=subprocess.PIPE, start_new_session=True)
+            p = subprocess.Popen(argv, cwd=self.work, env=self.env(**env), stdout=fh, stderr=subprocess.PIPE,
+                                 start_new_session=True, preexec_fn=die_with_parent())  # noqa: PLW1509
             try:
                 _, err = p.communicate(timeout=timeout)
             except subprocess.TimeoutExpired:
@@ -96,14 +116,17 @@ def ibsim(net: str | Path, work: Path, fabric: Fabric | None = None, timeout: fl
     with open(log, "wb") as fh:
         proc = subprocess.Popen([exe, "-s", *limits(fabric), "-n", str(net)], cwd=work, env=env,
                                 stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+                                start_new_session=True, preexec_fn=die_with_parent())  # noqa: PLW1509
     try:
         deadline = time.monotonic() + timeout
         while b"Network simulator ready" not in log.read_bytes():
-            if proc.poll() is not None:
-                tail = log.read_text(errors="replace").strip().splitlines()
-                raise EnvironmentProblem(f"ibsim exited ({proc.returncode}) before it was ready: "
-                                         f"{tail[-1] if tail else 'no output'}")
+            if proc.poll() is not None:  # ibsim refuses a net file by dying: say what it said of it
+                said = log.read_text(errors="replace").strip().splitlines()
+                why = [x.strip()[:120] for x in said if ("ibwarn" in x and "cannot parse remote lid" not in x)
+                       or x.startswith("fatal")][-2:] or said[-1:] or ["no output"]
+                at = re.search(r"^fatal: error at .*: line (\d+)", "\n".join(said), re.MULTILINE)
+                raise InputError(f"ibsim refused this net file (exit {proc.returncode}): {'; '.join(why)}",
+                                 path=str(net), line=int(at.group(1)) if at else None)
             if time.monotonic() > deadline:
                 raise EnvironmentProblem(f"ibsim was not ready within {timeout:.0f} s")
             time.sleep(0.05)
@@ -153,8 +176,20 @@ def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> di
     opensm_exe = require("opensm", "opensm")
     require("ibnetdiscover", "infiniband-diags")
     require("dump_fts", "infiniband-diags")
-    fabric = ibnetdiscover.read(net)
+    fabric = ibnetdiscover.read(net, both_ends=True)  # what ibsim would die on, said with file:line
+    env_extra = {}
+    if any(e in opensm.PLUGIN_ENGINES for e in opts.engines):
+        for e in opts.engines:
+            if e in opensm.PLUGIN_ENGINES and not (opts.plugin_dir / f"lib{e}.so").exists():
+                raise EnvironmentProblem(f"engine {e}: {opts.plugin_dir}/lib{e}.so not built; run `ibtool plugin build`")
+        env_extra["LD_LIBRARY_PATH"] = ":".join(filter(None, [str(opts.plugin_dir.resolve()),
+                                                               os.environ.get("LD_LIBRARY_PATH")]))
+    flush = [("force_log_flush", "TRUE")] if opts.path_sls else []  # SUBNET UP must reach the log at once
+    conf_text = opensm.config(opts.engines, opts.conf_options + flush, opts.conf_base, fabric=str(net))
+    # every refusal above comes before --out is touched
     out = output_dir(out)
+    work = out / ".work"
+    _claim(work)
     osm_dir = out / "osm"
     cache = osm_dir / "cache"
     cache.mkdir(parents=True, exist_ok=True)
@@ -162,23 +197,16 @@ def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> di
         stale.unlink()
     for stale in cache.iterdir():
         stale.unlink()  # guid2lid from an earlier run would pin stale LIDs
-    env_extra = {"OSM_TMP_DIR": str(osm_dir.resolve()), "OSM_CACHE_DIR": str(cache.resolve())}
-    if any(e in opensm.PLUGIN_ENGINES for e in opts.engines):
-        for e in opts.engines:
-            if e in opensm.PLUGIN_ENGINES and not (opts.plugin_dir / f"lib{e}.so").exists():
-                raise EnvironmentProblem(f"engine {e}: {opts.plugin_dir}/lib{e}.so not built; run `ibtool plugin build`")
-        env_extra["LD_LIBRARY_PATH"] = ":".join(filter(None, [str(opts.plugin_dir.resolve()),
-                                                               os.environ.get("LD_LIBRARY_PATH")]))
+    env_extra.update(OSM_TMP_DIR=str(osm_dir.resolve()), OSM_CACHE_DIR=str(cache.resolve()))
     conf = out / "opensm.conf"
-    flush = [("force_log_flush", "TRUE")] if opts.path_sls else []  # SUBNET UP must reach the log at once
-    conf.write_text(opensm.config(opts.engines, opts.conf_options + flush, opts.conf_base, fabric=str(net)))
+    conf.write_text(conf_text)
     log = out / "opensm.log"
     log.unlink(missing_ok=True)
     summary: dict = {"net": str(net), "engines": opts.engines, "fabric": fabric.summary(), "timings": {}}
     timings = summary["timings"]
     t_all = time.monotonic()
-    work = out / ".work"
     old_term = signal.signal(signal.SIGTERM, _raise_interrupt)
+    old_hup = signal.signal(signal.SIGHUP, _raise_interrupt)
     try:
         say(f"starting ibsim ({fabric.count(kind=2)} switches, {fabric.count(kind=1)} HCAs)")
         t0 = time.monotonic()
@@ -195,7 +223,7 @@ def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> di
                                  stdout=subprocess.DEVNULL,
                                  stderr=sm_up.enter_context(open(out / "opensm.stderr", "wb")) if daemon
                                  else subprocess.PIPE,
-                                 start_new_session=True)
+                                 start_new_session=True, preexec_fn=die_with_parent())  # noqa: PLW1509
             sm_up.callback(stop_process, p)  # also on Ctrl-C / SIGTERM
             timed_out = False
             err = b""
@@ -233,11 +261,17 @@ def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> di
                 summary["path_sls"] = collect_path_sls(sim, out / "saquery-paths.out",
                                                        ibnetdiscover.read(out / "ibnetdiscover.out"), opts.timeout)
                 timings["path_sls_s"] = round(time.monotonic() - t0, 3)
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: whatever the log said, this run did not finish
+        summary["interrupted"] = True
+        summary["ok"] = False
+        raise
     finally:
         signal.signal(signal.SIGTERM, old_term)
+        signal.signal(signal.SIGHUP, old_hup)
         shutil.rmtree(work, ignore_errors=True)
         timings["total_s"] = round(time.monotonic() - t_all, 3)
-        (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        with atomic_write(out / "summary.json") as fh:
+            fh.write(json.dumps(summary, indent=2) + "\n")
     return summary
 
 
@@ -339,4 +373,52 @@ def collect_path_sls(sim: Fabricsim, out: Path, fabric: Fabric, timeout: float) 
 
 
 def _raise_interrupt(signum, frame):
-    raise KeyboardInterrupt
+    raise Interrupted(signum)
+
+
+def _start_time(pid: int) -> str | None:
+    """The kernel's start time of `pid` (field 22 of /proc/PID/stat): a pid with it is that process."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _claim(work: Path) -> None:
+    """Make `work` this run's scratch directory. A live run's is refused; a dead run's (its owner
+    gone, or another process under that pid now) is removed, with any process still inside it."""
+    owner = work / "owner"
+    if work.is_dir():
+        try:
+            pid_s, started = owner.read_text().split()
+            pid = int(pid_s)
+        except (OSError, ValueError):
+            pid, started = None, None
+        if pid is not None and pid != os.getpid() and _start_time(pid) == started:
+            raise InputError(f"--out {work.parent}: in use by a running `ibtool sim run` (pid {pid})")
+        for proc in Path("/proc").iterdir():  # ibsim/OpenSM of an ibtool that predates die_with_parent
+            if proc.name.isdigit():
+                try:
+                    cwd = os.readlink(proc / "cwd")
+                except OSError:
+                    continue
+                if cwd == str(work) or cwd.startswith(str(work) + "/"):
+                    try:
+                        os.kill(int(proc.name), signal.SIGKILL)
+                    except OSError:
+                        pass
+        shutil.rmtree(work, ignore_errors=True)
+    for half in work.parent.glob(".work.*"):  # a claim cut short by kill -9
+        if not half.name[6:].isdigit() or _start_time(int(half.name[6:])) is None:
+            shutil.rmtree(half, ignore_errors=True)
+    # claimed atomically: the directory appears with its owner file in it, or not at all
+    mine = work.with_name(f".work.{os.getpid()}")
+    shutil.rmtree(mine, ignore_errors=True)
+    mine.mkdir(parents=True)
+    (mine / "owner").write_text(f"{os.getpid()} {_start_time(os.getpid())}\n")
+    try:
+        mine.rename(work)
+    except OSError:  # another run claimed it between our look and now
+        shutil.rmtree(mine, ignore_errors=True)
+        raise InputError(f"--out {work.parent}: in use by another `ibtool sim run`") from None

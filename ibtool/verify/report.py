@@ -159,7 +159,8 @@ def _checks(name: str, s: dict) -> list[dict]:
     if name == "run":
         return [{"name": "run", "ok": bool(s.get("ok")),
                  "summary": f"subnet {'up' if s.get('subnet_up') else 'NOT up'}, tables configured by "
-                            f"{s.get('engine') or 'no engine'}" + (" (FALLBACK)" if s.get("fallback") else "")}]
+                            f"{s.get('engine') or 'no engine'}" + (" (FALLBACK)" if s.get("fallback") else "")
+                            + ("; the run was INTERRUPTED" if s.get("interrupted") else "")}]
     return [{"name": name, "ok": bool(s.get("ok")), "summary": ""}]
 
 

@@ -62,6 +62,9 @@ class Netgauge(Benchmark):
     def parse(cls, files: RunFiles, request: dict | None = None) -> ParseResult:
         r = ParseResult("netgauge")
         out, err = files.stdout, files.stderr
+        if re.search(r"\d{4000}", out):  # int() refuses such a number: a corrupted output, not a crash
+            r.fail("stdout holds a number of over 4000 digits (corrupted output)")
+            return r
         pattern = None
         rounds, buckets, ebb, table = [], [], [], []
         for line in out.splitlines():

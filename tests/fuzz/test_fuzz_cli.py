@@ -1,0 +1,105 @@
+"""Every command that takes a file, as a user runs it (a subprocess), on mutated real files:
+exit 0, 1 or 2, never a traceback, and an exit-2 error that is one line naming the file. Each
+process runs under the memory bound (limits.py) and a time bound. A few hundred runs in all.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from limits import examples, limit_child
+from mutate import FIXTURES, ROOT, mutated, mutated_json
+
+settings.load_profile("fuzz")
+
+R = FIXTURES / "real"
+HDOR, QOS, RUN = R / "ibsim-kns-k3-n2-hdor", R / "ibsim-kns-k3-n2-minhop-qos", R / "ibsim-kns-k3-n2-minhop-run"
+PLAN = R / "plan-kns-k3-n2.net"
+B = FIXTURES / "bench"
+
+
+def ibtool(*args, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ibtool.cli.main", *map(str, args)], capture_output=True, text=True,
+                          check=False, cwd=ROOT, timeout=timeout, preexec_fn=limit_child,
+                          env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+
+
+# target -> (the file's name, its seeds, JSON?, argv given the mutated file and a scratch dir, examples)
+TARGETS = {
+    "verify routes --fabric ibnetdiscover.out": (
+        "ibnetdiscover.out", [HDOR / "ibnetdiscover.out"], False,
+        lambda f, d: ["verify", "routes", "--fabric", f, "--lfts", HDOR / "dump_fts.out", "--permutations", 2], 30),
+    "verify routes --fabric opensm-subnet.lst": (
+        "opensm-subnet.lst", [HDOR / "opensm-subnet.lst"], False,
+        lambda f, d: ["verify", "routes", "--fabric", f, "--lfts", HDOR / "opensm-lfts.dump", "--no-balance"], 25),
+    "verify routes --lfts dump_fts.out": (
+        "dump_fts.out", [HDOR / "dump_fts.out"], False,
+        lambda f, d: ["verify", "routes", "--fabric", HDOR / "ibnetdiscover.out", "--lfts", f, "--expect", "hdor",
+                      "--no-balance"], 30),
+    "verify routes --lfts opensm.fdbs": (
+        "opensm.fdbs", [RUN / "osm" / "opensm.fdbs"], False,
+        lambda f, d: ["verify", "routes", "--fabric", RUN / "ibnetdiscover.out", "--lfts", f, "--no-balance"], 25),
+    "verify routes --sl2vl": (
+        "opensm-sl2vl.dump", [QOS / "opensm-sl2vl.dump"], False,
+        lambda f, d: ["verify", "routes", "--fabric", QOS / "ibnetdiscover.out", "--lfts", QOS / "dump_fts.out",
+                      "--sl2vl", f, "--no-balance"], 25),
+    "verify topology --plan": (
+        "topology.net", [PLAN], False,
+        lambda f, d: ["verify", "topology", "--plan", f, "--discovered", HDOR / "ibnetdiscover.out"], 25),
+    "verify topology --node-name-map": (
+        "node-name-map", [R / "plan-kns-k3-n2.node-name-map"], False,
+        lambda f, d: ["verify", "topology", "--plan", PLAN, "--discovered", HDOR / "ibnetdiscover.out",
+                      "--node-name-map", f], 20),
+    "verify coords --dump": (
+        "opensm-hdor.dump", [HDOR / "opensm-hdor.dump"], False,
+        lambda f, d: ["verify", "coords", "--fabric", HDOR / "ibnetdiscover.out", "--dump", f, "--plan", PLAN], 25),
+    "verify all (summary.json)": (
+        "summary.json", [RUN / "summary.json"], True, lambda f, d: ["verify", "all", d, "--permutations", 2], 30),
+    "route hdor --fabric": (
+        "ibnetdiscover.out", [HDOR / "ibnetdiscover.out"], False,
+        lambda f, d: ["route", "hdor", "--fabric", f, "--out", d / "hdor.lft", "--dump", d / "hdor.dump"], 25),
+    "bench parse hpcc": ("hpccoutf.txt", [B / "hpcc" / "np4_default_unbound" / "hpccoutf.txt"], False,
+                         lambda f, d: ["bench", "parse", "hpcc", f], 15),
+    "bench parse netgauge": ("stdout.txt", [B / "netgauge" / "ebb_sizes_1B-1MiB_np4" / "stdout.txt"], False,
+                             lambda f, d: ["bench", "parse", "netgauge", f], 15),
+    "sim run": ("topology.net", [PLAN], False,
+                lambda f, d: ["sim", "run", f, "--out", d / "run", "--engine", "minhop", "--timeout", 30], 25),
+}
+
+
+@pytest.mark.parametrize("target", list(TARGETS))
+def test_command_on_mutated_file(target, tmp_path_factory):
+    name, seeds, is_json, argv, n = TARGETS[target]
+    base = tmp_path_factory.mktemp("cli")
+    count = [0]
+
+    @settings(max_examples=examples(n))
+    @given(case=(mutated_json if is_json else mutated)(seeds))
+    def run(case):
+        count[0] += 1
+        d = base / str(count[0])
+        if target.startswith("verify all"):  # the whole real run directory, its summary.json mutated
+            shutil.copytree(RUN, d)
+        else:
+            d.mkdir()
+        f = d / name
+        f.write_bytes(case[2])
+        args = argv(f, d)
+        p = ibtool(*args)
+        assert p.returncode in (0, 1, 2), f"exit {p.returncode}\n{p.stderr[-2000:]}"
+        assert "Traceback" not in p.stderr, p.stderr[-3000:]
+        errors = [ln for ln in p.stderr.splitlines() if ln.startswith("ibtool: error:")]
+        if p.returncode == 2:
+            assert len(errors) == 1, p.stderr[-2000:]
+            # the mutated file, or another input of the command (tables that fit no switch of a cut fabric)
+            files = [str(f), str(d)] + [str(a) for a in args if isinstance(a, Path)]
+            assert any(x in errors[0] for x in files), f"exit 2 without naming the file: {errors[0]}"
+        shutil.rmtree(d, ignore_errors=True)
+
+    run()
