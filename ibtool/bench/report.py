@@ -113,6 +113,8 @@ def welch_p(a: list[float], b: list[float]) -> float | None:
 
 def compare(dir_a: str | Path, dir_b: str | Path, metric: str | None = None) -> list[dict]:
     """Cells (benchmark, metric, engine, mapping) present in both campaigns: means, ratio, Welch p."""
+    for d in (dir_a, dir_b):
+        Store(d).manifest()  # a directory that is no campaign is named as such
     va, _ = collect(Store(dir_a).runs())
     vb, units = collect(Store(dir_b).runs())
     rows = []

@@ -446,3 +446,33 @@ def test_9_on_a_terminal_the_bar_names_the_run_in_progress(tmp_path):
     assert proc.returncode == 0, text
     assert "running current--hpcc--linear--r1" in text and "running current--hpcc--random--r1" in text
     assert "] start " not in text  # the bar, not the lines meant for logs
+
+
+@pytest.mark.slurm
+def test_2_interrupt_cancels_the_slurm_job(slurm, tmp_path):
+    data = {"hosts": [{"name": slurm["host"], "address": "127.0.0.1", "slots": 2}], "runner": "slurm",
+            "workdir": str(tmp_path / "shared"),
+            "mpi": {"launcher": "srun", "args": ["--mpi=pmix"],
+                    "env": {**OMPI_ENV, "OMPI_MCA_btl": "self,vader", "OMPI_MCA_pml": "ob1"}},
+            "slurm": {"env": {"SLURM_CONF": str(slurm["conf"])}, "poll": 0.5, "options": ["--partition=debug"]},
+            "benchmarks": {"hpcc": {"params": {"N": 6000, "NB": 40}, "nprocs": 2, "timeout": 600}}}
+    inv = write_yaml(tmp_path / "inv.yaml", data)
+    out = tmp_path / "camp"
+    proc = subprocess.Popen([*IBTOOL, "bench", "run", "-i", str(inv), "-b", "hpcc", "-o", str(out), "--no-progress"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
+
+    def queue() -> str:
+        return subprocess.run(["squeue", "-h", "-o", "%i %T"], env=slurm["env"], capture_output=True,
+                              text=True).stdout.strip()
+    try:
+        wait_for(lambda: any("(hpcc)" in x for x in marked()) or proc.poll() is not None, 180, "hpcc under Slurm")
+        assert proc.poll() is None, proc.communicate()
+        assert "RUNNING" in queue()
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    wait_for(lambda: queue() == "", 60, "the job to leave the queue")  # scancel'ed, not left running
+    cid = json.loads((out / "campaign.json").read_text())["campaign_id"]
+    wait_for(lambda: marked(cid) == [], 30, "the job's ranks to end")

@@ -11,7 +11,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ibtool.bench.benchmarks.base import STDOUT_NAMES, Benchmark, Figure, ParseResult, RunFiles, is_power_of_two
+from ibtool.bench.benchmarks.base import (
+    STDOUT_NAMES,
+    Benchmark,
+    Figure,
+    ParseResult,
+    RunFiles,
+    is_power_of_two,
+)
 from ibtool.bench.registry import BENCHMARKS
 from ibtool.errors import InputError
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import errno
 import os
 import posixpath
-import shlex
 import select
+import shlex
 import socket
 import threading
 import time
