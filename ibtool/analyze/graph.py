@@ -9,6 +9,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ibtool.fabric import CA, SWITCH, Fabric
+from ibtool.layout.policies import attached_switch
 
 
 @dataclass
@@ -52,12 +53,8 @@ def build(fabric: Fabric) -> Graph:
     adj.sum_duplicates()
     # each HCA hangs from the switch of its first switch link (multi-homed HCAs: the first)
     cas = np.flatnonzero(t == CA)
-    ca_pos = np.full(len(t), -1, dtype=np.int64)
-    ca_pos[cas] = np.arange(len(cas))
-    hca_switch = np.full(len(cas), -1, dtype=np.int64)
-    for x, y in ((a[::-1], b[::-1]), (b[::-1], a[::-1])):
-        sel = (t[x] == CA) & (t[y] == SWITCH)
-        hca_switch[ca_pos[x[sel]]] = vertex[y[sel]]
+    att = attached_switch(fabric)[cas]
+    hca_switch = np.where(att >= 0, vertex[att], -1)
     hosted = hca_switch[hca_switch >= 0]
     hcas_on = np.bincount(hosted, minlength=n).astype(np.int64)
     kinds = {"switch-switch": int(ss.sum()),

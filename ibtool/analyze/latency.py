@@ -58,17 +58,14 @@ def cable_graph(g: Graph, lengths: np.ndarray) -> sp.csr_matrix:
     f = g.fabric
     a = g.vertex[np.asarray(f.link_a)[links]]
     b = g.vertex[np.asarray(f.link_b)[links]]
-    # shortest of parallel cables: sort by length descending so the last (shortest) write wins
-    order = np.argsort(-ln, kind="stable")
-    m = {}
-    for x, y, w in zip(a[order], b[order], ln[order]):
-        m[(min(x, y), max(x, y))] = w
-    if not m:
-        return sp.csr_matrix((g.n, g.n))
-    keys = np.asarray(list(m.keys()))
-    vals = np.asarray(list(m.values()), dtype=float)
-    r, c = keys[:, 0], keys[:, 1]
-    return sp.coo_matrix((np.concatenate([vals, vals]), (np.concatenate([r, c]), np.concatenate([c, r]))),
+    r, c = np.minimum(a, b), np.maximum(a, b)
+    # the shortest of parallel cables: sort by (pair, length) and keep each pair's first
+    order = np.lexsort((ln, c, r))
+    r, c, ln = r[order], c[order], ln[order]
+    first = np.ones(len(r), dtype=bool)
+    first[1:] = (r[1:] != r[:-1]) | (c[1:] != c[:-1])
+    r, c, ln = r[first], c[first], ln[first]
+    return sp.coo_matrix((np.concatenate([ln, ln]), (np.concatenate([r, c]), np.concatenate([c, r]))),
                          shape=(g.n, g.n)).tocsr()
 
 

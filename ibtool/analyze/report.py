@@ -31,7 +31,8 @@ def counts(g: Graph) -> dict:
         "links_by_kind": g.kinds,
         "radix": {str(k): v for k, v in sorted(Counter(nports.tolist()).items())},
         "ports": {"used": int(u.sum()), "free": int((nports - u).sum()),
-                  "used_per_switch": _minmax(u), "free_per_switch": _minmax(nports - u)},
+                  "used_per_switch": _minmax(u), "free_per_switch": _minmax(nports - u),
+                  "free_histogram": _hist(nports - u)},  # free ports: number of switches
         "degree": {"inter_switch_links": _hist(inter), "switch_neighbours": _hist(neigh),
                    "hcas_per_switch": _hist(g.hcas_on)},
     }

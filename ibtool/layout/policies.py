@@ -17,7 +17,7 @@ import numpy as np
 from ibtool.errors import InputError
 from ibtool.fabric import CA, SWITCH, Fabric
 from ibtool.layout.model import FLOOR, Layout
-from ibtool.layout.site import Site, make_site, read_site
+from ibtool.layout.site import Site, key_line, make_site, read_site
 
 
 @dataclass
@@ -95,17 +95,17 @@ def _groups(fabric: Fabric) -> list[tuple[int | None, list[int]]]:
 def sequential(fabric: Fabric, site: Site) -> Placement:
     n = fabric.num_nodes
     cab, u, side = np.full(n, FLOOR), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int8)
-    top_free = lambda: site.cabinet_u
-    c, top, bottom = 0, top_free(), site.reserved_u + 1  # slots bottom..top are free
+    fresh_top, fresh_bottom = site.cabinet_u, site.reserved_u + 1
+    c, top, bottom = 0, fresh_top, fresh_bottom  # slots bottom..top of cabinet c are free
     for sw, hcas in _groups(fabric):
         if sw is not None:
             if top - site.switch_u + 1 < bottom:
-                c, top, bottom = c + 1, top_free(), site.reserved_u + 1
+                c, top, bottom = c + 1, fresh_top, fresh_bottom
             cab[sw], u[sw] = c, top - site.switch_u + 1
             top -= site.switch_u
         for h in hcas:
             if bottom + site.hca_u - 1 > top:  # endpoints spill into the next cabinet
-                c, top, bottom = c + 1, top_free(), site.reserved_u + 1
+                c, top, bottom = c + 1, fresh_top, fresh_bottom
             cab[h], u[h] = c, bottom
             bottom += site.hca_u
     used = int(cab.max()) + 1 if n else 0
@@ -200,7 +200,8 @@ def place(fabric: Fabric, policy: str | None = None, site: Site | dict | str | P
     cap = s.capacity()
     if cap is not None and len(p.kinds) > cap:
         first = int(np.flatnonzero(p.cabinet >= cap)[0])
-        where = f"{site}: " if isinstance(site, (str, Path)) else ""
-        raise InputError(f"{where}grid: {fabric.names[first]} does not fit the room: the {name} policy needs "
-                         f"{len(p.kinds)} cabinets, the grid {s.grid[0]}x{s.grid[1]} holds {cap}")
+        path = str(site) if isinstance(site, (str, Path)) else None
+        raise InputError(f"grid: {fabric.names[first]} does not fit the room: the {name} policy needs "
+                         f"{len(p.kinds)} cabinets, the grid {s.grid[0]}x{s.grid[1]} holds {cap}",
+                         path=path, line=key_line(path, "grid") if path else None)
     return Layout(fabric, s, name, p.cabinet, p.u, p.side, p.kinds)

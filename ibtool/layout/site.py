@@ -183,6 +183,16 @@ def compose_yaml(path: str) -> yaml.Node | None:
                          line=mark.line + 1 if mark else None) from None
 
 
+def key_line(path: str | Path, key: str) -> int | None:
+    """The line of top-level `key` in the YAML file `path` (for messages about its value)."""
+    root = compose_yaml(str(path))
+    if isinstance(root, yaml.MappingNode):
+        for knode, _ in root.value:
+            if knode.value == key:
+                return knode.start_mark.line + 1
+    return None
+
+
 def read_site(path: str | Path, base: Site | None = None) -> Site:
     """Read a YAML site description over `base`; errors name path:line and the key."""
     path = str(path)

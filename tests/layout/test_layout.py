@@ -157,7 +157,7 @@ def test_site_yaml_overrides_the_policy_defaults(tmp_path):
     ("cabinet_u: 42\ncabinet_hieght: 3\n", r"site.yaml:2: unknown site key 'cabinet_hieght'"),
     ("cabinet_u: 2\nreserved_u: 1\nswitch_u: 2\n", r"site.yaml:1: cabinet_u: .*too small for one switch"),
     ("side: -0.5\n", r"site.yaml:1: side: a length cannot be negative"),
-    ("grid: [1, 1]\n", r"site.yaml: grid: R\[3,3\] does not fit the room: .* needs 2 cabinets, the grid 1x1 holds 1"),
+    ("grid: [1, 1]\n", r"site.yaml:1: grid: R\[3,3\] does not fit the room: .* needs 2 cabinets, the grid 1x1 holds 1"),
     ("cable_model: [\n", r"site.yaml:\d+: not valid YAML"),
 ])
 def test_bad_site_descriptions_name_the_key(tmp_path, text, message):
@@ -170,3 +170,10 @@ def test_bad_site_descriptions_name_the_key(tmp_path, text, message):
 def test_unknown_policy_is_refused():
     with pytest.raises(InputError, match="unknown layout policy 'rows'"):
         place(cellia(), "rows")
+
+
+def test_family_default_policy():
+    assert place(cellia()).policy == "switch-rack"  # KNS: as CELLIA was built (paper 000)
+    f = Fabric("plain")
+    f.add_link(f.add_switch("a", 4), f.add_switch("b", 4))
+    assert place(f).policy == "sequential"

@@ -103,9 +103,10 @@ def test_real_production_fat_tree_dump():
     assert not b["exact"] and 0 < b["links"] <= 47 and "upper bound" in b["method"]
 
 
-@pytest.mark.parametrize("dump", ["ndr-2sw.ibnetdiscover", "ibsim-kns-k3-n2-hdor/ibnetdiscover.out"])
+@pytest.mark.parametrize("dump", ["real/ndr-2sw.ibnetdiscover", "real/ibsim-kns-k3-n2-hdor/ibnetdiscover.out",
+                                  "ibnetdiscover/cellia-minhop.out", "ibnetdiscover/edr-2switch.out"])
 def test_other_real_dumps(dump):
-    r = analyze_json(FIXTURES / "real" / dump)
+    r = analyze_json(FIXTURES / dump)
     assert r["counts"]["links"] > 0 and r["distance"]["switch"]["unreachable_pairs"] == 0
 
 
@@ -149,7 +150,7 @@ def test_usage_errors_are_one_line(cellia, args, message):
     ("cabinet_hieght: 3\n", "site.yaml:1: unknown site key 'cabinet_hieght'"),
     ("cabinet_u: 1\nswitch_u: 2\n", "site.yaml:1: cabinet_u: a cabinet of 1U with 0U reserved is too small"),
     ("overhead: -1\n", "site.yaml:1: overhead: a length cannot be negative, got -1.0"),
-    ("grid: [2, 2]\nswitches_per_cabinet: 4\n", "grid: R[2,4] does not fit the room: the cabinet-aware policy needs 12"),
+    ("grid: [2, 2]\nswitches_per_cabinet: 4\n", "site.yaml:1: grid: R[2,4] does not fit the room: the cabinet-aware policy needs 12"),
 ])
 def test_bad_site_is_one_line_exit_2_and_writes_nothing(cellia, tmp_path, yaml_text, message):
     site = tmp_path / "site.yaml"

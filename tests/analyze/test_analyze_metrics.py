@@ -33,6 +33,7 @@ def test_complete_graph():
     assert (c["switches"], c["hcas"], c["links"]) == (n, 0, n * (n - 1) // 2)
     assert c["degree"]["inter_switch_links"] == {str(n - 1): n}
     assert c["ports"]["free"] == 8 * n - n * (n - 1)
+    assert c["ports"]["free_histogram"] == {"1": n}
 
 
 @pytest.mark.parametrize("n", [10, 11])
@@ -161,3 +162,15 @@ def test_paper_002_equation_3_links_b_r_and_B_r():
         f.add_link(i, f.add_hca(f"h{i}"))
     b = analyze(f)["bisection"]
     assert b["links"] == 2 and b["B_r"] == pytest.approx(0.2) and b["b_r"] == pytest.approx(0.2 * 2 / (2 + 2))
+
+
+def test_parallel_cables_count_by_the_shortest():
+    from ibtool.fabric import Fabric
+    f = Fabric("pair")
+    a, b = f.add_switch("a", 4), f.add_switch("b", 4)
+    f.add_link(a, b)
+    f.add_link(a, b)
+    la = latency(build(f), np.array([10.0, 3.0]))
+    assert la["FR"]["max_ns"] == la["NR"]["max_ns"] == 300 + 2 * 60 + 5 * 3.0
+    r = analyze(f, bisection="exact")
+    assert r["bisection"]["links"] == 2 and r["path_diversity"]["sampled"]["shortest_paths"]["min"] == 2
