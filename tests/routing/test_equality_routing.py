@@ -7,8 +7,8 @@ import random
 
 import numpy as np
 import pytest
-
 from support import ibtool
+
 from ibtool.fabric import SWITCH, Fabric
 from ibtool.routing import equality as eqr
 from ibtool.routing.lids import assign_lids

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import shortest_path
-
 from support import ibtool
+
 from ibtool.errors import InputError
 from ibtool.fabric import SWITCH
 from ibtool.formats import ibnetdiscover
