@@ -6,7 +6,10 @@
     3-direct with 22 HCAs per router (2,160 switches, 40,176 LIDs), tables from the Python hdor
     reference: all-pairs tracing and the deadlock check;
 (c) ibutils' ibdmchk on the same OpenSM dumps as (a), against `ibtool verify routes` on them:
-    the same credit-loop verdict, and the speed-up.
+    the same credit-loop verdict, and the speed-up;
+(d) issue 8: (a)'s parsing and (b) measured again with the code before the rewrite (commit
+    7288b72, extracted with `git archive`) in the same run, and the verdicts of both on every
+    fixture of fixtures/ that has forwarding tables (they must be the same).
 
 Every measured step runs in its own process; wall time and that process's peak RSS are recorded.
 
@@ -18,9 +21,12 @@ Every measured step runs in its own process; wall time and that process's peak R
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import shutil
+import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 from measure import measure  # bench/measure.py: this script's directory is on sys.path
@@ -29,7 +35,12 @@ ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
 
 
-_PARSE = """
+BASELINE = "7288b72"  # the verification code before issue 8 (certificates, faster parsing)
+
+# every script takes the directory to import ibtool from as its first argument
+_PATH = "import sys; sys.path.insert(0, sys.argv.pop(1))\n"
+
+_PARSE = _PATH + """
 import json, os, sys, time
 from ibtool.formats import lft
 t = time.monotonic(); tb = lft.read(sys.argv[1]); dt = time.monotonic() - t
@@ -38,7 +49,7 @@ print(json.dumps({"seconds": round(dt, 2), "mb": round(size / 1e6, 1), "mb_per_s
                   "switches": len(tb.lft), "max_lid": tb.max_lid}))
 """
 
-_SCALE = """
+_SCALE = _PATH + """
 import json, sys, time
 from ibtool.topologies.kns import kns
 from ibtool.routing import hdor
@@ -53,14 +64,63 @@ t = time.monotonic(); rb = routes.verify(f, ref.tables, permutations=int(sys.arg
 print(json.dumps({"switches": f.count(kind=2), "hcas": f.count(kind=1), "lids": int(top),
                   "pairs": r["pairs"], "build_s": round(t_build, 2), "reference_s": round(t_ref, 2),
                   "verify_s": round(t_ver, 2), "delivered_all": r["delivered"] == r["pairs"],
+                  "minimal": r["minimal"], "certified_lids": r.get("certified_lids"),
                   "deadlock_free": r["deadlock"]["free"], "dependencies": r["deadlock"]["dependencies"],
                   "with_balance_s": round(t_bal, 2),
                   "max_link_load_all_to_all": rb["balance"]["all_to_all_max_link_load"]}))
 """
 
 
+_VERDICT = _PATH + """
+import json, sys
+from ibtool.cli.verify import read_fabric
+from ibtool.formats import lft
+from ibtool.verify import routes
+r = routes.verify(read_fabric(sys.argv[1]), lft.read(sys.argv[2]), permutations=2)
+print(json.dumps({"ok": r["ok"], "pairs": r["pairs"], "delivered": r["delivered"], "minimal": r["minimal"],
+                  "deadlock_free": r["deadlock"]["free"], "dependencies": r["deadlock"]["dependencies"],
+                  "undelivered": {k: v for k, v in r["undelivered"].items() if v}}))
+"""
+
+
 def _ibtool(*args) -> list[str]:
     return [PY, "-m", "ibtool.cli.main", *map(str, args)]
+
+
+def baseline(out: Path) -> Path:
+    """The ibtool package as of BASELINE, extracted beside the results (`git archive`)."""
+    d = out / f"baseline-{BASELINE}"
+    if not (d / "ibtool").is_dir():
+        d.mkdir(parents=True, exist_ok=True)
+        tar = subprocess.run(["git", "-C", str(ROOT), "archive", BASELINE, "ibtool"], capture_output=True,
+                             check=True).stdout
+        with tarfile.open(fileobj=io.BytesIO(tar)) as tf:
+            tf.extractall(d, filter="data")
+    return d
+
+
+def fixture_verdicts(base: Path) -> dict:
+    """verify routes on every fixture pair (fabric, tables) with today's code and the baseline."""
+    pairs = []
+    for lfts in sorted((ROOT / "fixtures").rglob("*")):
+        name = lfts.name
+        if not lfts.is_file() or not ("dump_fts" in name or "lfts.dump" in name):
+            continue
+        d = lfts.parent
+        for fab in (d / "ibnetdiscover.out", d / name.replace("dump_fts", "ibnetdiscover").replace(
+                ".opensm-lfts.dump", ".ibnetdiscover"), ROOT / "fixtures" / "ibnetdiscover" / (name.split(".")[0] + ".out")):
+            if fab.is_file() and fab != lfts:
+                pairs.append((fab, lfts))
+                break
+    rows = []
+    for fab, lfts in pairs:
+        got = {}
+        for who, path in (("now", ROOT), ("baseline", base)):
+            m = measure([PY, "-c", _VERDICT, path, fab, lfts], cwd=ROOT)
+            got[who] = json.loads(m["stdout"]) if m["exit"] == 0 else {"error": m["stderr"][-300:]}
+        rows.append({"fabric": str(fab.relative_to(ROOT)), "lfts": str(lfts.relative_to(ROOT)), **got,
+                     "same": got["now"] == got["baseline"]})
+    return {"fixtures": rows, "all_same": all(r["same"] for r in rows)}
 
 
 def _verify_routes(fabric: Path, lfts: Path) -> dict:
@@ -92,9 +152,10 @@ def bench_a_c(out: Path, k: int = 12, n: int = 3, skip_sim: bool = False) -> dic
     with open(dump, "rb") as fh:
         res["dump_fts_lines"] = sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 24), b""))
     # (a) parsing alone, then everything: ibtool verify routes on dump_fts
-    m = measure([PY, "-c", _PARSE, dump], cwd=ROOT)
-    res["parse"] = json.loads(m["stdout"]) if m["exit"] == 0 else {"error": m["stderr"]}
-    res["parse"]["peak_rss_mib"] = m["peak_rss_mib"]
+    for key, path in (("parse", ROOT), (f"parse_{BASELINE}", baseline(out))):
+        m = measure([PY, "-c", _PARSE, path, dump], cwd=ROOT)
+        res[key] = json.loads(m["stdout"]) if m["exit"] == 0 else {"error": m["stderr"]}
+        res[key]["peak_rss_mib"] = m["peak_rss_mib"]
     res["verify_dump_fts"] = _verify_routes(run / "ibnetdiscover.out", dump)
     # (c) the same OpenSM dumps: ibdmchk vs ibtool verify routes on opensm.fdbs (ibdmchk's input)
     # and on opensm-lfts.dump
@@ -126,8 +187,8 @@ def bench_a_c(out: Path, k: int = 12, n: int = 3, skip_sim: bool = False) -> dic
     return res
 
 
-def bench_b(k: int = 12, n: int = 3, h: int = 22, permutations: int = 4) -> dict:
-    m = measure([PY, "-c", _SCALE, k, n, h, permutations], cwd=ROOT, timeout=3600)
+def bench_b(k: int = 12, n: int = 3, h: int = 22, permutations: int = 4, code: Path = ROOT) -> dict:
+    m = measure([PY, "-c", _SCALE, code, k, n, h, permutations], cwd=ROOT, timeout=3600)
     if m["exit"] != 0:
         return {"error": m["stderr"]}
     res = json.loads(m["stdout"])
@@ -140,7 +201,10 @@ def bench_b(k: int = 12, n: int = 3, h: int = 22, permutations: int = 4) -> dict
 def main(out_dir: str | Path, k: int = 12, skip_sim: bool = False) -> dict:
     out = Path(out_dir).resolve()  # ibdmchk runs in its own directory: paths must be absolute
     out.mkdir(parents=True, exist_ok=True)
-    results = {"a_c": bench_a_c(out, k=k, skip_sim=skip_sim), "b": bench_b()}
+    base = baseline(out)
+    results = {"a_c": bench_a_c(out, k=k, skip_sim=skip_sim), "b": bench_b(),
+               f"b_{BASELINE}": bench_b(code=base), "verdicts": fixture_verdicts(base)}
+    results["b_speedup"] = round(results[f"b_{BASELINE}"].get("verify_s", 0) / max(results["b"].get("verify_s", 0), 1e-9), 2)
     (out / "verify_bench.json").write_text(json.dumps(results, indent=2) + "\n")
     return results
 

@@ -44,6 +44,10 @@ def _kv(ctx, param, values):
               help="An opensm.conf to start from; ibtool's keys are appended.")
 @click.option("--opensm-arg", "opensm_args", multiple=True, help="Extra OpenSM command-line argument (repeatable).")
 @click.option("--no-discover", is_flag=True, help="Skip ibnetdiscover and dump_fts.")
+@click.option("--path-sls", is_flag=True,
+              help="Keep OpenSM up as the SA after routing and save every HCA's PathRecords (saquery -p) in "
+                   "saquery-paths.out: the SL of each path, which `verify` needs for engines that use virtual "
+                   "lanes (dfsssp, lash, nue, torus-2QoS).")
 @click.option("--faults", type=click.Path(path_type=Path),
               help="A fault scenario (YAML: steps of cables/switches down, up, port errors; docs/faults.md): "
                    "one OpenSM keeps running, each step's tables are collected into OUT/step-N/.")
@@ -55,8 +59,8 @@ def _kv(ctx, param, values):
                    "never cutting the switches in two).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of --random-faults.")
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json.")
-def run_cmd(net, engine, out, timeout, log_flags, conf_options, opensm_config, opensm_args, no_discover, faults,
-            fail, random_faults, seed, as_json):
+def run_cmd(net, engine, out, timeout, log_flags, conf_options, opensm_config, opensm_args, no_discover, path_sls,
+            faults, fail, random_faults, seed, as_json):
     """Bring NET up in ibsim, route it once with OpenSM, discover it.
 
     \b
@@ -64,6 +68,7 @@ def run_cmd(net, engine, out, timeout, log_flags, conf_options, opensm_config, o
       summary.json         subnet up?, the engine that really configured the tables, timings
       opensm.log, opensm.conf, osm/   OpenSM's log, config and dump files
       ibnetdiscover.out, dump_fts.out the discovered topology and forwarding tables
+      saquery-paths.out    with --path-sls: the SA's PathRecords (the SL of every path)
 
     Exits 0 only when the subnet came up and one of the requested engines configured the
     tables (OpenSM falls back to minhop silently; ibtool reads the log to tell).
@@ -71,6 +76,7 @@ def run_cmd(net, engine, out, timeout, log_flags, conf_options, opensm_config, o
     \b
     Example:
       ibtool sim run cellia/topology.net --engine hdor --out run
+      ibtool sim run cellia/topology.net --engine dfsssp --path-sls --conf qos=TRUE --out run-dfsssp
     """
     if engine is None and opensm.plan_engines(net) is not None:
         engines = opensm.plan_engines(net)  # the plan's engine, with its options (root GUIDs ...)
@@ -84,7 +90,8 @@ def run_cmd(net, engine, out, timeout, log_flags, conf_options, opensm_config, o
     if faults or fail or random_faults:
         return _scenario(net, out, engines, timeout, faults, fail, random_faults, seed, as_json)
     opts = RunOptions(engines=engines, timeout=timeout, log_flags=flags, conf_options=conf_options,
-                      conf_base=opensm_config, opensm_args=list(opensm_args), discover=not no_discover)
+                      conf_base=opensm_config, opensm_args=list(opensm_args), discover=not no_discover,
+                      path_sls=path_sls)
     progress = None if as_json else (lambda m: click.echo(f"  {m}", err=True))
     s = run(net, out, opts, progress)
     if as_json:

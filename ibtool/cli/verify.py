@@ -130,8 +130,8 @@ def coords_cmd(fabric, dump, plan, nnm, as_json, html_out):
 
 
 def _routes(fabric: Path, lfts: Path, sl2vl_path: Path | None, expect: str | None, permutations: int, say,
-            f=None, ref=None, balance: bool = True) -> dict:
-    from ibtool.formats import lft, sl2vl
+            f=None, ref=None, balance: bool = True, path_sls: Path | None = None, engine: str | None = None) -> dict:
+    from ibtool.formats import lft, pathrecord, sl2vl
     from ibtool.verify import routes
     f = f or read_fabric(fabric)
     if not f.port_lids:
@@ -140,6 +140,7 @@ def _routes(fabric: Path, lfts: Path, sl2vl_path: Path | None, expect: str | Non
     say(f"reading {lfts}")
     t = lft.read(lfts)
     s = sl2vl.read(sl2vl_path) if sl2vl_path else None
+    psl = pathrecord.read(path_sls) if path_sls else None
     if expect == "hdor" and ref is None:
         from ibtool.routing import hdor
         try:
@@ -148,7 +149,8 @@ def _routes(fabric: Path, lfts: Path, sl2vl_path: Path | None, expect: str | Non
             ref = None
             say(str(e))
     try:
-        return routes.verify(f, t, s, expect, ref, permutations=permutations, progress=say, balance=balance)
+        return routes.verify(f, t, s, expect, ref, permutations=permutations, progress=say, balance=balance,
+                             path_sls=psl, engine=engine)
     except InputError as e:
         if e.path is None:  # about the fabric itself (duplicate LIDs, too many switches): name its file
             raise InputError(str(e), path=str(fabric)) from None
@@ -162,12 +164,17 @@ def _routes(fabric: Path, lfts: Path, sl2vl_path: Path | None, expect: str | Non
               help="Forwarding tables: dump_fts or ibroute output, or OpenSM's opensm-lfts.dump or opensm.fdbs.")
 @click.option("--sl2vl", "sl2vl_path", type=click.Path(path_type=Path),
               help="OpenSM's opensm-sl2vl.dump: the deadlock check per VL (default: everything on VL0).")
+@click.option("--path-sls", "path_sls", type=click.Path(path_type=Path),
+              help="`saquery -p` output (RUN/saquery-paths.out of `sim run --path-sls`): each HCA-to-HCA route's SL, "
+                   "for the deadlock check per VL of engines that use virtual lanes.")
+@click.option("--engine", help="The routing engine that made the tables: for dfsssp, lash, nue and torus-2QoS "
+                               "without --path-sls a VL0 cycle is reported as 'VL0 only: SLs not available'.")
 @click.option("--expect", type=click.Choice(["hdor"]),
               help="Also require exactly the hdor reference tables and dimension-ordered routes.")
 @_permutations
 @click.option("--no-balance", is_flag=True, help="Skip link loads (routes per link, all-to-all, permutations).")
 @_opts
-def routes_cmd(fabric, lfts, sl2vl_path, expect, permutations, no_balance, as_json, html_out):
+def routes_cmd(fabric, lfts, sl2vl_path, path_sls, engine, expect, permutations, no_balance, as_json, html_out):
     """Trace every (source port, destination LID) pair through the forwarding tables.
 
     Reports undelivered pairs (black hole, loop, wrong port) with their paths, route lengths
@@ -178,10 +185,13 @@ def routes_cmd(fabric, lfts, sl2vl_path, expect, permutations, no_balance, as_js
     \b
     Example:
       ibtool verify routes --fabric run/ibnetdiscover.out --lfts run/dump_fts.out --expect hdor
+      ibtool verify routes --fabric run/ibnetdiscover.out --lfts run/dump_fts.out \\
+          --sl2vl run/osm/opensm-sl2vl.dump --path-sls run/saquery-paths.out
     """
-    r = _routes(fabric, lfts, sl2vl_path, expect, permutations, _say(as_json), balance=not no_balance)
+    r = _routes(fabric, lfts, sl2vl_path, expect, permutations, _say(as_json), balance=not no_balance,
+                path_sls=path_sls, engine=engine)
     rep = report.build({"fabric": str(fabric), "lfts": str(lfts), "sl2vl": str(sl2vl_path) if sl2vl_path else None,
-                        "expect": expect}, {"routes": r})
+                        "path_sls": str(path_sls) if path_sls else None, "expect": expect}, {"routes": r})
     _emit(rep, as_json, html_out)
 
 
@@ -216,7 +226,8 @@ def all_cmd(run_dir, plan, nnm, expect, permutations, as_json, html_out):
     """Every check on the output directory of `ibtool sim run`.
 
     Topology against the plan (when known), coordinates (when hdor wrote its dump), and routes
-    from dump_fts.out (or osm/opensm-lfts.dump), with osm/opensm-sl2vl.dump when present.
+    from dump_fts.out (or osm/opensm-lfts.dump), with osm/opensm-sl2vl.dump and saquery-paths.out
+    (`sim run --path-sls`) when present.
 
     \b
     A run of a fault scenario (`sim run --faults`, OUT/step-N/) is verified step by step, each
@@ -270,6 +281,7 @@ def _verify_run(run_dir: Path, plan, nnm, expect, permutations, say) -> dict:
     sl = run_dir / "osm" / "opensm-sl2vl.dump"
     if not sl.is_file():
         sl = run_dir / "sl2vl.dump"  # `ibtool collect`
+    psl = run_dir / "saquery-paths.out"
     dump = run_dir / "osm" / "opensm-hdor.dump"
     engine = summary.get("engine")
     if expect is None:
@@ -278,7 +290,8 @@ def _verify_run(run_dir: Path, plan, nnm, expect, permutations, say) -> dict:
     f = ibnetdiscover.read(disc, names)
     sections: dict = {}
     inputs = {"run": str(run_dir), "plan": str(plan) if plan else None, "lfts": str(lfts),
-              "sl2vl": str(sl) if sl.is_file() else None, "engine": engine, "expect": expect}
+              "sl2vl": str(sl) if sl.is_file() else None, "path_sls": str(psl) if psl.is_file() else None,
+              "engine": engine, "expect": expect}
     to_plan = p = None
     if plan:
         from ibtool.verify import topology
@@ -297,7 +310,8 @@ def _verify_run(run_dir: Path, plan, nnm, expect, permutations, say) -> dict:
         sections["coords"] = c
     if lfts.is_file():
         sections["routes"] = _routes(disc, lfts, sl if sl.is_file() else None, expect if expect == "hdor" else None,
-                                     permutations, say, f=f, ref=ref)
+                                     permutations, say, f=f, ref=ref, path_sls=psl if psl.is_file() else None,
+                                     engine=engine)
     else:
         raise InputError("no dump_fts.out nor osm/opensm-lfts.dump: no forwarding tables to verify", path=str(run_dir))
     if (run_dir / "perfquery.out").is_file():

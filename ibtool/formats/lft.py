@@ -11,15 +11,14 @@ Tables are kept as one uint8 array per switch (index = LID, 255 = no route), key
 switch's node GUID. All arrays of one file are rows of one matrix (`Tables.matrix`), so route
 tracing indexes it directly.
 
-Parsing is vectorised: the file is memory-mapped and processed in chunks of whole lines with
-numpy. Entry lines in the fixed layout every tool prints (`0xLLLL PPP ...`) are decoded without
+Parsing is vectorised: the file is read into one reused buffer in chunks of whole lines and
+processed with numpy. Entry lines in the fixed layout every tool prints (`0xLLLL PPP ...`) are decoded without
 touching Python per line; anything else (headers, trailers, odd entries) goes through the
 line-by-line checks, so malformed input still fails with file:line.
 """
 
 from __future__ import annotations
 
-import mmap
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +44,9 @@ for _c in b"abcdef":
     _HEX[_c] = _c - 87
 for _c in b"ABCDEF":
     _HEX[_c] = _c - 55
+# two ASCII hex digits read as one little-endian uint16 -> their byte value (-1: not hex)
+_lo, _hi = _HEX[np.arange(65536) & 0xFF], _HEX[np.arange(65536) >> 8]
+_HEX2 = np.where((_lo >= 0) & (_hi >= 0), _lo * 16 + _hi, -1).astype(np.int32)
 _DEC = np.full(256, -1, dtype=np.int32)
 for _c in b"0123456789":
     _DEC[_c] = _c - 48
@@ -88,18 +90,44 @@ def read(path: str | Path) -> Tables:
         size = fh.seek(0, 2)
         if size == 0:
             raise InputError("empty file (not a dump_fts/ibroute/opensm-lfts.dump file?)", path=path)
-        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-        try:
-            return _parse(mm, size, path)
-        finally:
-            try:
-                mm.close()
-            except BufferError:  # an exception's traceback still holds views; GC closes it
-                pass
+        fh.seek(0)
+        return _parse(_chunks(fh), path)
 
 
-def _parse(mm, size: int, path: str) -> Tables:
-    buf = np.frombuffer(mm, dtype=np.uint8)
+_PAD = 4
+
+
+def _chunks(fh):
+    """Whole lines, about _CHUNK bytes at a time, read into one reused buffer (no page faults of a
+    fresh mapping or allocation per chunk), each followed by _PAD newlines so that fixed-offset
+    reads past the last line stay inside. Yields (array, bytes of lines); a last line without
+    its newline gets one."""
+    buf = np.empty(_CHUNK + (1 << 20) + _PAD, dtype=np.uint8)
+    mv = memoryview(buf)
+    have = 0
+    while True:
+        n = fh.readinto(mv[have:have + _CHUNK])
+        total = have + n
+        if total == 0:
+            return
+        if n == 0:  # end of file
+            end = total
+            if buf[end - 1] != 10:
+                buf[end] = 10
+                end += 1
+                total = end
+        else:
+            tail = bytes(mv[max(0, total - (1 << 20)):total])
+            cut = tail.rfind(b"\n")
+            end = total - len(tail) + cut + 1 if cut >= 0 else total
+        carry = buf[end:total].copy()
+        buf[end:end + _PAD] = 10
+        yield buf[:end + _PAD], end
+        buf[:len(carry)] = carry
+        have = len(carry)
+
+
+def _parse(chunks, path: str) -> Tables:
     headers: list[tuple[int, int, int]] = []  # (global line index, guid or -1 for multicast, line no)
     ent_line: list[np.ndarray] = []
     ent_lid: list[np.ndarray] = []
@@ -107,16 +135,8 @@ def _parse(mm, size: int, path: str) -> Tables:
     names: dict[int, str] = {}
     trailers: list[int] = []  # lines 'N valid lids dumped' (dump_fts, ibroute, opensm-lfts.dump)
     line_base = 0
-    pos = 0
-    while pos < size:
-        end = min(pos + _CHUNK, size)
-        if end < size:
-            nl = mm.rfind(b"\n", pos, end)
-            end = nl + 1 if nl >= pos else mm.find(b"\n", end) + 1 or size
-        chunk = buf[pos:end]
-        # pad (a copy) so fixed-offset reads past the last line stay inside
-        chunk = np.concatenate([chunk, np.full(3 if chunk[-1] == 10 else 4, 10, dtype=np.uint8)])
-        nls = np.flatnonzero(chunk[:end - pos + (0 if buf[end - 1] == 10 else 1)] == 10)
+    for chunk, clen in chunks:
+        nls = np.flatnonzero(chunk[:clen] == 10)
         starts = np.empty(len(nls), dtype=np.int64)
         starts[0] = 0
         starts[1:] = nls[:-1] + 1
@@ -131,7 +151,7 @@ def _parse(mm, size: int, path: str) -> Tables:
             win = as_strided(chunk, shape=(len(chunk) - 12, 13), strides=(1, 1))
             blk = win[starts[cand]]
             fdbs = blk[:, 7] == 58
-            h = _HEX[blk[:, 2:6]]
+            hp = _HEX2[np.ascontiguousarray(blk[:, 2:6]).view("<u2")]  # (n, 2): the LID's two bytes
             if fdbs.any():
                 po = np.where(fdbs, 9, 7)[:, None] + np.arange(3)
                 d = _DEC[np.take_along_axis(blk, po, axis=1)]
@@ -142,10 +162,10 @@ def _parse(mm, size: int, path: str) -> Tables:
                 after = blk[:, 10]
                 sep = blk[:, 6] == 32
             # a negative lookup (not a digit) makes the OR of the columns negative
-            ok = (blk[:, 1] == 120) & ((h[:, 0] | h[:, 1] | h[:, 2] | h[:, 3] | d[:, 0] | d[:, 1] | d[:, 2]) >= 0) \
+            ok = (blk[:, 1] == 120) & ((hp[:, 0] | hp[:, 1] | d[:, 0] | d[:, 1] | d[:, 2]) >= 0) \
                 & sep & _SPACE[after]
-            h, d = h[ok], d[ok]
-            lid = (h[:, 0] << 12) | (h[:, 1] << 8) | (h[:, 2] << 4) | h[:, 3]
+            hp, d = hp[ok], d[ok]
+            lid = (hp[:, 0] << 8) | hp[:, 1]
             port = d[:, 0] * 100 + d[:, 1] * 10 + d[:, 2]
             good = cand[ok]
             ent_line.append(good + line_base)
@@ -204,7 +224,6 @@ def _parse(mm, size: int, path: str) -> Tables:
             ent_lid.append(np.asarray(sl_lid, dtype=np.int64).clip(-2, 1 << 30).astype(np.int32))
             ent_port.append(np.asarray(sl_port, dtype=np.int64).clip(-2, 1 << 30).astype(np.int32))
         line_base += len(starts)
-        pos = end
     lines = np.concatenate(ent_line) if ent_line else np.zeros(0, np.int64)
     lids = np.concatenate(ent_lid) if ent_lid else np.zeros(0, np.int32)
     ports = np.concatenate(ent_port) if ent_port else np.zeros(0, np.int32)

@@ -15,7 +15,7 @@ import subprocess
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -140,6 +140,7 @@ class RunOptions:
     opensm_args: list[str] = field(default_factory=list)
     plugin_dir: Path = opensm.PLUGIN_DIR
     discover: bool = True
+    path_sls: bool = False  # keep OpenSM up as the SA and collect every HCA's PathRecords (their SLs)
 
 
 def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> dict:
@@ -169,7 +170,8 @@ def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> di
         env_extra["LD_LIBRARY_PATH"] = ":".join(filter(None, [str(opts.plugin_dir.resolve()),
                                                                os.environ.get("LD_LIBRARY_PATH")]))
     conf = out / "opensm.conf"
-    conf.write_text(opensm.config(opts.engines, opts.conf_options, opts.conf_base, fabric=str(net)))
+    flush = [("force_log_flush", "TRUE")] if opts.path_sls else []  # SUBNET UP must reach the log at once
+    conf.write_text(opensm.config(opts.engines, opts.conf_options + flush, opts.conf_base, fabric=str(net)))
     log = out / "opensm.log"
     log.unlink(missing_ok=True)
     summary: dict = {"net": str(net), "engines": opts.engines, "fabric": fabric.summary(), "timings": {}}
@@ -180,29 +182,37 @@ def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> di
     try:
         say(f"starting ibsim ({fabric.count(kind=2)} switches, {fabric.count(kind=1)} HCAs)")
         t0 = time.monotonic()
-        with ibsim(net, work, fabric) as sim:
+        with ibsim(net, work, fabric) as sim, ExitStack() as sm_up:
             timings["ibsim_start_s"] = round(time.monotonic() - t0, 3)
             summary["ibsim_sockname"] = sim.sockname
             say(f"running OpenSM with routing_engine {','.join(opts.engines)}")
-            argv = [opensm_exe, "-o", "-F", str(conf.resolve()), "-f", str(log.resolve()),
+            daemon = opts.path_sls  # the SA answers only while OpenSM runs: no `-o` then
+            argv = [opensm_exe, *(() if daemon else ("-o",)), "-F", str(conf.resolve()), "-f", str(log.resolve()),
                     "-D", hex(opts.log_flags), *opts.opensm_args]
             summary["opensm_argv"] = argv
             t0 = time.monotonic()
             p = subprocess.Popen(argv, cwd=work, env=sim.env(**env_extra), stdin=subprocess.DEVNULL,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+                                 stdout=subprocess.DEVNULL,
+                                 stderr=sm_up.enter_context(open(out / "opensm.stderr", "wb")) if daemon
+                                 else subprocess.PIPE,
+                                 start_new_session=True)
+            sm_up.callback(stop_process, p)  # also on Ctrl-C / SIGTERM
             timed_out = False
-            try:
-                _, err = p.communicate(timeout=opts.timeout)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                err = b""
-            finally:
-                stop_process(p)  # also on Ctrl-C / SIGTERM
+            err = b""
+            if daemon:
+                timed_out = not _wait_subnet_up(p, log, opts.timeout)
+            else:
+                try:
+                    _, err = p.communicate(timeout=opts.timeout)
+                except subprocess.TimeoutExpired:
+                    timed_out = True
+                finally:
+                    stop_process(p)
             timings["opensm_s"] = round(time.monotonic() - t0, 3)
             text = log.read_text(errors="replace") if log.exists() else ""
             outcome = opensm.routing_outcome(text, opts.engines)
             summary.update(outcome.as_dict())
-            summary["opensm_exit"] = None if timed_out else p.returncode
+            summary["opensm_exit"] = None if timed_out or daemon else p.returncode
             summary["timed_out"] = timed_out
             if err and err.strip():
                 summary["opensm_stderr"] = err.decode(errors="replace").strip()[-2000:]
@@ -217,6 +227,12 @@ def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> di
                 if top:
                     summary["dump_fts_top_lid"] = top
                     timings["top_lid_s"] = round(time.monotonic() - t0, 3)
+            if daemon and not timed_out and p.poll() is None:
+                say("reading every HCA's PathRecords from the SA (saquery -p): the SL of each path")
+                t0 = time.monotonic()
+                summary["path_sls"] = collect_path_sls(sim, out / "saquery-paths.out",
+                                                       ibnetdiscover.read(out / "ibnetdiscover.out"), opts.timeout)
+                timings["path_sls_s"] = round(time.monotonic() - t0, 3)
     finally:
         signal.signal(signal.SIGTERM, old_term)
         shutil.rmtree(work, ignore_errors=True)
@@ -226,7 +242,7 @@ def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> di
 
 
 _DR_HEADER = re.compile(rb"^Unicast lids \[[^\]]*\] of switch DR path slid \d+; dlid \d+; ([0-9,]+) guid (0x[0-9a-fA-F]+)")
-_DR_HEADER_M = re.compile(_DR_HEADER.pattern, re.M)
+_DR_HEADER_M = re.compile(_DR_HEADER.pattern, re.MULTILINE)
 
 
 def complete_top_lid(sim: Fabricsim, dump: Path, fabric: Fabric, timeout: float, say=None) -> dict | None:
@@ -240,7 +256,7 @@ def complete_top_lid(sim: Fabricsim, dump: Path, fabric: Fabric, timeout: float,
     if not top or top % 64:
         return None
     raw = dump.read_bytes()
-    if re.search(rb"^0x%04x " % top, raw, re.M):
+    if re.search(rb"^0x%04x " % top, raw, re.MULTILINE):
         return None  # printed after all (a fixed infiniband-diags)
     smpdump = require("smpdump", "infiniband-diags")
     if say:
@@ -249,7 +265,7 @@ def complete_top_lid(sim: Fabricsim, dump: Path, fabric: Fabric, timeout: float,
 
     def read_block(path: str) -> int:
         p = subprocess.run([smpdump, "-D", path, "0x19", str(top // 64)], cwd=sim.work, env=sim.env(),
-                           capture_output=True, timeout=timeout)
+                           capture_output=True, timeout=timeout, check=False)
         words = p.stdout.split()
         if p.returncode != 0 or not words or len(words[0]) != 4:
             msg = (p.stderr or p.stdout).decode(errors="replace").strip().splitlines()
@@ -280,6 +296,46 @@ def complete_top_lid(sim: Fabricsim, dump: Path, fabric: Fabric, timeout: float,
     return {"lid": top, "read_with": "smpdump (LinearForwardingTable block by directed route)",
             "switches": len(ports), "routed": sum(1 for v in ports.values() if v != 255),
             "raw": "dump_fts.raw.out"}
+
+
+def _wait_subnet_up(p: subprocess.Popen, log: Path, timeout: float) -> bool:
+    """Wait for OpenSM (running as the SA) to log SUBNET UP; False on timeout or if it exited."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and p.poll() is None:
+        if log.exists() and b"SUBNET UP" in log.read_bytes():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+MAX_PATH_QUERIES = 20_000
+
+
+def collect_path_sls(sim: Fabricsim, out: Path, fabric: Fabric, timeout: float) -> dict:
+    """`saquery -p --slid S --dlid D` for every pair of HCA port base LIDs: the SA's PathRecords,
+    with the SL the routing engine gave each path; written as saquery prints them. (The SA answers
+    a query by source alone with a few records only, so it is one query per pair.)"""
+    saquery = require("saquery", "infiniband-diags")
+    lids = sorted(lid for (node, port), (lid, _) in fabric.port_lids.items() if not fabric.is_switch(node))
+    pairs = [(a, b) for a in lids for b in lids if a != b]
+    if len(pairs) > MAX_PATH_QUERIES:
+        raise InputError(f"--path-sls: {len(lids)} HCA ports make {len(pairs)} PathRecord queries; at most "
+                         f"{MAX_PATH_QUERIES} (a fabric of up to {int(MAX_PATH_QUERIES ** 0.5)} HCA ports)")
+
+    def query(pair: tuple[int, int]) -> bytes:
+        p = subprocess.run([saquery, "-p", "--slid", str(pair[0]), "--dlid", str(pair[1])], cwd=sim.work,
+                           env=sim.env(), capture_output=True, timeout=timeout, check=False)
+        if p.returncode != 0:
+            msg = p.stderr.decode(errors="replace").strip().splitlines()
+            raise EnvironmentProblem(f"saquery -p --slid {pair[0]} --dlid {pair[1]} failed (exit {p.returncode}): "
+                                     f"{msg[-1] if msg else 'no output'}")
+        return p.stdout
+
+    with ThreadPoolExecutor(4) as pool:
+        text = b"".join(pool.map(query, pairs))
+    with atomic_write(out, "wb") as fh:
+        fh.write(text)
+    return {"file": out.name, "pairs": len(pairs), "records": text.count(b"PathRecord dump:")}
 
 
 def _raise_interrupt(signum, frame):

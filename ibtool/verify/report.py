@@ -100,11 +100,20 @@ def _checks(name: str, s: dict) -> list[dict]:
                         "summary": f"{longer} routes longer than the shortest path"
                                    + (f" (up to {max(int(k) for k in ex)} extra hops)" if longer else "")})
         d = s["deadlock"]
-        out.append({"name": "routes: deadlock freedom", "ok": d["free"],
-                    "summary": (f"channel dependency graph acyclic ({d['dependencies']} dependencies, "
-                                f"{d['vls']} VL{'s' if d['vls'] > 1 else ''}, "
-                                f"{'SL2VL dump' if d['sl2vl'] else 'VL0 only'})") if d["free"] else
-                    f"credit loop: a cycle of {len(d['cycle'])} channels in the channel dependency graph"})
+        if d.get("checked") is False:  # an engine that uses VLs, without the path SLs: not judged
+            out.append({"name": "routes: deadlock freedom", "ok": True, "info": True, "summary": d["note"]})
+        else:
+            vls = d.get("dependencies_per_vl") or {}
+            src = ("path SLs + SL2VL dump" if d.get("path_sls") and d["sl2vl"] else
+                   "path SLs, SL n on VL n (no SL2VL dump)" if d.get("path_sls") else
+                   "SL2VL dump" if d["sl2vl"] else "VL0 only")
+            out.append({"name": "routes: deadlock freedom", "ok": d["free"],
+                        "summary": (f"channel dependency graph acyclic ({d['dependencies']} dependencies"
+                                    + (" (" + ", ".join(f"{k}: {v}" for k, v in vls.items()) + ")" if len(vls) > 1
+                                       else "")
+                                    + f", {d['vls']} VL{'s' if d['vls'] > 1 else ''}, {src})") if d["free"] else
+                        f"credit loop: a cycle of {len(d['cycle'])} channels in the channel dependency graph "
+                        f"({src})"})
         b = s["balance"]
         perm = b.get("permutations") if b else None
         if b:

@@ -215,12 +215,14 @@ def switch_distances(b: Bound) -> np.ndarray:
 # ------------------------------------------------------------------------------------ tracing
 
 class VLMap:
-    """SL2VL for SL 0 as an array: vl[row, in_port, out_port] (switches), and the CA's own VL."""
+    """SL2VL as an array: table[sl, row, in_port, out_port] (switches) for SL 0 or, with path SLs,
+    all 16; and each CA's VL for SL 0."""
 
-    def __init__(self, b: Bound, sl2vl, sl: int = 0):
+    def __init__(self, b: Bound, sl2vl, all_sls: bool = False):
         f = b.fabric
         maxp = int(b.nports.max()) + 1
-        self.table = np.zeros((len(b.sw_nodes), maxp, maxp), dtype=np.int8)
+        nsl = 16 if all_sls else 1
+        self.table = np.zeros((nsl, len(b.sw_nodes), maxp, maxp), dtype=np.int8)
         self.ca = np.zeros(f.num_nodes, dtype=np.int8)
         unknown = []
         for g, rows in sl2vl.items():
@@ -230,9 +232,9 @@ class VLMap:
                 continue
             for (pi, po), vls in rows.items():
                 if b.types[i] == SWITCH and pi < maxp and po < maxp:
-                    self.table[b.row[i], pi, po] = vls[sl]
+                    self.table[:, b.row[i], pi, po] = vls[:nsl]
                 elif b.types[i] == CA:
-                    self.ca[i] = vls[sl]
+                    self.ca[i] = vls[0]
         if unknown and len(unknown) * 2 > len(sl2vl):
             g = unknown[0]
             raise InputError(f"node {g:#018x} is not in the fabric ({len(unknown)} of {len(sl2vl)} nodes are "
@@ -240,7 +242,8 @@ class VLMap:
                              line=sl2vl.lines.get(g))
         self.nvl = int(max(self.table.max(initial=0), self.ca.max(initial=0))) + 1
         used = np.union1d(np.unique(self.table), np.unique(self.ca[b.types == CA]))
-        self.uniform = int(used[0]) if len(used) == 1 else None  # the one VL every hop uses, if so
+        # the one VL every hop uses, if so (SL 0 only: with path SLs the VL varies by path)
+        self.uniform = int(used[0]) if len(used) == 1 and not all_sls else None
 
 
 K_SWITCH, K_CA, K_LOCAL, K_NOENTRY, K_DEAD = 0, 1, 2, 3, 4
@@ -274,7 +277,7 @@ def _port_tables(b: Bound):
 
 
 def trace(b: Bound, origins: np.ndarray, lids: np.ndarray, *, cap: int | None = None, hop_cb=None,
-          vl: VLMap | None = None, dims: tuple | None = None, free_hops: int = 32):
+          vl: VLMap | None = None, dims: tuple | None = None, free_hops: int = 32, sl: np.ndarray | None = None):
     """Walk pairs (origin switch node, LID) to the end. Returns (status, hops, end node, dim_violation).
 
     hop_cb(idx, cur, slot, nxt, vl_in, vl_out, in_slot) is called after each hop between switches
@@ -333,7 +336,7 @@ def trace(b: Bound, origins: np.ndarray, lids: np.ndarray, *, cap: int | None = 
         slot = slot_t[k]
         if vl is not None:
             inport = np.where(in_slot >= 0, b.peer_port[np.maximum(in_slot, 0)], b.ca_in_port[cur])
-            vout = vl.table[b.row[cur], inport, port]
+            vout = vl.table[0 if sl is None else sl[idx], b.row[cur], inport, port]
         else:
             vout = None
         if dims is not None:
@@ -644,9 +647,9 @@ def _walk(b: Bound, lids: np.ndarray, dist, t: Tally | None, seen, pw, edges: li
 
         cb = on_hop if (loads is not None or t is not None) else None
         vary = t is not None and vl is not None and vl.uniform is None  # VLs change along paths
-        st, hp, end, dv = trace(b, o, L, hop_cb=cb, vl=vl if vary else None, dims=dims)
+        st, hp, _, dv = trace(b, o, L, hop_cb=cb, vl=vl if vary else None, dims=dims)
         if dims is not None:
-            dim, router = dims
+            _, router = dims
             ok = st == DELIVERED
             chk = router[o] & ok & ((b.types[b.own_node[L]] == CA) | router[b.own_node[L]])
             dimt["checked"] += int(wt[chk].sum())
@@ -695,15 +698,19 @@ def _hdor_dims(fabric: Fabric, reference):
 
 
 def verify(fabric: Fabric, tables: Tables, sl2vl=None, expect: str | None = None, reference=None,
-           permutations: int = 16, seed: int = 1, progress=None, balance: bool = True) -> dict:
+           permutations: int = 16, seed: int = 1, progress=None, balance: bool = True, path_sls=None,
+           engine: str | None = None) -> dict:
     """All route checks; returns the 'routes' section of the report (see docs/verify.md).
 
     balance=False skips the link loads (routes per link, all-to-all, permutations): delivery,
-    lengths, dimension order and deadlock freedom only."""
+    lengths, dimension order and deadlock freedom only. path_sls ((SLID, DLID) -> SL, e.g. from
+    `saquery -p`) gives each HCA-to-HCA route its SL, and with sl2vl the VL of each hop; `engine`
+    names the engine that made the tables, so that one known to spread routes over VLs without
+    path SLs gets "VL0 only: SLs not available" instead of a credit loop it may not have."""
     say = progress or (lambda m: None)
     t0 = time.monotonic()
     b = bind(fabric, tables)
-    vl = VLMap(b, sl2vl) if sl2vl is not None else None
+    vl = VLMap(b, sl2vl) if sl2vl is not None and path_sls is None else None
     ns = len(b.sw_nodes)
     nslots = int(b.offset[-1])
     dist = switch_distances(b) if ns <= 20000 else None
@@ -723,7 +730,16 @@ def verify(fabric: Fabric, tables: Tables, sl2vl=None, expect: str | None = None
     if len(todo):
         say(f"tracing {ns} switch origins x {len(todo)} LIDs")
         _walk(b, todo, dist, t, seen, pw, edges, vl, None, None, {}, say)
+    if path_sls is not None:
+        say("channel dependencies per VL from the path SLs")
+        vl, edges, seen, nosl = _sl_dependencies(b, sl2vl, path_sls)
     deadlock = _deadlock(b, seen, pw, edges, vl, sl2vl is not None, say)
+    if path_sls is not None:
+        deadlock["path_sls"] = {"file": path_sls.path, "pairs_without_record": nosl}
+    elif engine in VL_ENGINES and not deadlock["free"]:
+        # the cycle may be split across VLs by the engine's SLs, which we do not have
+        deadlock.update(free=None, checked=False, note=f"VL0 only: SLs not available ({engine} spreads routes "
+                        f"over virtual lanes; `ibtool sim run --path-sls` collects them)")
     dims = _hdor_dims(fabric, reference) if expect == "hdor" and reference is not None else None
     dimt = {"checked": 0, "violations": 0, "example": None}
     bal = None
@@ -740,9 +756,51 @@ def verify(fabric: Fabric, tables: Tables, sl2vl=None, expect: str | None = None
     if expect == "hdor":
         res["expect"] = _expect_hdor(fabric, tables, b, reference, dimt["checked"], dimt["violations"],
                                      dimt["example"])
-    res["ok"] = bool(delivery_ok(res) and deadlock["free"] and not b.missing_tables
+    res["ok"] = bool(delivery_ok(res) and deadlock["free"] is not False and not b.missing_tables
                      and (expect != "hdor" or res["expect"]["ok"]))
     return res
+
+
+VL_ENGINES = {"dfsssp", "lash", "nue", "torus-2QoS"}  # OpenSM engines that give paths their own SLs
+
+
+def _sl_dependencies(b: Bound, sl2vl, path_sls):
+    """Every HCA-to-HCA route traced from its own source port with its own SL (from the path
+    SLs), the VL of each hop from the SL2VL tables (the SL itself, 0..7, where there are none):
+    the dependencies between (channel, VL) pairs. Returns (VLMap, edges, None, pairs without a
+    PathRecord, which use SL 0)."""
+    vl = VLMap(b, sl2vl if sl2vl is not None else {}, all_sls=True)
+    if sl2vl is None:  # no tables: a switch maps SL to VL one to one, as OpenSM's default SL2VL does
+        vl.table[:] = (np.arange(16) & 7).astype(np.int8)[:, None, None, None]
+        vl.nvl = 8
+    vl.nvl = max(vl.nvl, int(vl.table.max()) + 1)
+    src = np.flatnonzero(b.base & (b.att_sw >= 0)).astype(np.int32)  # HCA port base LIDs
+    dst = np.flatnonzero(b.att_sw >= 0).astype(np.int32)
+    S = np.repeat(src, len(dst))
+    L = np.tile(dst, len(src))
+    keep = (b.own_node[S] != b.own_node[L]) | (b.own_port[S] != b.own_port[L])
+    S, L = S[keep], L[keep]
+    sl = np.zeros(len(S), dtype=np.int8)
+    nosl = 0
+    for j, (a, d) in enumerate(zip(S.tolist(), L.tolist())):
+        v = path_sls.get((a, d))
+        if v is None:
+            nosl += 1
+        else:
+            sl[j] = v
+    nslots = int(b.offset[-1])
+    nch = nslots * vl.nvl
+    edges: list[np.ndarray] = []
+
+    def on_hop(gi, gcur, gslot, gnxt, vin, vout, gin):
+        dep = gin >= 0
+        if dep.any():
+            ci = gin[dep].astype(np.int64) * vl.nvl + vin[dep]
+            co = gslot[dep].astype(np.int64) * vl.nvl + vout[dep]
+            edges.append(np.unique(ci * nch + co))
+
+    trace(b, b.att_sw[S], L, hop_cb=on_hop, vl=vl, sl=sl)
+    return vl, edges, None, nosl
 
 
 def _deadlock(b: Bound, seen, pw, edges, vl, have_sl2vl, say) -> dict:
@@ -760,9 +818,12 @@ def _deadlock(b: Bound, seen, pw, edges, vl, have_sl2vl, say) -> dict:
         edges = [(cin * nvl + v) * nch + cout * nvl + v] if len(k) else []
     cycle = None
     nedges = 0
+    per_vl = {}
     if edges:
         allk = np.unique(np.concatenate(edges))
         nedges = len(allk)
+        vin = (allk // nch) % nvl
+        per_vl = {f"VL{v}": int(c) for v, c in enumerate(np.bincount(vin, minlength=nvl)) if c}
         cyc = find_cycle(allk, nch)
         if cyc is not None:
             cycle = [(c // nvl, c % nvl) for c in cyc]
@@ -771,6 +832,7 @@ def _deadlock(b: Bound, seen, pw, edges, vl, have_sl2vl, say) -> dict:
         "sl2vl": have_sl2vl,
         "channels": int(nch),
         "dependencies": int(nedges),
+        "dependencies_per_vl": per_vl,
         "free": cycle is None,
         "cycle": [f"{chan_name(b, c)} (VL{v})" for c, v in cycle] if cycle else None,
     }

@@ -151,3 +151,18 @@ def write_net(f: Fabric, path, degraded: dict | None = None) -> None:
             line = line.split("\t\t#")[0] + f"\tw={want[(cur, int(m.group(1)))]}"
         out.append(line)
     open(path, "w").write("\n".join(out))
+
+
+def torus_2d(k: int) -> tuple[Fabric, str]:
+    """A k x k torus of 8-port switches T[x,y] (port 1 to x+1, 2 from x-1, 3 to y+1, 4 from y-1),
+    one HCA H[x,y] on port 5 of each; and the torus-2QoS.conf that seeds OpenSM's torus-2QoS
+    (k >= 5: radix 4 would also need the negative-direction seed links)."""
+    f = Fabric("torus")
+    sw = {(x, y): f.add_switch(f"T[{x},{y}]", 8) for x in range(k) for y in range(k)}
+    for (x, y), s in sw.items():
+        f.add_link(s, sw[((x + 1) % k, y)], 1, 2)
+        f.add_link(s, sw[(x, (y + 1) % k)], 3, 4)
+        f.add_link(s, f.add_hca(f"H[{x},{y}]", 1), 5, 1)
+    g = lambda x, y: f.guids[sw[(x, y)]]  # noqa: E731
+    conf = f"torus {k} {k} 1\nxp_link {g(0, 0):#018x} {g(1, 0):#018x}\nyp_link {g(0, 0):#018x} {g(0, 1):#018x}\n"
+    return f, conf
