@@ -58,6 +58,12 @@ class HdorResult:
     groups: list[list[int]] = field(default_factory=list)  # switches of each group, groups by key
     group_dim: list[int] = field(default_factory=list)
     lids: int = 0  # LIDs routed (every LID of every LMC range)
+    # degraded KNS (docs/hdor.md "Fault tolerance"); fault-free: 1 VL, no SLs, nothing failed
+    vls: int = 1  # VLs the CA-to-CA routes use (1 + the most dimension-order violations of a path)
+    sl2vl: dict | None = None  # SL2VL (formats.sl2vl): switch GUID -> {(in, out): 16 VLs}, non-zero rows
+    path_sls: dict | None = None  # PathSLs (formats.pathrecord): (SLID, DLID) -> SL, every CA-to-CA pair
+    faults: dict = field(default_factory=dict)  # failed links/nodes against the remembered KNS
+    extra_hops: dict = field(default_factory=dict)  # detoured CA-to-CA pairs: count, max, mean
 
     def spread_summary(self) -> dict:
         """How evenly parallel router–group links share the LIDs (max - min per pair)."""
@@ -134,8 +140,17 @@ class _Group:
 
 # ------------------------------------------------------------------------------------ compute
 
-def compute(fabric: Fabric) -> HdorResult:
-    """Identify the KNS, assign dimensions and coordinates and fill every switch's LFT (docs/hdor.md)."""
+def compute(fabric: Fabric, baseline: tuple[Fabric, HdorResult] | None = None, vls: int = 8) -> HdorResult:
+    """Identify the KNS, assign dimensions and coordinates and fill every switch's LFT (docs/hdor.md).
+
+    baseline: (fabric, result) of the last complete KNS hdor routed (the C engine remembers it
+    across sweeps). A fabric with failed elements against it is routed as a degraded KNS with
+    path SLs and SL2VL tables using at most `vls` VLs (docs/hdor.md "Fault tolerance")."""
+    if baseline is not None:
+        from ibtool.routing.hdor_faults import degraded  # the fault-tolerant part, apart
+        res = degraded(fabric, baseline[0], baseline[1], vls)
+        if res is not None:
+            return res
     topo = _Topology(fabric)
     topo.identify()
     topo.dimensions()
