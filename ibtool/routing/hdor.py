@@ -60,10 +60,10 @@ class HdorResult:
     lids: int = 0  # LIDs routed (every LID of every LMC range)
     # degraded KNS (docs/hdor.md "Fault tolerance"); fault-free: 1 VL, no SLs, nothing failed
     vls: int = 1  # VLs the CA-to-CA routes use (1 + the most dimension-order violations of a path)
-    sl2vl: dict | None = None  # SL2VL (formats.sl2vl): switch GUID -> {(in, out): 16 VLs}, non-zero rows
+    sl2vl: dict | None = None  # SL2VL (formats.sl2vl): switch GUID -> {(in, out): 16 VLs}; rows not listed: VL 0
     path_sls: dict | None = None  # PathSLs (formats.pathrecord): (SLID, DLID) -> SL, every CA-to-CA pair
     faults: dict = field(default_factory=dict)  # failed links/nodes against the remembered KNS
-    extra_hops: dict = field(default_factory=dict)  # detoured CA-to-CA pairs: count, max, mean
+    extra_hops: dict = field(default_factory=dict)  # CA-to-CA pairs whose path changed: count, max, mean links
 
     def spread_summary(self) -> dict:
         """How evenly parallel router–group links share the LIDs (max - min per pair)."""

@@ -150,6 +150,7 @@ class _Degraded:
             for x in sw:
                 self.rank[x] = (lev.get(x, INF), bf.guids[x])
         self._ig_cache = {}
+        self._dist_cache = {}
 
     def _affected(self) -> np.ndarray:
         """affected[row, LID]: the fault-free route from that switch to that LID touches a failed
@@ -292,6 +293,8 @@ class _Degraded:
                 out[r] = (fin,)
             elif x in self.is_router:
                 if x not in done:
+                    if x not in self._switch_dist(T):
+                        continue  # cut off from the destination: no entry
                     raise NotKNS(f"{_describe(self.f, self.b2c[x], 'router')} reaches LID {lid} only by a "
                                  f"route the scheme does not allow (a group connects them only down and up again)")
                 gi = via[x]
@@ -324,14 +327,7 @@ class _Degraded:
         """Rows no CA-to-CA route passes (management targets, switches off every chosen route):
         toward a neighbour switch one hop closer to the target over the working links."""
         bf = self.bf
-        dist = {target: 0}
-        q = deque([target])
-        while q:
-            u = q.popleft()
-            for port, p, pp in bf.neighbors(u):
-                if bf.types[p] == SWITCH and p not in dist and self.alive(u, port) == (p, pp):
-                    dist[p] = dist[u] + 1
-                    q.append(p)
+        dist = self._switch_dist(target)
         res = {}
         for r in rows:
             x = self.sw[r]
@@ -341,6 +337,21 @@ class _Degraded:
                 res[r] = tuple(port for port, p, pp in bf.neighbors(x)
                                if dist.get(p) == dist[x] - 1 and self.alive(x, port) == (p, pp))
         return res
+
+    def _switch_dist(self, target: int) -> dict[int, int]:
+        """Hops from every switch to switch `target` over the working links (cached per target)."""
+        got = self._dist_cache.get(target)
+        if got is None:
+            bf = self.bf
+            got = self._dist_cache[target] = {target: 0}
+            q = deque([target])
+            while q:
+                u = q.popleft()
+                for port, p, pp in bf.neighbors(u):
+                    if bf.types[p] == SWITCH and p not in got and self.alive(u, port) == (p, pp):
+                        got[p] = got[u] + 1
+                        q.append(p)
+        return got
 
     # ----------------------------------------------------------------- VLs, SLs, result
     def _result(self) -> HdorResult:
@@ -416,8 +427,8 @@ class _Degraded:
                         raise NotKNS(f"the failures need more than {MAX_SLS} SLs (pair LID {slid} -> {dlid})")
                     entries[sl].update(need)
                 path_sls[(slid, dlid)] = sl
-                _, ln0 = self._walk(bsrc, p, dlid, None)
-                if ln0 is not None and ln != ln0 or any(self.aff[self.row[x], dlid] for x, _, _ in hops):
+                hops0, ln0 = self._walk(bsrc, p, dlid, None)
+                if hops0 != hops:
                     extra.append(ln - ln0)
         sl2vl = SL2VL()
         sl2vl.path = "hdor (Python reference)"
