@@ -146,8 +146,8 @@ def compute(fabric: Fabric, baseline: tuple[Fabric, HdorResult] | None = None, v
     baseline: (fabric, result) of the last complete KNS hdor routed (the C engine remembers it
     across sweeps). A fabric with failed elements against it is routed as a degraded KNS with
     path SLs and SL2VL tables using at most `vls` VLs (docs/hdor.md "Fault tolerance")."""
-    if baseline is not None:
-        from ibtool.routing.hdor_faults import degraded  # the fault-tolerant part, apart
+    if baseline is not None:  # the fault-tolerant part lives apart (it imports this module)
+        from ibtool.routing.hdor_faults import degraded
         res = degraded(fabric, baseline[0], baseline[1], vls)
         if res is not None:
             return res
@@ -674,6 +674,9 @@ def dump_lines(result: HdorResult, fabric: Fabric) -> list[str]:
     f, r = fabric, result
     out = [f"# hdor k={r.k} n={r.n} routers={len(r.routers)} switches={len(r.switches)} hcas={len(r.hcas)} "
            f"lids={r.lids}"]
+    if r.faults:  # a degraded KNS (section 6); a complete one's dump is unchanged
+        e = r.extra_hops
+        out[0] += f" vls={r.vls} detoured={e['detoured']} extra_max={e['max']} extra_mean={e['mean']}"
     for x in r.routers:
         out.append(f'router 0x{f.guids[x]:016x} {_coord_str(r.coords[x])} "{f.names[x]}"')
     for x in r.switches:

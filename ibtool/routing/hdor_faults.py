@@ -379,7 +379,7 @@ class _Degraded:
                 ports = [p for p, y, _ in f.neighbors(c[x]) if self.group_of.get(bf.by_guid(f.guids[y])) == gi]
                 if len(ports) >= 2:
                     spread[(c[x], d)] = {p: int(cnt[p]) for p in ports}
-        alive = lambda xs: sorted((c[x] for x in xs if c[x] >= 0), key=lambda i: f.guids[i])  # noqa: E731
+        alive = lambda xs: sorted((c[x] for x in xs if c[x] >= 0), key=lambda i: f.guids[i])
         groups = [alive(sw) for sw in br.groups]
         keep = [gi for gi, g in enumerate(groups) if g]
         return HdorResult(k=br.k, n=br.n, s=br.s, role=role, dim={c[x]: d for x, d in br.dim.items() if c[x] >= 0},

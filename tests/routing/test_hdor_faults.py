@@ -12,8 +12,8 @@ from collections import deque
 from pathlib import Path
 
 import pytest
-
 from hdor_helpers import kns_with_lids, rebuild, walk
+
 from ibtool.fabric import CA, SWITCH
 from ibtool.formats import ibnetdiscover
 from ibtool.formats import lft as lftfmt
@@ -97,7 +97,7 @@ def reachable(g, x):
 def check(f, r0, g, res):
     """Delivery of every physically connected pair, unaffected routes unchanged, extra hops as
     reported, coordinates kept, VL = violations so far, and an acyclic (channel, VL) graph."""
-    owners_g, owners_f = g.lid_owners(), f.lid_owners()
+    owners_g = g.lid_owners()
     # coordinates of surviving devices
     for y in range(g.num_nodes):
         x = f.by_guid(g.guids[y])
@@ -218,6 +218,10 @@ def test_every_router_switch_link(base):
         res = hdor.compute(g, baseline=(f, r0))
         assert check(f, r0, g, res) > 0, f.names[f.link_a[li]]
         assert res.vls == 2 and res.extra_hops["detoured"] > 0
+    head = hdor.dump_lines(res, g)[0]
+    assert head.endswith(f" vls=2 detoured={res.extra_hops['detoured']} extra_max={res.extra_hops['max']} "
+                         f"extra_mean={res.extra_hops['mean']}")
+    assert " vls=" not in hdor.dump_lines(r0, f)[0]
 
 
 def test_every_indirect_switch(base):
