@@ -159,13 +159,21 @@ class _Degraded:
         R, NL = T0.shape
         nxt = np.full((R, 256), -1, dtype=np.int64)  # row of the switch behind a port; -1 other
         dead = np.ones((R, 256), dtype=bool)
+        pdim = np.full((R, 256), -1, dtype=np.int64)  # dimension of the group behind a port
+        router = np.zeros(R, dtype=bool)
+        self.sw_adj = {}  # switch -> [(port, switch)] over working links
         for i, x in enumerate(self.sw):
             dead[i, 0] = False
+            router[i] = x in self.is_router
+            adj = self.sw_adj[x] = []
             for port, p, pp in bf.neighbors(x):
+                if p in self.group_of:
+                    pdim[i, port] = self.br.dim[p]
                 if self.alive(x, port) == (p, pp):
                     dead[i, port] = False
                     if bf.types[p] == SWITCH:
                         nxt[i, port] = self.row[p]
+                        adj.append((port, p))
         lids = np.zeros(NL, dtype=bool)
         lids[list(self.owners)] = True
         routed = (T0 != NO_ROUTE) & lids[None, :]
@@ -181,6 +189,24 @@ class _Degraded:
             if (new == aff).all():
                 break
             aff = new
+        # for unaffected entries: links to the LID's port, the first dimension of a router's route
+        # and the first router an indirect switch's route reaches (its group's exit)
+        port = T0.astype(np.int64)
+        ln = np.where(port == 0, 0, np.where(routed & (nr < 0), 1, -1))
+        ex = np.where(router[:, None], np.asarray(self.sw)[:, None], -1)
+        ex = np.where(~router[:, None] & (nr >= 0) & router[np.maximum(nr, 0)], np.asarray(self.sw)[np.maximum(nr, 0)],
+                      ex)
+        for _ in range(R):  # until nothing changes (a route to a switch LID has no exit)
+            todo = (ln < 0) & has
+            todo_x = (ex < 0) & has
+            got = ln[nr[todo], cols[todo]]
+            got_x = ex[nr[todo_x], cols[todo_x]]
+            if not (got >= 0).any() and not (got_x >= 0).any():
+                break
+            ln[todo] = np.where(got >= 0, got + 1, -1)
+            ex[todo_x] = got_x
+        self.len0, self.exit0 = ln, ex
+        self.dim0 = np.take_along_axis(pdim, np.where(routed, port, 0), axis=1)
         return aff
 
     # ----------------------------------------------------------------- in-group routes
@@ -242,15 +268,12 @@ class _Degraded:
         # fault-free exits of groups holding an unaffected switch, lengths of unaffected routers
         exit_of: dict[int, int] = {}
         fixed: dict[int, tuple[int, int]] = {}  # router -> (links to the LID's port, first dim)
-        for i, x in enumerate(self.sw):
-            if i in rows:
-                continue
-            path = self._walk0(x, lid)
+        for i in np.flatnonzero(~self.aff[:, lid]).tolist():
+            x = self.sw[i]
             if x in self.is_router:
-                d = self.br.dim[path[1]] if len(path) > 1 and path[1] in self.group_of else -1
-                fixed[x] = (len(path) - 1, d)
+                fixed[x] = (int(self.len0[i, lid]), int(self.dim0[i, lid]))
             else:
-                exit_of[self.group_of[x]] = next(y for y in path if y in self.is_router)
+                exit_of[self.group_of[x]] = int(self.exit0[i, lid])
         # Dijkstra over routers, from T: key (links, violations, GUID)
         best: dict[int, tuple] = {T: (0, 0, bf.guids[T])}
         first_dim = {T: -1}
@@ -311,22 +334,9 @@ class _Degraded:
             out.update(self._bfs_rule(lid, T, orphans, out))
         return out
 
-    def _walk0(self, x: int, lid: int) -> list[int]:
-        """Base nodes of the fault-free route from switch x to the LID (unaffected: all alive)."""
-        bf, path = self.bf, [x]
-        while True:
-            port = int(self.T0[self.row[x], lid])
-            if port == 0:
-                return path
-            x = bf.peer(x, port)[0]
-            path.append(x)
-            if bf.types[x] != SWITCH:
-                return path
-
     def _bfs_rule(self, lid: int, target: int, rows, out) -> dict[int, tuple]:
         """Rows no CA-to-CA route passes (management targets, switches off every chosen route):
         toward a neighbour switch one hop closer to the target over the working links."""
-        bf = self.bf
         dist = self._switch_dist(target)
         res = {}
         for r in rows:
@@ -334,21 +344,19 @@ class _Degraded:
             if x == target:
                 res[r] = (0,)
             elif x in dist:
-                res[r] = tuple(port for port, p, pp in bf.neighbors(x)
-                               if dist.get(p) == dist[x] - 1 and self.alive(x, port) == (p, pp))
+                res[r] = tuple(port for port, p in self.sw_adj[x] if dist.get(p) == dist[x] - 1)
         return res
 
     def _switch_dist(self, target: int) -> dict[int, int]:
         """Hops from every switch to switch `target` over the working links (cached per target)."""
         got = self._dist_cache.get(target)
         if got is None:
-            bf = self.bf
             got = self._dist_cache[target] = {target: 0}
             q = deque([target])
             while q:
                 u = q.popleft()
-                for port, p, pp in bf.neighbors(u):
-                    if bf.types[p] == SWITCH and p not in got and self.alive(u, port) == (p, pp):
+                for _, p in self.sw_adj[u]:
+                    if p not in got:
                         got[p] = got[u] + 1
                         q.append(p)
         return got
@@ -406,6 +414,9 @@ class _Degraded:
                 if self.owners[dlid] == (c, p):
                     continue
                 bsrc = bf.by_guid(f.guids[c])
+                if not self.aff[self.row[bf.peer(bsrc, p)[0]], dlid]:
+                    path_sls[(slid, dlid)] = 0  # the fault-free route, intact: no violation, unchanged
+                    continue
                 hops, ln = self._walk(bsrc, p, dlid, tables)
                 if hops is None:
                     continue  # not delivered: the verifier reports it
