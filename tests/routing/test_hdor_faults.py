@@ -283,3 +283,56 @@ def test_declines_a_cable_not_in_the_remembered_kns():
     with pytest.raises(hdor.NotKNS, match=r"is cabled to .* not as in the remembered KNS"):
         hdor.compute(g, baseline=(f, r0))
     assert gb is not None
+
+
+def switch_hops(g, a, b):
+    """Fewest links between switches a and b over g's working links (CAs do not forward)."""
+    dist = {a: 0}
+    q = deque([a])
+    while q:
+        u = q.popleft()
+        for _, p, _ in g.neighbors(u):
+            if g.types[p] == SWITCH and p not in dist:
+                dist[p] = dist[u] + 1
+                q.append(p)
+    return dist.get(b)
+
+
+@pytest.mark.parametrize("shape", [(4, 2, 1), (3, 3, 1)], ids=["k4n2", "k3n3"])
+def test_single_link_detours_are_shortest(shape):
+    """With one router-switch cable down on single-switch groups, every CA-to-CA route is as
+    short as the degraded fabric allows (the kept routes do not lengthen any detour)."""
+    f = kns_with_lids(*shape)
+    r0 = hdor.compute(f)
+    for li in router_switch_links(f)[::2]:
+        g = degrade(f, links=[li])
+        res = hdor.compute(g, baseline=(f, r0))
+        cas = [(c, p) for (c, p) in g.port_lids if g.types[c] == CA and g.peer(c, p)]
+        for c, p in cas:
+            y, pin = g.peer(c, p)
+            for d, q in cas:
+                if (d, q) == (c, p):
+                    continue
+                t = g.peer(d, q)[0]
+                route = hops(g, res.tables, y, g.port_lids[(d, q)][0], pin)
+                assert len(route) == switch_hops(g, y, t) + 1, (g.names[c], g.names[d])
+
+
+def test_parallel_link_failure_stays_on_one_vl():
+    """multiplicity 2: a router that loses one of its two links into a group keeps using the other,
+    so no route gets longer and no VL is added; LMC 1 spreads both LIDs of a port."""
+    for s in (1, 2):
+        f = kns_with_lids(4, 2, s, h=1, m=2, lmc=1)
+        r0 = hdor.compute(f)
+        for li in router_switch_links(f)[::5]:
+            g = degrade(f, links=[li])
+            res = hdor.compute(g, baseline=(f, r0))
+            check(f, r0, g, res)
+            assert res.vls == 1 and res.extra_hops["max"] == 0 and res.extra_hops["detoured"] > 0
+
+
+def test_degraded_without_a_remembered_kns_is_declined():
+    f = kns_with_lids(4, 2)
+    g = degrade(f, links=router_switch_links(f)[:1])
+    with pytest.raises(hdor.NotKNS):
+        hdor.compute(g)
