@@ -336,3 +336,15 @@ def test_degraded_without_a_remembered_kns_is_declined():
     g = degrade(f, links=router_switch_links(f)[:1])
     with pytest.raises(hdor.NotKNS):
         hdor.compute(g)
+
+
+def test_every_link_inside_the_trees():
+    """s = 2: every single switch-switch cable inside a dimension's tree."""
+    f = kns_with_lids(4, 2, 2)
+    r0 = hdor.compute(f)
+    inside = [li for li in range(f.num_links) if f.roles[f.link_a[li]] == f.roles[f.link_b[li]] == "switch"]
+    assert len(inside) == 8 * 4
+    for li in inside:
+        g = degrade(f, links=[li])
+        res = hdor.compute(g, baseline=(f, r0))
+        assert check(f, r0, g, res) > 0
