@@ -104,6 +104,9 @@ class _Degraded:
         aff = self._affected()
         table = T0.copy()
         table[aff] = NO_ROUTE
+        owned = np.zeros(NL, dtype=bool)
+        owned[list(self.owners)] = True
+        table[:, ~owned] = NO_ROUTE  # LIDs of failed ports: no entry, as for any LID without an owner
         self.table, self.aff = table, aff
         counters: list[dict] = [{} for _ in self.sw]
         for lid in sorted(self.owners):

@@ -104,6 +104,9 @@ def check(f, r0, g, res):
         if res.role[y] != "hca" or g.neighbors(y):
             assert res.role[y] == r0.role[x], g.names[y]
             assert res.coords[y] == r0.coords[x], g.names[y]
+    # LIDs nobody owns any more (failed routers and their HCAs) have no entry anywhere
+    for row in res.tables.lft.values():
+        assert all(row[lid] == 255 for lid in range(len(row)) if lid not in owners_g)
     # delivery and unchanged routes, from every switch to every LID
     alive = {(g.guids[a], pa, g.guids[b]) for a in range(g.num_nodes) for pa, b, _ in g.neighbors(a)}
     changed = 0
@@ -304,7 +307,7 @@ def test_single_link_detours_are_shortest(shape):
     short as the degraded fabric allows (the kept routes do not lengthen any detour)."""
     f = kns_with_lids(*shape)
     r0 = hdor.compute(f)
-    for li in router_switch_links(f)[::2]:
+    for li in router_switch_links(f)[::3]:
         g = degrade(f, links=[li])
         res = hdor.compute(g, baseline=(f, r0))
         cas = [(c, p) for (c, p) in g.port_lids if g.types[c] == CA and g.peer(c, p)]
