@@ -351,3 +351,17 @@ def test_every_link_inside_the_trees():
         g = degrade(f, links=[li])
         res = hdor.compute(g, baseline=(f, r0))
         assert check(f, r0, g, res) > 0
+
+
+def test_declines_a_moved_lid_or_an_unknown_node():
+    f = kns_with_lids(3, 2)
+    r0 = hdor.compute(f)
+    g = degrade(f, links=router_switch_links(f)[:1])
+    (c, p), (_, lmc) = next((k, v) for k, v in g.port_lids.items() if g.types[k[0]] == CA)
+    g.port_lids[(c, p)] = (max(g.lid_owners()) + 1, lmc)
+    with pytest.raises(hdor.NotKNS, match=r"is not that port's LID in the remembered KNS"):
+        hdor.compute(g, baseline=(f, r0))
+    g = degrade(f, links=router_switch_links(f)[:1])
+    g.add_node(CA, "stranger", 1, "hca", guid=0x1234)
+    with pytest.raises(hdor.NotKNS, match=r"'stranger' is not in the remembered KNS"):
+        hdor.compute(g, baseline=(f, r0))
