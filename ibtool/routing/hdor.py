@@ -676,7 +676,7 @@ def dump_lines(result: HdorResult, fabric: Fabric) -> list[str]:
            f"lids={r.lids}"]
     if r.faults:  # a degraded KNS (section 6); a complete one's dump is unchanged
         e = r.extra_hops
-        out[0] += f" vls={r.vls} detoured={e['detoured']} extra_max={e['max']} extra_mean={e['mean']}"
+        out[0] += f" vls={r.vls} detoured={e['detoured']} extra_max={e['max']} extra_mean={e['mean']:.3f}"
     for x in r.routers:
         out.append(f'router 0x{f.guids[x]:016x} {_coord_str(r.coords[x])} "{f.names[x]}"')
     for x in r.switches:

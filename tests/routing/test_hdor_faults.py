@@ -223,7 +223,7 @@ def test_every_router_switch_link(base):
         assert res.vls == 2 and res.extra_hops["detoured"] > 0
     head = hdor.dump_lines(res, g)[0]
     assert head.endswith(f" vls=2 detoured={res.extra_hops['detoured']} extra_max={res.extra_hops['max']} "
-                         f"extra_mean={res.extra_hops['mean']}")
+                         f"extra_mean={res.extra_hops['mean']:.3f}")
     assert " vls=" not in hdor.dump_lines(r0, f)[0]
 
 
