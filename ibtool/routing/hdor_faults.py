@@ -122,25 +122,41 @@ class _Degraded:
         return self._result()
 
     def _structure(self):
-        """Groups, members and in-group levels, from the remembered KNS."""
+        """Groups, members and in-group levels. A group here is a connected component of the
+        surviving switches of a remembered group over working links (section "Terms": a failure
+        inside a tree may split it); its members are the routers with a working link into it."""
         bf, br = self.bf, self.br
         self.is_router = {x: True for x in br.routers}
-        self.group_of = {}
+        self.group_of = {}  # surviving indirect switch -> group (component)
+        self.group_sw: list[list[int]] = []
+        self.group_dim: list[int] = []
         for gi, sw in enumerate(br.groups):
+            inside = {x for x in sw if self.b2c[x] >= 0}
             for x in sw:
-                self.group_of[x] = gi
-        self.members = [set() for _ in br.groups]
-        self.gdim_of = {}  # (router, dim) -> group
-        for gi, sw in enumerate(br.groups):
+                if x in inside and x not in self.group_of:
+                    comp, q = [x], deque([x])
+                    self.group_of[x] = len(self.group_sw)
+                    while q:
+                        u = q.popleft()
+                        for port, p, pp in bf.neighbors(u):
+                            if p in inside and p not in self.group_of and self.alive(u, port) == (p, pp):
+                                self.group_of[p] = len(self.group_sw)
+                                comp.append(p)
+                                q.append(p)
+                    self.group_sw.append(sorted(comp, key=lambda y: bf.guids[y]))
+                    self.group_dim.append(br.group_dim[gi])
+        self.members = [set() for _ in self.group_sw]
+        self.gdim_of: dict[tuple[int, int], list[int]] = {}  # (router, dim) -> its groups, ascending
+        for gi, sw in enumerate(self.group_sw):
             for x in sw:
-                for _, p, _ in bf.neighbors(x):
-                    if p in self.is_router:
+                for port, p, pp in bf.neighbors(x):
+                    if p in self.is_router and self.alive(x, port) == (p, pp) and p not in self.members[gi]:
                         self.members[gi].add(p)
-                        self.gdim_of[(p, br.group_dim[gi])] = gi
+                        self.gdim_of.setdefault((p, self.group_dim[gi]), []).append(gi)
         # level: fewest remembered in-group hops to a switch linked to a member (stage in a k-ary
         # s-tree); "up" = toward a higher (level, GUID)
         self.rank = {}
-        for gi, sw in enumerate(br.groups):
+        for sw in br.groups:
             inside = set(sw)
             lev = {x: 0 for x in sw if any(p in self.is_router for _, p, _ in bf.neighbors(x))}
             q = deque(lev)
@@ -170,7 +186,7 @@ class _Degraded:
             router[i] = x in self.is_router
             adj = self.sw_adj[x] = []
             for port, p, pp in bf.neighbors(x):
-                if p in self.group_of:
+                if p in self.br.dim:
                     pdim[i, port] = self.br.dim[p]
                 if self.alive(x, port) == (p, pp):
                     dead[i, port] = False
@@ -221,7 +237,7 @@ class _Degraded:
         if got is not None:
             return got
         bf, rank = self.bf, self.rank
-        sw = [x for x in self.br.groups[gi] if self.b2c[x] >= 0]
+        sw = self.group_sw[gi]
         adj = {x: [(port, p) for port, p, pp in bf.neighbors(x) if self.alive(x, port) == (p, pp)] for x in sw}
         dd = {}
         for x in sorted(sw, key=rank.get):  # ascending: down-neighbours first
@@ -293,10 +309,8 @@ class _Degraded:
             if X in done or best[X] != (ln, v, g):
                 continue
             done.add(X)
-            for e in range(br.n):
-                gi = self.gdim_of.get((X, e))
-                if gi is None:
-                    continue
+            for gi in [g for d in range(br.n) for g in self.gdim_of.get((X, d), ())]:
+                e = self.group_dim[gi]
                 if exit_of.get(gi, X) != X:
                     continue
                 cost, into = self._in_group(gi, X)
@@ -386,8 +400,7 @@ class _Degraded:
                 continue
             cnt = np.bincount(self.table[self.row[x]], minlength=256)
             for d in range(br.n):
-                gi = self.gdim_of.get((x, d))
-                ports = [p for p, y, _ in f.neighbors(c[x]) if self.group_of.get(bf.by_guid(f.guids[y])) == gi]
+                ports = [p for p, y, _ in f.neighbors(c[x]) if br.dim.get(bf.by_guid(f.guids[y])) == d]
                 if len(ports) >= 2:
                     spread[(c[x], d)] = {p: int(cnt[p]) for p in ports}
         alive = lambda xs: sorted((c[x] for x in xs if c[x] >= 0), key=lambda i: f.guids[i])

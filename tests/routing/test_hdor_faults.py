@@ -365,3 +365,20 @@ def test_declines_a_moved_lid_or_an_unknown_node():
     g.add_node(CA, "stranger", 1, "hca", guid=0x1234)
     with pytest.raises(hdor.NotKNS, match=r"'stranger' is not in the remembered KNS"):
         hdor.compute(g, baseline=(f, r0))
+
+
+def test_a_tree_split_in_two_is_two_groups():
+    """s = 2: column 3's dimension-1 tree loses a top switch and the other top switch's link to
+    leaf 0, so its leaves part; R[3,3] also loses its dimension-0 leaf and can only reach R[2,3],
+    through its own half of the tree. Each half gets its own exit (docs/hdor.md section 6)."""
+    f = kns_with_lids(4, 2, 2)
+    r0 = hdor.compute(f)
+    name = {f.names[x]: x for x in range(f.num_nodes)}
+    cut = [li for li in range(f.num_links)
+           if {f.names[f.link_a[li]], f.names[f.link_b[li]]} == {"S[1,3,0,0]", "S[1,3,1,1]"}]
+    g = degrade(f, nodes=[name["S[1,3,1,0]"], name["S[0,3,0,1]"]], links=cut)
+    res = hdor.compute(g, baseline=(f, r0))
+    check(f, r0, g, res)
+    rows = res.tables.lft[f.guids[name["R[3,3]"]]]
+    lid = f.port_lids[(name["R[0,0]"], 0)][0]
+    assert g.names[g.peer(g.by_guid(f.guids[name["R[3,3]"]]), int(rows[lid]))[0]] == "S[1,3,0,1]"
