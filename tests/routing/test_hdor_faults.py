@@ -248,8 +248,9 @@ def test_failed_router(base):
 def test_seeded_multi_fault(base, seed):
     _, f, r0 = base
     rng = random.Random(seed)
-    links = rng.sample(router_switch_links(f), 2)
-    nodes = [rng.choice(indirect(f))]
+    inside = [li for li in range(f.num_links) if f.roles[f.link_a[li]] == f.roles[f.link_b[li]] == "switch"]
+    links = rng.sample(router_switch_links(f) + inside, 4)
+    nodes = rng.sample(indirect(f), 2)
     if seed % 2:
         nodes.append(rng.choice(routers(f)))
     g = degrade(f, nodes=nodes, links=links)
