@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from hdor_helpers import kns_with_lids, rebuild, walk
+from support import ibtool
 
 from ibtool.fabric import CA, SWITCH
 from ibtool.formats import ibnetdiscover
@@ -383,3 +384,27 @@ def test_a_tree_split_in_two_is_two_groups():
     rows = res.tables.lft[f.guids[name["R[3,3]"]]]
     lid = f.port_lids[(name["R[0,0]"], 0)][0]
     assert g.names[g.peer(g.by_guid(f.guids[name["R[3,3]"]]), int(rows[lid]))[0]] == "S[1,3,0,1]"
+
+
+@pytest.mark.ibsim
+@pytest.mark.parametrize("args,steps", [
+    (("--k", "3", "--n", "2"), ['["R[1,1] 3"]', '["S[0,2]"]', '["R[2,0] 1", "R[0,1] 3"]']),
+    (("--k", "4", "--n", "2", "--s", "2", "--radix", "8"), ['["S[1,2,1,0]"]', '["R[3,3] 2"]']),
+], ids=["k3n2", "k4n2s2"])
+def test_real_fault_steps_under_ibsim(tmp_path, args, steps):
+    """Faults injected into a real ibsim through its console while one real OpenSM runs
+    (`ibtool sim run --faults`): the reference routes every step's real `ibnetdiscover` against
+    step 0's, with the LIDs OpenSM kept, and every check holds."""
+    ibtool("topo", "kns", *args, "--out", tmp_path / "plan", check=0)
+    scenario = tmp_path / "faults.yaml"
+    scenario.write_text("steps:\n" + "".join(f"  - down: {s}\n" for s in steps))
+    run = tmp_path / "run"
+    ibtool("sim", "run", tmp_path / "plan/topology.net", "--engine", "minhop", "--faults", scenario, "--out", run,
+           check=0)
+    f = ibnetdiscover.read(run / "step-0/ibnetdiscover.out")
+    r0 = hdor.compute(f)
+    for n in range(1, len(steps) + 1):
+        g = ibnetdiscover.read(run / f"step-{n}/ibnetdiscover.out")
+        assert g.num_links < f.num_links
+        res = hdor.compute(g, baseline=(f, r0))
+        assert res.faults["links"] and check(f, r0, g, res) > 0
