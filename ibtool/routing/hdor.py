@@ -148,9 +148,20 @@ def compute(fabric: Fabric, baseline: tuple[Fabric, HdorResult] | None = None, v
     path SLs and SL2VL tables using at most `vls` VLs (docs/hdor.md "Fault tolerance")."""
     if baseline is not None:  # the fault-tolerant part lives apart (it imports this module)
         from ibtool.routing.hdor_faults import degraded
-        res = degraded(fabric, baseline[0], baseline[1], vls)
+        try:
+            res = degraded(fabric, baseline[0], baseline[1], vls)
+        except NotKNS as declined:  # not a degraded KNS: perhaps a complete (new) one
+            try:
+                return _complete(fabric)
+            except NotKNS:
+                raise declined from None
         if res is not None:
             return res
+    return _complete(fabric)
+
+
+def _complete(fabric: Fabric) -> HdorResult:
+    """Sections 1-4 on a complete KNS (raises NotKNS otherwise)."""
     topo = _Topology(fabric)
     topo.identify()
     topo.dimensions()

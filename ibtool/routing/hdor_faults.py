@@ -49,6 +49,14 @@ class _Degraded:
                 raise NotKNS(f"{_describe(f, c)} is not in the remembered KNS")
             b2c[b] = c
         self.b2c = b2c
+        dead_nodes = [b for b in range(bf.num_nodes) if b2c[b] < 0]
+        dead_links = []
+        for li in range(bf.num_links):
+            a, pa, b, pb = bf.link_a[li], bf.link_pa[li], bf.link_b[li], bf.link_pb[li]
+            if b2c[a] < 0 or b2c[b] < 0 or f.peer(b2c[a], pa) != (b2c[b], pb):
+                dead_links.append(li)
+        if not dead_nodes and not dead_links and f.num_links == bf.num_links:
+            return False  # the remembered KNS itself: sections 1-5 route it
         for c in range(f.num_nodes):
             for port, peer, pport in f.neighbors(c):
                 b = bf.by_guid(f.guids[c])
@@ -63,16 +71,10 @@ class _Degraded:
                 raise NotKNS(f"LID {lid} ({_describe(f, c)} port {port}) is not that port's LID in the "
                              f"remembered KNS")
         self.owners = owners
-        dead_nodes = [b for b in range(bf.num_nodes) if b2c[b] < 0]
-        dead_links = []
-        for li in range(bf.num_links):
-            a, pa, b, pb = bf.link_a[li], bf.link_pa[li], bf.link_b[li], bf.link_pb[li]
-            if b2c[a] < 0 or b2c[b] < 0 or f.peer(b2c[a], pa) != (b2c[b], pb):
-                dead_links.append(li)
         self.faults = {"nodes": [bf.names[b] for b in dead_nodes],
                        "links": [f"{bf.names[bf.link_a[li]]}[{bf.link_pa[li]}]-{bf.names[bf.link_b[li]]}"
                                  f"[{bf.link_pb[li]}]" for li in dead_links]}
-        return bool(dead_nodes or dead_links)
+        return True
 
     def alive(self, b: int, port: int) -> tuple[int, int] | None:
         """The base peer (node, port) of base node b's port when that link still works."""

@@ -408,3 +408,14 @@ def test_real_fault_steps_under_ibsim(tmp_path, args, steps):
         assert g.num_links < f.num_links
         res = hdor.compute(g, baseline=(f, r0))
         assert res.faults["links"] and check(f, r0, g, res) > 0
+
+
+def test_a_complete_kns_with_new_lids_is_routed_afresh():
+    """Not a degraded KNS (every port has another LID, e.g. after an OpenSM restart) but a
+    complete one: routed by sections 1-4, not declined."""
+    f = kns_with_lids(3, 2)
+    r0 = hdor.compute(f)
+    g = degrade(f)
+    g.port_lids = {k: (lid + 100, lmc) for k, (lid, lmc) in g.port_lids.items()}
+    res = hdor.compute(g, baseline=(f, r0))
+    assert hdor.compare_tables(res.tables, hdor.compute(g).tables) == [] and res.vls == 1
