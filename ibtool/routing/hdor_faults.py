@@ -116,7 +116,7 @@ class _Degraded:
             if len(rows):
                 cands = self._route_lid(lid, set(rows.tolist()))
                 for r in rows.tolist():
-                    C = cands.get(r)
+                    C = tuple(sorted(cands.get(r, ())))  # by port, as in section 4
                     if C:
                         j = counters[r].get(C, 0)
                         counters[r][C] = j + 1
