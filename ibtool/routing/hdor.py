@@ -58,6 +58,12 @@ class HdorResult:
     groups: list[list[int]] = field(default_factory=list)  # switches of each group, groups by key
     group_dim: list[int] = field(default_factory=list)
     lids: int = 0  # LIDs routed (every LID of every LMC range)
+    # degraded KNS (docs/hdor.md "Fault tolerance"); fault-free: 1 VL, no SLs, nothing failed
+    vls: int = 1  # VLs the CA-to-CA routes use (1 + the most dimension-order violations of a path)
+    sl2vl: dict | None = None  # SL2VL (formats.sl2vl): switch GUID -> {(in, out): 16 VLs}; rows not listed: VL 0
+    path_sls: dict | None = None  # PathSLs (formats.pathrecord): (SLID, DLID) -> SL, every CA-to-CA pair
+    faults: dict = field(default_factory=dict)  # failed links/nodes against the remembered KNS
+    extra_hops: dict = field(default_factory=dict)  # CA-to-CA pairs whose path changed: count, max, mean links
 
     def spread_summary(self) -> dict:
         """How evenly parallel router–group links share the LIDs (max - min per pair)."""
@@ -134,8 +140,28 @@ class _Group:
 
 # ------------------------------------------------------------------------------------ compute
 
-def compute(fabric: Fabric) -> HdorResult:
-    """Identify the KNS, assign dimensions and coordinates and fill every switch's LFT (docs/hdor.md)."""
+def compute(fabric: Fabric, baseline: tuple[Fabric, HdorResult] | None = None, vls: int = 8) -> HdorResult:
+    """Identify the KNS, assign dimensions and coordinates and fill every switch's LFT (docs/hdor.md).
+
+    baseline: (fabric, result) of the last complete KNS hdor routed (the C engine remembers it
+    across sweeps). A fabric with failed elements against it is routed as a degraded KNS with
+    path SLs and SL2VL tables using at most `vls` VLs (docs/hdor.md "Fault tolerance")."""
+    if baseline is not None:  # the fault-tolerant part lives apart (it imports this module)
+        from ibtool.routing.hdor_faults import degraded
+        try:
+            res = degraded(fabric, baseline[0], baseline[1], vls)
+        except NotKNS as declined:  # not a degraded KNS: perhaps a complete (new) one
+            try:
+                return _complete(fabric)
+            except NotKNS:
+                raise declined from None
+        if res is not None:
+            return res
+    return _complete(fabric)
+
+
+def _complete(fabric: Fabric) -> HdorResult:
+    """Sections 1-4 on a complete KNS (raises NotKNS otherwise)."""
     topo = _Topology(fabric)
     topo.identify()
     topo.dimensions()
@@ -659,6 +685,9 @@ def dump_lines(result: HdorResult, fabric: Fabric) -> list[str]:
     f, r = fabric, result
     out = [f"# hdor k={r.k} n={r.n} routers={len(r.routers)} switches={len(r.switches)} hcas={len(r.hcas)} "
            f"lids={r.lids}"]
+    if r.faults:  # a degraded KNS (section 6); a complete one's dump is unchanged
+        e = r.extra_hops
+        out[0] += f" vls={r.vls} detoured={e['detoured']} extra_max={e['max']} extra_mean={e['mean']:.3f}"
     for x in r.routers:
         out.append(f'router 0x{f.guids[x]:016x} {_coord_str(r.coords[x])} "{f.names[x]}"')
     for x in r.switches:
