@@ -91,10 +91,18 @@ def read(path: str | Path) -> Tables:
         if size == 0:
             raise InputError("empty file (not a dump_fts/ibroute/opensm-lfts.dump file?)", path=path)
         fh.seek(0)
-        return _parse(_chunks(fh), path)
+        try:
+            return _parse(_chunks(fh), path)
+        except _LongLine:
+            raise InputError("a line longer than 1 MiB (not a dump_fts/ibroute/opensm-lfts.dump file?)",
+                             path=path) from None
 
 
 _PAD = 4
+
+
+class _LongLine(Exception):
+    """A line of over 1 MiB: no table has one."""
 
 
 def _chunks(fh):
@@ -119,7 +127,12 @@ def _chunks(fh):
         else:
             tail = bytes(mv[max(0, total - (1 << 20)):total])
             cut = tail.rfind(b"\n")
-            end = total - len(tail) + cut + 1 if cut >= 0 else total
+            if cut < 0:  # no whole line yet: read on while the buffer has room for another chunk
+                if total <= (1 << 20):
+                    have = total
+                    continue
+                raise _LongLine(total)
+            end = total - len(tail) + cut + 1
         carry = buf[end:total].copy()
         buf[end:end + _PAD] = 10
         yield buf[:end + _PAD], end
