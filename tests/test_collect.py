@@ -136,3 +136,18 @@ def test_counters_fixture_agrees_with_ibqueryerrors():
                               (0x2c90000000130, 2, "LinkDownedCounter", 3),
                               (0x2c90000000010, 1, "PortRcvErrors", 17)}
     assert h["ports_checked"] == 54 and not h["unanswered"]
+
+
+def test_health_names_the_cable_by_its_id_and_labels(tmp_path):
+    """With the plan's cable list, a finding names cable ID and labels (the same reader as
+    `verify topology`'s)."""
+    from support import ROOT
+    d = ROOT / "fixtures" / "real" / "ibsim-kns-k3-n2-counters"
+    plan = tmp_path / "plan"
+    ibtool("topo", "kns", "--k", "3", "--n", "2", "--radix", "8", "--out", plan, check=0)
+    ibtool("cabling", plan, "--out", plan / "cabling", check=0)
+    h = health(d, "--plan", plan, "--threshold", "LinkDownedCounter=10")
+    cab = {f["device"]: f for f in h["findings"]}
+    assert set(cab) == {"S[0,0]", "R[0,0]"} and all(f["cable"].startswith("C0") for f in h["findings"])
+    assert cab["S[0,0]"]["action"].startswith(f"reseat or replace cable {cab['S[0,0]']['cable']}: 250 SymbolErrorCounter")
+    assert all(len(f["labels"]) == 2 and f["cable"] in f["labels"][0] for f in h["findings"])

@@ -430,16 +430,13 @@ def _verify_run(run_dir: Path, plan, nnm, expect, permutations, say) -> dict:
     return rep
 
 
-def cables_for(plan: Path | None) -> dict | None:
+def cables_for(plan: Path | None):
     """The plan's cable list (`ibtool cabling` writes PLAN/cabling/cables.csv), when there is one."""
     if plan is None:
         return None
-    d = plan if plan.is_dir() else plan.parent
-    for cand in (d / "cables.csv", d / "cabling" / "cables.csv"):
-        if cand.is_file():
-            from ibtool.verify.health import read_cables
-            return read_cables(cand)
-    return None
+    from ibtool.verify import cables
+    found = cables.find(Path(plan))
+    return cables.read(found) if found else None
 
 
 def _counters(run_dir: Path, f):

@@ -57,8 +57,8 @@ def _cable_of(cables, a: str, pa: int, b: str, pb: int):
 
 def check(fabric: Fabric, counters: dict[tuple[int, int], dict[str, int]], *, baseline=None, hours: float | None = None,
           thresholds: dict[str, int] | None = None, cables: dict | None = None) -> dict:
-    """Findings per cable. `counters`/`baseline`: (node, port) -> counters; `cables`: (device, port)
-    -> {"id", "a_label", "b_label"} from the plan's cable list."""
+    """Findings per cable. `counters`/`baseline`: (node, port) -> counters; `cables`: the plan's
+    cable list (ibtool.verify.cables.CableList: (device, port) -> Cable)."""
     th = {**THRESHOLDS, **(thresholds or {})}
     findings, resets, missing = [], [], []
     checked = 0
@@ -66,7 +66,7 @@ def check(fabric: Fabric, counters: dict[tuple[int, int], dict[str, int]], *, ba
         a, pa, b, pb = fabric.link_a[li], fabric.link_pa[li], fabric.link_b[li], fabric.link_pb[li]
         na, nb = fabric.names[a], fabric.names[b]
         cab = _cable_of(cables, na, pa, nb, pb)
-        what = f"cable {cab['id']}" if cab else "the cable"
+        what = f"cable {cab.id}" if cab else "the cable"
         ends = f"{na} port {pa} - {nb} port {pb}"
         for node, port in ((a, pa), (b, pb)):
             now = counters.get((node, port))
@@ -95,7 +95,7 @@ def check(fabric: Fabric, counters: dict[tuple[int, int], dict[str, int]], *, ba
                 action = (f"reseat or replace {what}: {count} on {fabric.names[node]} port {port} ({ends})"
                           if key in CABLE else
                           f"check {fabric.names[node]} port {port} ({ends}): {count}")
-                findings.append({"cable": cab["id"] if cab else None, "labels": [cab["a_label"], cab["b_label"]] if cab else None,
+                findings.append({"cable": cab.id if cab else None, "labels": [cab.a_label, cab.b_label] if cab else None,
                                  "device": fabric.names[node], "port": port, "counter": key, "value": v,
                                  "delta": delta if base is not None else None, "threshold": limit,
                                  "saturated": sat, "link": ends, "action": action})
@@ -103,30 +103,6 @@ def check(fabric: Fabric, counters: dict[tuple[int, int], dict[str, int]], *, ba
             "unanswered": missing, "thresholds": th, "baseline": baseline is not None,
             "hours": hours}
 
-
-def read_cables(path) -> dict:
-    """(device, port) -> {"id", "a_label", "b_label"} from a plan's cables.csv (`ibtool cabling`)."""
-    import csv
-
-    from ibtool.errors import InputError
-    from ibtool.formats import open_input
-    out = {}
-    with open_input(path) as fh:
-        reader = csv.DictReader(fh)
-        need = ("cable_id", "a_device", "a_port", "b_device", "b_port", "a_label", "b_label")
-        missing = [c for c in need if c not in (reader.fieldnames or [])]
-        if missing:
-            raise InputError(f"missing column {missing[0]!r} (not a cables.csv of `ibtool cabling`?)",
-                             path=str(path), line=1)
-        for row in reader:
-            cab = {"id": row["cable_id"], "a_label": row["a_label"], "b_label": row["b_label"]}
-            for t in "ab":
-                try:
-                    out[row[f"{t}_device"], int(row[f"{t}_port"])] = cab
-                except (TypeError, ValueError):
-                    raise InputError(f"{t}_port: not a port number: {row[f'{t}_port']!r}", path=str(path),
-                                     line=reader.line_num) from None
-    return out
 
 
 def read_threshold_file(path) -> dict[str, int]:
