@@ -11,11 +11,13 @@ set, like any diags client). Writes, in the run layout `ibtool verify all` reads
                         opensm-sl2vl.dump layout
     perfquery.out       the port counters of every cabled port (perfquery LID PORT,PORT,...: one
                         query per device, several devices at once)
+    saquery-paths.out   the SA's PathRecord of every HCA-to-HCA pair (saquery -p), for the SL the
+                        routing engine gives each path (the per-VL deadlock check needs it)
     summary.json        what was collected and what failed, per item; tool versions; the time
 
 A device or port that does not answer is recorded, not fatal; only a failed ibnetdiscover is (the
-rest needs the topology). Path SLs are not collected: the SA answers one PathRecord query per
-pair of ports, which does not scale; a multi-VL engine's SLs come from its own dumps.
+rest needs the topology). Path SLs take one SA query per pair of HCA ports: by default they are
+asked only up to MAX_PATH_QUERIES pairs (a fabric of ~140 HCA ports); `on` asks them on any size.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from pathlib import Path
 from ibtool.errors import EnvironmentProblem
 from ibtool.fabric import SWITCH, Fabric
 from ibtool.formats import atomic_write, ibnetdiscover, output_dir
-from ibtool.sim.runner import complete_top_lid, require
+from ibtool.sim.runner import MAX_PATH_QUERIES, collect_path_sls, complete_top_lid, require
 
 TOOLS = {"ibnetdiscover": "infiniband-diags", "dump_fts": "infiniband-diags", "smpquery": "infiniband-diags",
          "smpdump": "infiniband-diags", "perfquery": "infiniband-diags"}
@@ -50,9 +52,11 @@ class Clients:
     def env(self) -> dict[str, str]:
         return dict(os.environ)
 
+    def local(self) -> list[str]:
+        return [*(["-C", self.ca] if self.ca else []), *(["-P", str(self.port)] if self.port else [])]
+
     def argv(self, tool: str, *args) -> list[str]:
-        local = [*(["-C", self.ca] if self.ca else []), *(["-P", str(self.port)] if self.port else [])]
-        return [tool, *local, *map(str, args)]
+        return [tool, *self.local(), *map(str, args)]
 
     def run(self, tool: str, *args) -> subprocess.CompletedProcess:
         try:
@@ -146,8 +150,31 @@ def _counters(c: Clients, f: Fabric, parallel: int, item: dict) -> str:
     return "".join(out)
 
 
+def _path_sls(c: Clients, f: Fabric, out: Path, parallel: int, mode: str, say) -> dict:
+    """The SL of every HCA-to-HCA path, asked of the SA (one PathRecord query per pair, so `auto`
+    asks only up to MAX_PATH_QUERIES pairs). An SA that does not answer is recorded, not fatal:
+    the per-VL deadlock check then puts every route on SL 0."""
+    hcas = sum(1 for node, _ in f.port_lids if not f.is_switch(node))
+    pairs = hcas * (hcas - 1)
+    if mode == "off" or (mode == "auto" and pairs > MAX_PATH_QUERIES):
+        why = "--path-sls off" if mode == "off" else (
+            f"{pairs} HCA pairs, more than the {MAX_PATH_QUERIES} PathRecord queries --path-sls auto asks; "
+            "use --path-sls on")
+        (out / "saquery-paths.out").unlink(missing_ok=True)  # an earlier collection's is not this fabric's
+        return {"ok": True, "collected": False, "why": why}
+    say(f"path SLs (saquery -p, {pairs} pairs)")
+    t0 = time.monotonic()
+    try:
+        item = collect_path_sls(c, out / "saquery-paths.out", f, c.timeout, tuple(c.local()), parallel,
+                                limit=None if mode == "on" else MAX_PATH_QUERIES)
+    except EnvironmentProblem as e:  # no SA on this fabric (no SM running), or it stopped answering
+        (out / "saquery-paths.out").unlink(missing_ok=True)
+        return {"ok": True, "collected": False, "why": f"the SA did not answer: {e}"}
+    return {"ok": True, "collected": True, **item, "seconds": round(time.monotonic() - t0, 3)}
+
+
 def collect(out: str | Path, ca: str | None = None, port: int | None = None, timeout: float = 60.0,
-            parallel: int = 8, progress=None) -> dict:
+            parallel: int = 8, progress=None, path_sls: str = "auto") -> dict:
     say = progress or (lambda m: None)
     for tool, pkg in TOOLS.items():
         require(tool, pkg)
@@ -195,6 +222,8 @@ def collect(out: str | Path, ca: str | None = None, port: int | None = None, tim
         if text:
             with atomic_write(out / "sl2vl.dump") as fh:
                 fh.write(text)
+        else:
+            (out / "sl2vl.dump").unlink(missing_ok=True)
         item["seconds"] = round(time.monotonic() - t0, 3)
         items["sl2vl"] = item
         say("port counters (perfquery)")
@@ -205,9 +234,7 @@ def collect(out: str | Path, ca: str | None = None, port: int | None = None, tim
             fh.write(text)
         item["seconds"] = round(time.monotonic() - t0, 3)
         items["counters"] = item
-        items["path_sls"] = {"ok": True, "collected": False,
-                             "why": "one SA PathRecord query per pair of ports does not scale; SLs of a "
-                                    "multi-VL engine come from its own dumps"}
+        items["path_sls"] = _path_sls(c, f, out, parallel, path_sls, say)
         summary["tools"] = {t: _version(c, t) for t in ("ibnetdiscover", "dump_fts", "smpquery", "perfquery")}
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -8,6 +8,7 @@ import subprocess
 import pytest
 
 from support import ibtool
+from ibtool.formats import ibnetdiscover, pathrecord
 from ibtool.sim.live import LiveFabric
 
 pytestmark = pytest.mark.ibsim
@@ -48,6 +49,13 @@ def test_counters_on_chosen_ports_and_a_baseline(kns33, tmp_path):
         assert r.returncode == 0, r.stdout + r.stderr
         h0 = health(tmp_path / "run0")
         assert h0["ok"] and h0["findings"] == [] and h0["ports_checked"] == 54
+        # the SA answered a PathRecord for every ordered pair of HCA ports (minhop: all on SL 0)
+        item = json.loads((tmp_path / "run0" / "summary.json").read_text())["items"]["path_sls"]
+        f = ibnetdiscover.read(tmp_path / "run0" / "ibnetdiscover.out")
+        hca = sorted(lid for (n, _), (lid, _) in f.port_lids.items() if not f.is_switch(n))
+        sls = pathrecord.read(tmp_path / "run0" / "saquery-paths.out")
+        assert item["collected"] and item["pairs"] == item["records"] == len(hca) * (len(hca) - 1) > 0
+        assert set(sls) == {(a, b) for a in hca for b in hca if a != b} and set(sls.values()) == {0}
         lf.console(f'PerformanceSet "{s00}"[2] PortCounters.SymbolErrorCounter=250')
         lf.console(f'PerformanceSet "{r11}"[3] PortCounters.LinkDownedCounter=12')
         lf.console(f'PerformanceSet "{r11}"[1] PortCounters.PortXmitDiscards=50')
@@ -89,9 +97,13 @@ def test_a_switch_that_does_not_answer_is_recorded(kns33, tmp_path):
     net = kns33 / "plan" / "topology.net"
     s11 = switch_id("S[1,1]", net)
     with LiveFabric(net, tmp_path / "w", ["minhop"], opensm_args=["-s", "0"]) as lf:
+        assert collect(lf, tmp_path / "run").returncode == 0
+        assert (tmp_path / "run" / "saquery-paths.out").is_file()
         lf.console(f'Baselid "{s11}"[0] 999')
-        r = collect(lf, tmp_path / "run", "--timeout", "30")
+        r = collect(lf, tmp_path / "run", "--timeout", "30", "--path-sls", "off")
     s = json.loads((tmp_path / "run" / "summary.json").read_text())
+    # collected again into the same directory without path SLs: the earlier file is not left to mislead
+    assert s["items"]["path_sls"]["collected"] is False and not (tmp_path / "run" / "saquery-paths.out").exists()
     assert r.returncode == 1 and not s["ok"]
     assert [x["device"] for x in s["items"]["counters"]["failed"]] == ["S[1,1]"]
     assert {x["device"] for x in s["items"]["sl2vl"]["failed"]} == {"S[1,1]"}

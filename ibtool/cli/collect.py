@@ -17,8 +17,11 @@ import click
               help="Seconds for each tool run.")
 @click.option("--parallel", default=8, show_default=True, type=click.IntRange(1, 64),
               help="Queries at once (SL2VL, counters).")
+@click.option("--path-sls", "path_sls", type=click.Choice(["auto", "on", "off"]), default="auto", show_default=True,
+              help="Ask the SA for every HCA-to-HCA PathRecord (the SLs of the routes; one query per pair): "
+                   "auto = up to 20,000 pairs.")
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json.")
-def group(out, ca, port, timeout, parallel, as_json):
+def group(out, ca, port, timeout, parallel, path_sls, as_json):
     """Collect everything verification needs from the fabric this host is on.
 
     \b
@@ -27,6 +30,7 @@ def group(out, ca, port, timeout, parallel, as_json):
       dump_fts.out        forwarding tables, complete (the top LID dump_fts drops is read with smpdump)
       sl2vl.dump          SL-to-VL tables of every switch port (OpenSM's dump layout)
       perfquery.out       port counters of every cabled port
+      saquery-paths.out   every HCA-to-HCA PathRecord (its SL), where the SA answers (--path-sls)
       summary.json        what was collected, what failed (per item), tool versions, time
 
     A device that does not answer is recorded, not fatal. Then:
@@ -39,7 +43,7 @@ def group(out, ca, port, timeout, parallel, as_json):
     """
     from ibtool.collect import collect
     say = None if as_json else (lambda m: click.echo(f"  {m}", err=True))
-    s = collect(out, ca, port, timeout, parallel, say)
+    s = collect(out, ca, port, timeout, parallel, say, path_sls)
     if as_json:
         click.echo(json.dumps(s, indent=2))
     else:

@@ -345,19 +345,21 @@ def _wait_subnet_up(p: subprocess.Popen, log: Path, timeout: float) -> bool:
 MAX_PATH_QUERIES = 20_000
 
 
-def collect_path_sls(sim: Fabricsim, out: Path, fabric: Fabric, timeout: float) -> dict:
+def collect_path_sls(sim: Fabricsim, out: Path, fabric: Fabric, timeout: float, local: tuple[str, ...] = (),
+                     parallel: int = 4, limit: int | None = MAX_PATH_QUERIES) -> dict:
     """`saquery -p --slid S --dlid D` for every pair of HCA port base LIDs: the SA's PathRecords,
     with the SL the routing engine gave each path; written as saquery prints them. (The SA answers
-    a query by source alone with a few records only, so it is one query per pair.)"""
+    a query by source alone with a few records only, so it is one query per pair.) `local`: the
+    diags' -C/-P options for the port to query from."""
     saquery = require("saquery", "infiniband-diags")
     lids = sorted(lid for (node, port), (lid, _) in fabric.port_lids.items() if not fabric.is_switch(node))
     pairs = [(a, b) for a in lids for b in lids if a != b]
-    if len(pairs) > MAX_PATH_QUERIES:
+    if limit is not None and len(pairs) > limit:
         raise InputError(f"--path-sls: {len(lids)} HCA ports make {len(pairs)} PathRecord queries; at most "
-                         f"{MAX_PATH_QUERIES} (a fabric of up to {int(MAX_PATH_QUERIES ** 0.5)} HCA ports)")
+                         f"{limit} (a fabric of up to {int(limit ** 0.5)} HCA ports)")
 
     def query(pair: tuple[int, int]) -> bytes:
-        p = subprocess.run([saquery, "-p", "--slid", str(pair[0]), "--dlid", str(pair[1])], cwd=sim.work,
+        p = subprocess.run([saquery, *local, "-p", "--slid", str(pair[0]), "--dlid", str(pair[1])], cwd=sim.work,
                            env=sim.env(), capture_output=True, timeout=timeout, check=False)
         if p.returncode != 0:
             msg = p.stderr.decode(errors="replace").strip().splitlines()
@@ -365,7 +367,7 @@ def collect_path_sls(sim: Fabricsim, out: Path, fabric: Fabric, timeout: float) 
                                      f"{msg[-1] if msg else 'no output'}")
         return p.stdout
 
-    with ThreadPoolExecutor(4) as pool:
+    with ThreadPoolExecutor(parallel) as pool:
         text = b"".join(pool.map(query, pairs))
     with atomic_write(out, "wb") as fh:
         fh.write(text)
