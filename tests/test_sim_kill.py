@@ -86,6 +86,20 @@ def test_kill_9_at_random_moments_leaves_nothing(cellia, tmp_path):
     assert "Traceback" not in r.stderr
 
 
+def test_kill_9_of_a_fault_scenario_leaves_nothing(cellia, tmp_path):
+    """A fault scenario keeps ibsim and one OpenSM running between steps (sim/live.py): killed hard
+    in the middle, neither survives it."""
+    out = tmp_path / "run"
+    p = start(cellia, out, "--engine", "minhop", "--fail", "R[1,1] 3")
+    deadline = time.monotonic() + 60
+    while not any("opensm" in x for x in leftovers(out, -1)) and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert any("ibsim" in x for x in leftovers(out, -1)) and any("opensm" in x for x in leftovers(out, -1))
+    p.kill()
+    p.wait()
+    assert not wait_clean(out, p.pid)
+
+
 def test_dead_runs_scratch_is_removed_and_a_live_one_refused(cellia, tmp_path):
     out = tmp_path / "run"
     work = out / ".work"

@@ -45,7 +45,7 @@ from pathlib import Path
 from ibtool.errors import EnvironmentProblem, InputError
 from ibtool.formats import ibnetdiscover
 from ibtool.sim import opensm
-from ibtool.sim.runner import UMAD2SIM, Fabricsim, limits, require, stop_process
+from ibtool.sim.runner import UMAD2SIM, Fabricsim, die_with_parent, limits, require, stop_process
 
 _VLS = re.compile(r"Virtual Lanes needed: (\d+)")
 PROMPT = b"sim> "
@@ -120,7 +120,8 @@ class LiveFabric:
         with open(self.ibsim_log, "wb") as log:
             self._ibsim = subprocess.Popen([exe, "-s", *limits(fabric), str(self.net.resolve())], cwd=self.scratch,
                                            env=dict(os.environ, IBSIM_SOCKNAME=self.sockname), stdin=self._fifo_fd,
-                                           stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                                           stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                           preexec_fn=die_with_parent())  # noqa: PLW1509
         deadline = time.monotonic() + self.timeout
         while b"Network simulator ready" not in self.ibsim_log.read_bytes():
             if self._ibsim.poll() is not None:
@@ -177,7 +178,7 @@ class LiveFabric:
         with open(self.opensm_out, "wb") as out:
             self._opensm = subprocess.Popen(argv, cwd=self.scratch, env=self.env(**env_extra),
                                             stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                            start_new_session=True)
+                                            start_new_session=True, preexec_fn=die_with_parent())  # noqa: PLW1509
         deadline = time.monotonic() + self.timeout
         text, exited = "", False
         while True:
