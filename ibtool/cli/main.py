@@ -63,6 +63,9 @@ class _Main(click.Group):
             sys.exit(128 + getattr(e, "signum", 2))
         except BrokenPipeError:
             sys.exit(1)
+        except MemoryError:  # a fabric or input too large for this machine: an environment limit, exit 3
+            _fail(ctx, f"out of memory in `ibtool {ctx.invoked_subcommand or ''}`: the fabric or input is too "
+                       "large for this machine's memory (nothing was written)", 3)
 
 
 @click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

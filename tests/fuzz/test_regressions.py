@@ -315,3 +315,22 @@ def test_an_lft_dump_without_a_single_newline(tmp_path):
     big.write_bytes(b"0x" + b"1" * (3 << 20))
     p = ibtool("verify", "routes", "--fabric", R / "ibsim-kns-k3-n2-hdor" / "ibnetdiscover.out", "--lfts", big)
     assert p.returncode == 2 and "a line longer than 1 MiB" in p.stderr, p.stderr
+
+
+def test_out_of_memory_is_one_line_and_exit_3(tmp_path):
+    """A KNS of 8 million routers fits the radix and the router cap but not 1.5 GiB of memory:
+    the user gets one line and exit 3 (an environment limit), not a MemoryError traceback."""
+    import resource
+    import subprocess
+    import sys
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (1536 << 20, 1536 << 20))
+
+    out = tmp_path / "big"
+    r = subprocess.run([sys.executable, "-m", "ibtool.cli.main", "topo", "kns", "--k", "200", "--n", "3",
+                        "--radix", "254", "--out", str(out)], capture_output=True, text=True, timeout=600,
+                       preexec_fn=limit)
+    assert r.returncode == 3, r.stderr[-2000:]
+    assert r.stderr.startswith("ibtool: error: out of memory in `ibtool topo`") and r.stderr.count("\n") == 1
+    assert "Traceback" not in r.stderr and not out.exists()
