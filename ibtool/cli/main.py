@@ -78,7 +78,11 @@ def cli():
       ibtool topo kns --k 6 --n 2 --radix 8 --out cellia      # plan: net file, node-name-map, opensm.conf
       ibtool sim run cellia/topology.net --engine hdor --out run   # emulate in ibsim, route, discover
       ibtool verify all run                                    # cabling, coordinates, every route
-      ibtool verify topology --plan cellia/topology.net --discovered real-fabric.ibnetdiscover
+      ibtool analyze cellia                                    # diameter, bisection, latency, cost
+      ibtool cabling cellia --out cellia/cabling               # cable list, rack sheets, labels, BOM
+      ibtool sim run cellia/topology.net --engine hdor --fail "R[1,1] 3" --out f   # a cable fails
+      ibtool collect --out run0            # on a host of a real fabric: topology, tables, counters
+      ibtool verify all run0 --plan cellia/topology.net        # miswired cables, routes, cable health
       ibtool bench run -i inv.yaml --benchmarks hpcc --mappings linear,random --engines updn,hdor -o results
 
     Exit codes: 0 ok, 1 check failed, 2 bad input, 3 missing tool or host.
