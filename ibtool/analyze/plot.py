@@ -84,6 +84,8 @@ def figure(curves: list[dict], path: str | Path, metrics: tuple[str, ...] = ("ma
     import matplotlib
     matplotlib.use("Agg")  # no display: the file is the output
     import matplotlib.pyplot as plt
+    # SVG text stays text (searchable, selectable), not glyph outlines
+    matplotlib.rcParams["svg.fonttype"] = "none"
     fig, axes = plt.subplots(1, len(metrics), figsize=(5.2 * len(metrics) + 0.6, 4.2), squeeze=False)
     for ax, metric in zip(axes[0], metrics):
         key, word = METRICS[metric]
