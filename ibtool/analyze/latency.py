@@ -25,10 +25,10 @@ from ibtool.errors import InputError
 
 CHUNK = 512
 # Both routings run as one Dijkstra each on an integer key that orders paths lexicographically:
-#   NR: hops first, then cable length   key = hops * 2**32 + length in 0.1 mm
+#   NR: hops first, then cable length   key = hops * 2**36 + length in 0.1 mm
 #   FR: latency first, then hops        key = latency in ps * 1024 + hops
 # so hop count and latency come out of a single pass (all keys stay far below 2**53).
-NR_HOP = float(2 ** 32)
+NR_HOP = float(2 ** 36)  # room for 6,871 km of cable on a path and 131,072 hops
 NR_UNIT = 1e4  # 0.1 mm per metre
 FR_HOP = 1024.0
 
