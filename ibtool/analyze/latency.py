@@ -105,7 +105,7 @@ def pair_latency(cables: sp.csr_matrix, ends: np.ndarray, model: LatencyModel = 
     chunks = [(lo, min(lo + CHUNK, len(ends))) for lo in range(0, len(ends), CHUNK)]
     if workers is None:
         workers = (os.cpu_count() or 1) if len(ends) > 4096 else 1
-    _SHARED.update(weights=weights, ends=ends, model=model)
+    _SHARED.update(weights=weights, ends=ends, model=model, every=np.array_equal(ends, np.arange(cables.shape[0])))
     acc = {k: [0.0, -1.0, 0, 0.0, 0.0] for k in weights}  # latency sum, max, pairs, hops sum, max
     pool = multiprocessing.get_context("fork").Pool(min(workers, len(chunks))) if workers > 1 and len(chunks) > 1 \
         else None
@@ -137,16 +137,18 @@ def pair_latency(cables: sp.csr_matrix, ends: np.ndarray, model: LatencyModel = 
 _SHARED: dict = {}  # what a forked worker reads (inherited, not pickled)
 
 
-def _chunk(bounds: tuple[int, int]) -> dict:
+def _chunk(bounds: tuple[int, int]) -> dict | None:
     lo, hi = bounds
     ends, model = _SHARED["ends"], _SHARED["model"]
     src = ends[lo:hi]
-    off = np.ones((len(src), len(ends)), dtype=bool)
-    off[np.arange(len(src)), lo + np.arange(len(src))] = False
+    every = _SHARED["every"]  # all switches, in order: no column copy
+    self_ns = model.endpoint_ns + model.switch_ns  # a source to itself: key 0; taken out of the sums below
     out = {}
     for key, w in _SHARED["weights"].items():
         # the matrices are symmetric, so directed=True walks both directions and is faster
-        k = csgraph.dijkstra(w, directed=True, indices=src)[:, ends][off]
+        k = csgraph.dijkstra(w, directed=True, indices=src)
+        if not every:
+            k = k[:, ends]
         if np.isinf(k).any():
             return None  # raised by the caller: an exception from a forked worker may not pickle
         if key == "FR":
@@ -155,6 +157,9 @@ def _chunk(bounds: tuple[int, int]) -> dict:
         else:
             hops = np.floor(k / NR_HOP)
             lat = model.endpoint_ns + model.switch_ns * (hops + 1) + model.cable_ns_per_m * (k - hops * NR_HOP) / NR_UNIT
-        out[key] = (float(lat.sum()), float(lat.max()) if lat.size else -1.0, int(lat.size), float(hops.sum()),
-                    float(hops.max()) if hops.size else 0.0)
+        # the (source, source) entries are the least latency and 0 hops: they change no max and
+        # add exactly self_ns each to the sum
+        pairs = lat.size - len(src)
+        out[key] = (float(lat.sum()) - len(src) * self_ns, float(lat.max()) if pairs else -1.0, pairs,
+                    float(hops.sum()), float(hops.max()) if pairs else 0.0)
     return out

@@ -18,7 +18,12 @@ from pathlib import Path
 import numpy as np
 
 from ibtool.analyze.graph import build
-from ibtool.analyze.latency import DEFAULT_MODEL, LatencyModel, cable_graph, pair_latency
+from ibtool.analyze.latency import (
+    DEFAULT_MODEL,
+    LatencyModel,
+    cable_graph,
+    pair_latency,
+)
 from ibtool.errors import InputError
 
 FORMATS = (".svg", ".png")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from itertools import pairwise
 
 import pytest
 from support import chromium_page, ibtool
@@ -48,7 +49,7 @@ def test_plot_numbers_are_analyzes_model_and_monotone(plans, fig5):
         assert x == data["switch_delays_ns"]
         for key in ("max_ns", "average_ns"):
             y = [p[key] for p in c["points"]]
-            assert all(b > a for a, b in zip(y, y[1:])), (fam, key, y)  # every path crosses >= 1 switch
+            assert all(b > a for a, b in pairwise(y)), (fam, key, y)  # every path crosses >= 1 switch
         # the 60 ns point is exactly what `ibtool analyze PLAN` reports for the plan
         one = json.loads(ibtool("analyze", plans / fam, "--json", "--bisection", "none", check=0).stdout)
         at60 = c["points"][3]

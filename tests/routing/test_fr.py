@@ -146,8 +146,9 @@ def test_latency_stats_is_the_analyze_model(monkeypatch):
 
 def test_forked_workers_give_the_same_numbers():
     """Above one chunk of sources the model may fork workers; their sums are the same."""
-    from ibtool.analyze.latency import CHUNK, pair_latency
     from scipy.sparse import csr_matrix
+
+    from ibtool.analyze.latency import CHUNK, pair_latency
     n = 2 * CHUNK + 77  # a ring of cables 1..n m
     i = np.arange(n)
     m = csr_matrix((np.r_[i + 1.0, i + 1.0], (np.r_[i, (i + 1) % n], np.r_[(i + 1) % n, i])), shape=(n, n))
