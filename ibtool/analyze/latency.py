@@ -151,15 +151,19 @@ def _chunk(bounds: tuple[int, int]) -> dict | None:
             k = k[:, ends]
         if np.isinf(k).any():
             return None  # raised by the caller: an exception from a forked worker may not pickle
+        # in place on the (sources x endpoints) block: it is the biggest array here
         if key == "FR":
             hops = np.mod(k, FR_HOP)
-            lat = model.endpoint_ns + model.switch_ns + (k - hops) / FR_HOP / 1000.0
+            k -= hops
+            k *= 1.0 / (FR_HOP * 1000.0)  # ns of switch and cable delay beyond the first switch
         else:
             hops = np.floor(k / NR_HOP)
-            lat = model.endpoint_ns + model.switch_ns * (hops + 1) + model.cable_ns_per_m * (k - hops * NR_HOP) / NR_UNIT
-        # the (source, source) entries are the least latency and 0 hops: they change no max and
-        # add exactly self_ns each to the sum
-        pairs = lat.size - len(src)
-        out[key] = (float(lat.sum()) - len(src) * self_ns, float(lat.max()) if pairs else -1.0, pairs,
+            k -= hops * NR_HOP  # 0.1 mm of cable
+            k *= model.cable_ns_per_m / NR_UNIT
+            k += model.switch_ns * hops
+        # lat = self_ns + k. The (source, source) entries are the least latency (k = 0, 0 hops):
+        # they change no max and add exactly self_ns each to the sum
+        pairs = k.size - len(src)
+        out[key] = (float(k.sum()) + pairs * self_ns, float(k.max()) + self_ns if pairs else -1.0, pairs,
                     float(hops.sum()), float(hops.max()) if pairs else 0.0)
     return out
