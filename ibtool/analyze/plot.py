@@ -56,6 +56,16 @@ def parse_delays(text: str, option: str = "--switch-delays") -> list[float]:
     return delays
 
 
+def check_output(path: str | Path) -> Path:
+    """The figure's path, refused before any work when its extension or directory will not do."""
+    path = Path(path)
+    if path.suffix.lower() not in FORMATS:
+        raise InputError(f"--plot {path}: the extension says the format: {' or '.join(FORMATS)}")
+    if not path.parent.is_dir():
+        raise InputError(f"--plot {path}: no directory {path.parent}")
+    return path
+
+
 def curve(fabric, layout, delays: list[float], model: LatencyModel = DEFAULT_MODEL, routing: str = "FR",
           label: str | None = None, progress=None) -> dict:
     """Max and average latency of `fabric` laid out by `layout` at each switch delay in `delays`."""
@@ -78,14 +88,10 @@ def curve(fabric, layout, delays: list[float], model: LatencyModel = DEFAULT_MOD
 def figure(curves: list[dict], path: str | Path, metrics: tuple[str, ...] = ("max",), title: str | None = None) -> Path:
     """Draw `curves` (from curve()) into `path`, one panel per metric ('max', 'mean'); SVG or PNG
     by the extension, written to a temporary file and renamed (never half a figure)."""
-    path = Path(path)
-    if path.suffix.lower() not in FORMATS:
-        raise InputError(f"--plot {path}: the extension says the format: {' or '.join(FORMATS)}")
+    path = check_output(path)
     bad = [m for m in metrics if m not in METRICS]
     if bad or not metrics:
         raise InputError(f"--metric {','.join(bad) or 'none'}: one of {', '.join(METRICS)}")
-    if not path.parent.is_dir():
-        raise InputError(f"--plot {path}: no directory {path.parent}")
     import matplotlib
     matplotlib.use("Agg")  # no display: the file is the output
     import matplotlib.pyplot as plt

@@ -169,12 +169,9 @@ def _bars(hist: dict, width: int = 360, height: int = 120) -> dict:
 def _plot(paths, out: Path, layout_opt, site, switch_delays: str, metric: str, routing: str, delays_ns, as_json):
     """`--plot`: every PATH and its layout are read and checked before the first curve is drawn."""
     from ibtool.analyze import LatencyModel
-    from ibtool.analyze.plot import FORMATS, curve, figure, parse_delays
+    from ibtool.analyze.plot import check_output, curve, figure, parse_delays
     delays = parse_delays(switch_delays)
-    if out.suffix.lower() not in FORMATS:
-        raise InputError(f"--plot {out}: the extension says the format: {' or '.join(FORMATS)}")
-    if not out.parent.is_dir():
-        raise InputError(f"--plot {out}: no directory {out.parent}")
+    check_output(out)
     if layout_opt and layout_opt not in POLICIES and layout_opt != "default" and len(paths) > 1:
         raise InputError(f"--layout {layout_opt}: a layout file fits one fabric; with several PATHs give a policy "
                          f"({', '.join(POLICIES)}, default) or let each plan use its layout.json")
