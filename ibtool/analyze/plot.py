@@ -39,6 +39,8 @@ def parse_delays(text: str, option: str = "--switch-delays") -> list[float]:
             if len(parts) != 3:
                 raise ValueError
             start, stop, step = parts
+            if not all(map(math.isfinite, parts)):
+                raise InputError(f"{option} {text}: a switch delay must be a finite number >= 0")
             if step <= 0 or stop < start:
                 raise InputError(f"{option} {text}: needs START <= STOP and STEP > 0")
             n = math.floor((stop - start) / step + 1e-9) + 1

@@ -121,6 +121,7 @@ def test_nr_routing_is_never_faster_than_fr(plans, tmp_path):
     (["--plot", "{d}/f.svg", "--switch-delays", "0:500"], "--switch-delays 0:500: not START:STOP:STEP"),
     (["--plot", "{d}/f.svg", "--switch-delays", "60,x"], "--switch-delays 60,x: not START:STOP:STEP"),
     (["--plot", "{d}/f.svg", "--switch-delays", "60,-5"], "--switch-delays 60,-5: a switch delay must be"),
+    (["--plot", "{d}/f.svg", "--switch-delays", "0:inf:10"], "--switch-delays 0:inf:10: a switch delay must be"),
     (["--plot", "{d}/f.svg", "--switch-delays", "100,60"], "--switch-delays 100,60: the delays must be distinct"),
     (["--plot", "{d}/f.svg", "--switch-delays", "0:1e6:1"], "--switch-delays 0:1e6:1: 1,000,001 points"),
     (["--plot", "{d}/f.svg", "--prices", "p.yaml"], "--prices applies to the report, not to --plot"),
