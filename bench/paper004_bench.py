@@ -8,7 +8,8 @@
 (b) all-pairs FR latency of Skywalk(8, 2048, 7, 12) (16,384 switches) with ibtool.routing.fr,
     against networkx's Dijkstra on a sample of sources, extrapolated to all sources;
 (c) Fig. 5: cable totals, max/avg latency under FR and NR at 60 ns, the section III-B ratios, and
-    max/avg FR latency vs switch delay (SVG), Skywalk and Random over 10 seed windows.
+    max/avg FR latency vs switch delay (SVG, by ibtool.analyze.plot as `ibtool analyze --plot`),
+    Skywalk and Random over 10 seed windows.
 Results: OUT/paper004.json, OUT/paper004.md, OUT/paper004-fig5.svg (and .png).
 """
 
@@ -25,6 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from measure import measure  # noqa: E402
 
+from ibtool.analyze import plot  # noqa: E402
 from ibtool.layout import place  # noqa: E402
 from ibtool.routing import fr  # noqa: E402
 from ibtool.topologies import load_all  # noqa: E402
@@ -122,11 +124,8 @@ def reproduce(quick: bool = False) -> dict:
                         "nr_avg": nr60["avg_ns"], "nr_hops_max": nr60["max_hops"], "nr_hops_avg": nr60["avg_hops"]})
         agg = {k: (float(np.mean([p[k] for p in per])), float(min(p[k] for p in per)), float(max(p[k] for p in per)))
                for k in per[0] if k != "seed"}
-        curve = []
         f = REG[fam].build(**kw)
-        for dl in DELAYS:
-            s = latency(f, dl)
-            curve.append((dl, s["max_ns"], s["avg_ns"]))
+        curve = plot.curve(f, place(f, "cabinet-aware"), DELAYS, label=label)  # what `analyze --plot` draws
         rows[label] = {"instances": per, "mean_min_max": agg, "curve": curve, "paper_km": PAPER_KM.get(label)}
         print(label, {k: round(v[0], 1) for k, v in agg.items()}, flush=True)
     m = {k: v["mean_min_max"] for k, v in rows.items()}
@@ -160,26 +159,12 @@ def reproduce(quick: bool = False) -> dict:
     return {"rows": rows, "ratios": ratios}
 
 
-def plot(rep: dict, path: Path) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(1, 2, figsize=(10, 4))
-    for label, row in rep["rows"].items():
-        d = np.asarray(row["curve"])
-        km = row["mean_min_max"]["km"][0]
-        ax[0].plot(d[:, 0], d[:, 1], marker="o", label=f"{label}, {km:.0f} km")
-        ax[1].plot(d[:, 0], d[:, 2], marker="o", label=label)
-    for a, what in zip(ax, ("maximum", "average")):
-        a.set_xlabel("switch delay [ns]")
-        a.set_ylabel(f"{what} latency [ns] (FR)")
-        a.grid(True, alpha=0.3)
-    ax[0].legend(fontsize=7)
-    fig.suptitle("Paper 004 Fig. 5 by ibtool: 2,048 switches in 256 cabinets, Fastest Routing")
-    fig.tight_layout()
-    fig.savefig(path, metadata={"Date": None})
-    fig.savefig(path.with_suffix(".png"), dpi=90)
-    plt.close(fig)
+def figure(rep: dict, path: Path) -> None:
+    """Fig. 5 by the library `ibtool analyze --plot` uses: maximum and average, SVG and PNG."""
+    curves = [row["curve"] for row in rep["rows"].values()]
+    title = "Paper 004 Fig. 5 by ibtool: 2,048 switches in 256 cabinets, Fastest Routing"
+    for p in (path, path.with_suffix(".png")):
+        plot.figure(curves, p, metrics=("max", "mean"), title=title)
 
 
 def markdown(res: dict) -> str:
@@ -223,7 +208,7 @@ def main(out: Path, quick: bool = False) -> dict:
     res["fr_allpairs"] = bench_fr_allpairs()
     print(res["fr_allpairs"], flush=True)
     res["reproduce"] = reproduce(quick)
-    plot(res["reproduce"], out / "paper004-fig5.svg")
+    figure(res["reproduce"], out / "paper004-fig5.svg")
     (out / "paper004.json").write_text(json.dumps(res, indent=2) + "\n")
     (out / "paper004.md").write_text(markdown(res))
     print(f"results: {out / 'paper004.md'}", flush=True)

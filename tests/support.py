@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -18,3 +19,21 @@ def ibtool(*args, env=None, check=None, timeout=600):
         raise AssertionError(f"ibtool {' '.join(map(str, args))}: exit {p.returncode}, expected {check}\n"
                              f"stdout:\n{p.stdout}\nstderr:\n{p.stderr}")
     return p
+
+
+@contextmanager
+def chromium_page():
+    """A page of Debian's real headless Chromium (/usr/bin/chromium) through playwright, and the
+    list that collects its console errors and warnings and uncaught page errors."""
+    from playwright.sync_api import sync_playwright
+    errors: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium",
+                                    args=["--no-sandbox", "--headless", "--disable-gpu"])
+        try:
+            page = browser.new_page()
+            page.on("console", lambda m: errors.append(m.text) if m.type in ("error", "warning") else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            yield page, errors
+        finally:
+            browser.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -40,8 +41,32 @@ def load(path: Path) -> tuple[Fabric, Path | None]:
     return ibnetdiscover.read(path), None
 
 
+def layout_for(fabric: Fabric, plan_layout: Path | None, layout_opt: str | None, site: Path | None) -> Layout | None:
+    """The layout analyze uses: --layout POLICY (placed now), --layout FILE, else the plan's own."""
+    if site and not layout_opt:
+        raise InputError("--site needs --layout POLICY")
+    if layout_opt and (layout_opt in POLICIES or layout_opt == "default"):
+        return place(fabric, None if layout_opt == "default" else layout_opt, site)
+    if layout_opt:
+        if site:
+            raise InputError("--site applies to --layout POLICY, not to a layout file")
+        if not Path(layout_opt).is_file():
+            raise InputError(f"--layout {layout_opt}: neither a file nor a policy ({', '.join(POLICIES)}, default)")
+        return Layout.read(layout_opt, fabric)
+    return Layout.read(plan_layout, fabric) if plan_layout else None
+
+
+# options of the one-fabric report that mean nothing for --plot, and those only --plot reads
+REPORT_ONLY = ("save_layout", "prices", "html_out", "bisection", "samples", "seed", "switch_delay")
+PLOT_ONLY = ("switch_delays", "metric", "routing")
+
+
+def _flag(name: str) -> str:
+    return "--" + {"html_out": "html"}.get(name, name).replace("_", "-")
+
+
 @click.command(name="analyze")
-@click.argument("path", type=click.Path(exists=True, path_type=Path))
+@click.argument("paths", metavar="PATH...", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @click.option("--layout", "layout_opt", metavar="FILE|POLICY",
               help=f"A layout.json, or a placement policy ({', '.join(POLICIES)}, or 'default' for the "
                    "family's). Default: PATH/layout.json when the plan has one, else no layout.")
@@ -60,13 +85,24 @@ def load(path: Path) -> tuple[Fabric, Path | None]:
               help="ns of injection + reception.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--html", "html_out", type=click.Path(path_type=Path), help="Also write an HTML report here.")
-def group(path, layout_opt, site, save_layout, prices, bisection, samples, seed, switch_delay, cable_delay,
-          endpoint_delay, as_json, html_out):
+@click.option("--plot", "plot_out", type=click.Path(dir_okay=False, path_type=Path),
+              help="Draw latency vs switch delay, one curve per PATH (paper 004's Fig. 5) into this .svg or .png "
+                   "instead of the report; --json prints the numbers behind it.")
+@click.option("--switch-delays", default="0:500:20", show_default=True, metavar="START:STOP:STEP|A,B,...",
+              help="--plot: the switch delays (ns) of the x axis.")
+@click.option("--metric", type=click.Choice(["max", "mean"]), default="max", show_default=True,
+              help="--plot: maximum or average latency over the endpoint-switch pairs.")
+@click.option("--routing", type=click.Choice(["FR", "NR"], case_sensitive=False), default="FR", show_default=True,
+              help="--plot: Fastest Routing (Fig. 5) or Nearest Routing (paper 004's Fig. 1).")
+@click.pass_context
+def group(ctx, paths, layout_opt, site, save_layout, prices, bisection, samples, seed, switch_delay, cable_delay,
+          endpoint_delay, as_json, html_out, plot_out, switch_delays, metric, routing):
     """Metrics of a fabric: counts, distances, path diversity, bisection (b_r, B_r), Moore bound;
     with a layout also cable totals and paper 004's NR/FR latency; with --prices the cost.
+    With --plot, paper 004's Fig. 5 instead: latency vs switch delay, one curve per PATH.
 
     PATH is a plan directory (ibtool topo ... --out DIR), an `ibtool sim run` result directory,
-    or a topology.net / ibnetdiscover output file.
+    or a topology.net / ibnetdiscover output file; several PATHs only with --plot.
 
     \b
     Examples:
@@ -74,23 +110,29 @@ def group(path, layout_opt, site, save_layout, prices, bisection, samples, seed,
       ibtool analyze cellia --layout switch-rack --site cellia-site.yaml --save-layout cellia/layout.json
       ibtool analyze run/ibnetdiscover.out --json             # what the emulated fabric reports
       ibtool analyze real.ibnetdiscover --layout cabinet-aware --prices prices.yaml --html report.html
+      # paper 004's Fig. 5 from plans written by ibtool topo (each with its layout.json):
+      ibtool analyze sky torus hyperx --plot fig5.svg --switch-delays 60:500:20 --metric max
+      ibtool analyze sky torus --plot fig5.png --switch-delays 0,60,100,200 --json > fig5.json
     """
+    given = {k for k in (*REPORT_ONLY, *PLOT_ONLY)
+             if ctx.get_parameter_source(k) is not click.core.ParameterSource.DEFAULT}
+    if plot_out:
+        for k in REPORT_ONLY:
+            if k in given:
+                raise InputError(f"{_flag(k)} applies to the report, not to --plot"
+                                 + (" (use --switch-delays)" if k == "switch_delay" else ""))
+        return _plot(paths, plot_out, layout_opt, site, switch_delays, metric, routing.upper(),
+                     (cable_delay, endpoint_delay), as_json)
+    for k in PLOT_ONLY:
+        if k in given:
+            raise InputError(f"{_flag(k)} applies only with --plot FILE")
+    if len(paths) > 1:
+        raise InputError(f"{len(paths)} PATHs: the report reads one; several only with --plot FILE")
+    path = paths[0]
     fabric, plan_layout = load(path)
-    if site and not layout_opt:
-        raise InputError("--site needs --layout POLICY")
     if save_layout and not layout_opt:
         raise InputError("--save-layout needs a layout (--layout POLICY)")
-    lay = None
-    if layout_opt and (layout_opt in POLICIES or layout_opt == "default"):
-        lay = place(fabric, None if layout_opt == "default" else layout_opt, site)
-    elif layout_opt:
-        if site:
-            raise InputError("--site applies to --layout POLICY, not to a layout file")
-        if not Path(layout_opt).is_file():
-            raise InputError(f"--layout {layout_opt}: neither a file nor a policy ({', '.join(POLICIES)}, default)")
-        lay = Layout.read(layout_opt, fabric)
-    elif plan_layout:
-        lay = Layout.read(plan_layout, fabric)
+    lay = layout_for(fabric, plan_layout, layout_opt, site)
     # ibtool.analyze pulls in scipy and networkx: imported here, not when any ibtool command starts
     from ibtool.analyze import LatencyModel, analyze, text
     from ibtool.analyze.cost import read_prices
@@ -122,3 +164,47 @@ def _bars(hist: dict, width: int = 360, height: int = 120) -> dict:
              "y": round(height - 14 - v / top * (height - 20), 1), "label": k, "value": v}
             for i, (k, v) in enumerate(items)]
     return {"width": width, "height": height, "bars": bars}
+
+
+def _plot(paths, out: Path, layout_opt, site, switch_delays: str, metric: str, routing: str, delays_ns, as_json):
+    """`--plot`: every PATH and its layout are read and checked before the first curve is drawn."""
+    from ibtool.analyze import LatencyModel
+    from ibtool.analyze.plot import check_output, curve, figure, parse_delays
+    delays = parse_delays(switch_delays)
+    check_output(out)
+    if layout_opt and layout_opt not in POLICIES and layout_opt != "default" and len(paths) > 1:
+        raise InputError(f"--layout {layout_opt}: a layout file fits one fabric; with several PATHs give a policy "
+                         f"({', '.join(POLICIES)}, default) or let each plan use its layout.json")
+    model = LatencyModel(0.0, *delays_ns)
+    fabrics = []
+    for path in paths:
+        fabric, plan_layout = load(path)
+        lay = layout_for(fabric, plan_layout, layout_opt, site)
+        if lay is None:
+            raise InputError(f"{path}: no layout.json: the latency model needs cable lengths "
+                             f"(--layout POLICY, e.g. --layout default)")
+        fabrics.append((path, fabric, lay))
+    names = [f.name for _, f, _ in fabrics]
+    tty = sys.stderr.isatty()
+    ticker = (lambda m: click.echo(f"\r  {m}\x1b[K", err=True, nl=False)) if tty else None
+    curves = []
+    for path, fabric, lay in fabrics:
+        # the plan's topology name labels its curve; the path tells apart two plans of one name
+        label = fabric.name if names.count(fabric.name) == 1 else f"{fabric.name} ({path})"
+        t = time.monotonic()
+        curves.append(curve(fabric, lay, delays, model, routing, label, ticker))
+        done = f"  {label}: {len(delays)} switch delays in {time.monotonic() - t:.2f} s"
+        click.echo(f"\r{done}\x1b[K" if tty else done, err=True)
+    figure(curves, out, (metric,), f"{'Maximum' if metric == 'max' else 'Average'} latency vs switch delay "
+                                   f"({routing}; paper 004, Fig. 5)")
+    key = "max_ns" if metric == "max" else "average_ns"
+    if as_json:
+        click.echo(json.dumps({"plot": str(out), "metric": metric, "routing": routing, "switch_delays_ns": delays,
+                               "curves": curves}, indent=2))
+        return
+    width = max(12, *(len(c["label"]) for c in curves))
+    click.echo(f"{routing} {'maximum' if metric == 'max' else 'average'} latency [ns]; figure: {out}")
+    click.echo(f"{'switch ns':>9}  " + "  ".join(f"{c['label']:>{width}}" for c in curves))
+    for i, d in enumerate(delays):
+        click.echo(f"{d:>9g}  " + "  ".join(f"{c['points'][i][key]:>{width},.1f}" for c in curves))
+    click.echo(f"{'cable km':>9}  " + "  ".join(f"{c['switch_cable_km']:>{width},.1f}" for c in curves))

@@ -7,8 +7,8 @@ is the kindest to NR). The end-to-end latency of a switch pair (s, t), s != t, i
 
     injection (300 ns: 150 ns at each end) + switch delay x (hops + 1) + ns/m x metres on the path
 
-Links between switches and HCAs are not counted (as in the paper). All pairs use
-scipy.sparse.csgraph's Dijkstra over the switch graph, in blocks of sources.
+Links between switches and HCAs are not counted (as in the paper). The latency figures are
+ibtool.analyze.latency's (the one model `ibtool analyze` reports); the tables use scipy's Dijkstra.
 
 Tables: for switch u and a LID owned by a port behind switch t, the candidate ports are those
 whose neighbour w lies on a lowest-cost path (cost(u,w) + dist(w,t) = dist(u,t)); the LID takes
@@ -20,8 +20,6 @@ no SLs (docs/topologies.md, "Paper 004 families", says why a deadlock-free FR ne
 
 from __future__ import annotations
 
-import multiprocessing
-import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,10 +47,12 @@ class Graph:
     metres: np.ndarray
     cost: np.ndarray
     switch_delay: float
+    ns_per_m: float
 
-    def matrix(self, nr: bool = False) -> csr_matrix:
+    def matrix(self, nr: bool = False, metres: bool = False) -> csr_matrix:
+        """Switch x switch costs (NR: + one hop's weight; `metres`: cable lengths instead)."""
         n = len(self.nodes)
-        w = self.cost + _HOP if nr else self.cost
+        w = self.metres if metres else self.cost + _HOP if nr else self.cost
         # parallel cables: keep the cheapest (csr would add them up)
         order = np.lexsort((w, self.dst, self.src))
         s, d, w = self.src[order], self.dst[order], w[order]
@@ -86,7 +86,7 @@ def graph(fabric: Fabric, metres: np.ndarray, switch_delay: float = SWITCH_DELAY
     metres2 = np.concatenate([m, m])
     order = np.lexsort((port, src))
     src, dst, port, metres2 = src[order], dst[order], port[order], metres2[order]
-    return Graph(sw, src, dst, port, metres2, switch_delay + ns_per_m * metres2, switch_delay)
+    return Graph(sw, src, dst, port, metres2, switch_delay + ns_per_m * metres2, switch_delay, ns_per_m)
 
 
 def distances(g: Graph, sources: np.ndarray, nr: bool = False) -> np.ndarray:
@@ -94,65 +94,21 @@ def distances(g: Graph, sources: np.ndarray, nr: bool = False) -> np.ndarray:
     return dijkstra(g.matrix(nr), directed=True, indices=sources)
 
 
-_SHARED: dict = {}  # the matrix a forked worker reads (inherited, not pickled)
-
-
-def _block(lo: int, hi: int) -> tuple[float, float, float, float]:
-    mat, nr, base = _SHARED["mat"], _SHARED["nr"], _SHARED["base"]
-    src = np.arange(lo, hi)
-    d = dijkstra(mat, directed=True, indices=src)
-    if not np.isfinite(d).all():
-        return -1.0, 0.0, 0.0, 0.0
-    hops = None
+def latency_stats(g: Graph, nr: bool = False, injection: float = INJECTION, workers: int | None = None,
+                  progress=None) -> dict:
+    """Max and average end-to-end latency (ns) over all ordered switch pairs s != t (NR: and hops),
+    by paper 004's model in ibtool.analyze.latency (the one implementation `ibtool analyze` uses)."""
+    from ibtool.analyze.latency import LatencyModel, pair_latency
+    key = "NR" if nr else "FR"
+    model = LatencyModel(g.switch_delay, g.ns_per_m, injection)
+    r = pair_latency(g.matrix(metres=True), np.arange(len(g.nodes)), model, (key,), workers, progress)
+    if r["pairs"] == 0:
+        raise InputError("no switch pairs: latency needs at least two switches")
+    s = r[key]
+    out = {"switches": len(g.nodes), "pairs": r["pairs"], "max_ns": s["max_ns"], "avg_ns": s["average_ns"]}
     if nr:
-        hops = np.floor(d / _HOP + 1e-9)
-        d = d - hops * _HOP
-    lat = base + d
-    lat[np.arange(len(src)), src] = np.nan
-    out = [float(np.nanmax(lat)), float(np.nansum(lat)), 0.0, 0.0]
-    if hops is not None:
-        out[2], out[3] = float(hops.max()), float(hops.sum())
-    return tuple(out)
-
-
-def latency_stats(g: Graph, nr: bool = False, injection: float = INJECTION, block: int = 256,
-                  workers: int | None = None, progress=None) -> dict:
-    """Max and average end-to-end latency (ns) over all ordered switch pairs s != t (NR: and hops).
-
-    Sources go in blocks to `workers` forked processes (default: one per CPU for graphs of more
-    than 4,096 switches; scipy's Dijkstra holds the GIL, so threads would not help)."""
-    n = len(g.nodes)
-    _SHARED.update(mat=g.matrix(nr), nr=nr, base=injection + g.switch_delay)
-    blocks = [(lo, min(n, lo + block)) for lo in range(0, n, block)]
-    if workers is None:
-        workers = (os.cpu_count() or 1) if n > 4096 else 1
-    lat_max = lat_sum = hop_max = hop_sum = 0.0
-    try:
-        if workers > 1:
-            pool = multiprocessing.get_context("fork").Pool(workers)
-            results = pool.imap(_unpack, blocks)
-        else:
-            pool, results = None, map(_unpack, blocks)
-        for k, (mx, sm, hm, hs) in enumerate(results):
-            if mx < 0:
-                raise InputError("the switch graph is disconnected: some pairs have no path")
-            lat_max, lat_sum = max(lat_max, mx), lat_sum + sm
-            hop_max, hop_sum = max(hop_max, hm), hop_sum + hs
-            if progress:
-                progress(blocks[k][1], n)
-    finally:
-        if workers > 1:
-            pool.terminate()
-        _SHARED.clear()
-    pairs = n * (n - 1)
-    out = {"switches": n, "pairs": pairs, "max_ns": round(lat_max, 3), "avg_ns": round(lat_sum / pairs, 3)}
-    if nr:
-        out.update(max_hops=int(hop_max), avg_hops=round(hop_sum / pairs, 4))
+        out.update(max_hops=s["max_hops"], avg_hops=s["average_hops"])
     return out
-
-
-def _unpack(b):
-    return _block(*b)
 
 
 def compute(fabric: Fabric, metres: np.ndarray, switch_delay: float = SWITCH_DELAY, ns_per_m: float = NS_PER_M,

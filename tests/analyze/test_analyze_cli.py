@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from support import FIXTURES, ibtool
+from support import FIXTURES, chromium_page, ibtool
 
 
 def analyze_json(*args):
@@ -111,27 +111,16 @@ def test_other_real_dumps(dump):
 
 
 def test_html_report_renders_in_chromium(cellia, tmp_path):
-    from playwright.sync_api import sync_playwright
-
     html = tmp_path / "report.html"
     ibtool("analyze", cellia, "--layout", "cabinet-aware", "--html", html, check=0)
-    errors = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium",
-                                    args=["--no-sandbox", "--headless", "--disable-gpu"])
-        try:
-            page = browser.new_page()
-            page.on("console", lambda m: errors.append(m.text) if m.type in ("error", "warning") else None)
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(html.as_uri())
-            assert page.title() == "ibtool analyze: kns-k6-n2-s1"
-            assert page.inner_text("#counts").count("48") >= 1
-            dist = page.inner_text("#distances")
-            assert "switch graph\t4\t3.4286" in dist and "HCA to HCA\t6\t5.4286" in dist
-            assert "exact (MILP, HiGHS)" in page.inner_text("#bisection")
-            assert "FR" in page.inner_text("#latency") and page.locator("svg rect").count() == 4
-        finally:
-            browser.close()
+    with chromium_page() as (page, errors):
+        page.goto(html.as_uri())
+        assert page.title() == "ibtool analyze: kns-k6-n2-s1"
+        assert page.inner_text("#counts").count("48") >= 1
+        dist = page.inner_text("#distances")
+        assert "switch graph\t4\t3.4286" in dist and "HCA to HCA\t6\t5.4286" in dist
+        assert "exact (MILP, HiGHS)" in page.inner_text("#bisection")
+        assert "FR" in page.inner_text("#latency") and page.locator("svg rect").count() == 4
     assert errors == []
 
 

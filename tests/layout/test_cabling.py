@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from support import ibtool
+from support import chromium_page, ibtool
 from ibtool.formats import ibnetdiscover
 from ibtool.layout import Layout, place
 from ibtool.layout.cabling import plan_cables
@@ -182,38 +182,28 @@ def test_stages_and_ids_are_stable():
 def test_sheets_in_a_real_browser(cellia):
     """Every page renders without console errors; every cable is on exactly one rack sheet; the
     switch sheets show both ends; the SVGs are well-formed and show every device."""
-    from playwright.sync_api import sync_playwright
     d, _ = cellia
     pkg = d / "pkg"
     cab = rows(pkg / "cables.csv")
-    errors = []
     seen: list[str] = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium",
-                                    args=["--no-sandbox", "--headless", "--disable-gpu"])
-        try:
-            page = browser.new_page()
-            page.on("console", lambda m: errors.append(m.text) if m.type in ("error", "warning") else None)
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto((pkg / "index.html").as_uri())
-            assert page.title() == "Cabling plan: kns-k6-n2-s1"
-            assert "C0037 – C0072" in page.inner_text("#stages")
-            assert page.locator("#racks a").count() == 3
-            drawn = set(page.locator("svg [data-device]").evaluate_all("els => els.map(e => e.dataset.device)"))
-            assert drawn == {n for r in cab for t in "ab" for n in [r[f"{t}_device"]] if r[f"{t}_type"] == "switch"}
-            for rack in sorted((pkg / "racks").glob("*.html")):
-                page.goto(rack.as_uri())
-                seen += page.locator("tr.cable").evaluate_all("els => els.map(e => e.dataset.cable)")
-                devs = set(page.locator("svg [data-device]").evaluate_all("els => els.map(e => e.dataset.device)"))
-                assert devs == {r[f"{t}_device"] for r in cab for t in "ab" if r[f"{t}_rack"] == rack.stem}
-            page.goto((pkg / "switches" / "S_0_1.html").as_uri())
-            ports = page.locator("tr.port").evaluate_all("els => els.map(e => [e.dataset.port, e.dataset.cable])")
-            want = sorted([r["b_port"] if r["b_device"] == "S[0,1]" else r["a_port"], r["cable_id"]]
-                          for r in cab if "S[0,1]" in (r["a_device"], r["b_device"]))
-            assert sorted(ports) == want and len(want) == 6
-            assert page.locator("tr.free").count() == 2
-        finally:
-            browser.close()
+    with chromium_page() as (page, errors):
+        page.goto((pkg / "index.html").as_uri())
+        assert page.title() == "Cabling plan: kns-k6-n2-s1"
+        assert "C0037 – C0072" in page.inner_text("#stages")
+        assert page.locator("#racks a").count() == 3
+        drawn = set(page.locator("svg [data-device]").evaluate_all("els => els.map(e => e.dataset.device)"))
+        assert drawn == {n for r in cab for t in "ab" for n in [r[f"{t}_device"]] if r[f"{t}_type"] == "switch"}
+        for rack in sorted((pkg / "racks").glob("*.html")):
+            page.goto(rack.as_uri())
+            seen += page.locator("tr.cable").evaluate_all("els => els.map(e => e.dataset.cable)")
+            devs = set(page.locator("svg [data-device]").evaluate_all("els => els.map(e => e.dataset.device)"))
+            assert devs == {r[f"{t}_device"] for r in cab for t in "ab" if r[f"{t}_rack"] == rack.stem}
+        page.goto((pkg / "switches" / "S_0_1.html").as_uri())
+        ports = page.locator("tr.port").evaluate_all("els => els.map(e => [e.dataset.port, e.dataset.cable])")
+        want = sorted([r["b_port"] if r["b_device"] == "S[0,1]" else r["a_port"], r["cable_id"]]
+                      for r in cab if "S[0,1]" in (r["a_device"], r["b_device"]))
+        assert sorted(ports) == want and len(want) == 6
+        assert page.locator("tr.free").count() == 2
     assert errors == []
     assert sorted(seen) == [r["cable_id"] for r in cab]
     for svg in (pkg / "svg").glob("*.svg"):

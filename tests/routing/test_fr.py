@@ -119,3 +119,47 @@ def test_layers_refuse_too_few_vls():
     t = fr.compute(f, place(f, "cabinet-aware").length)
     with pytest.raises(InputError, match="more than 1 layers"):
         fr.layers(f, t, max_vls=1)
+
+
+def test_latency_stats_is_the_analyze_model(monkeypatch):
+    """One latency model: fr.latency_stats and `ibtool analyze`'s latency both go through
+    ibtool.analyze.latency.pair_latency and agree to the picosecond, hops included."""
+    from ibtool.analyze import latency as model
+    from ibtool.analyze.graph import build
+    from ibtool.layout import place
+    from ibtool.topologies import load_all
+    calls = []
+    real = model.pair_latency
+    monkeypatch.setattr(model, "pair_latency", lambda *a, **k: calls.append(a[3] if len(a) > 3 else "both")
+                        or real(*a, **k))
+    f = load_all()["skywalk"].build(z=4, c=16, di=3, do=2)
+    lay = place(f, "cabinet-aware")
+    a = model.latency(build(f), lay.length, model.LatencyModel(45.0, 4.0, 250.0))
+    g = fr.graph(f, lay.length, switch_delay=45.0, ns_per_m=4.0)
+    s, n = fr.latency_stats(g, injection=250.0), fr.latency_stats(g, nr=True, injection=250.0)
+    assert calls == ["both", ("FR",), ("NR",)]
+    assert (s["max_ns"], s["avg_ns"]) == (a["FR"]["max_ns"], a["FR"]["average_ns"])
+    assert (n["max_ns"], n["avg_ns"], n["max_hops"], n["avg_hops"]) == \
+        (a["NR"]["max_ns"], a["NR"]["average_ns"], a["NR"]["max_hops"], a["NR"]["average_hops"])
+    assert s["pairs"] == a["pairs"] == 64 * 63
+
+
+def test_forked_workers_give_the_same_numbers():
+    """Above one chunk of sources the model may fork workers; their sums are the same."""
+    from scipy.sparse import csr_matrix
+
+    from ibtool.analyze.latency import CHUNK, pair_latency
+    n = 2 * CHUNK + 77  # a ring of cables 1..n m
+    i = np.arange(n)
+    m = csr_matrix((np.r_[i + 1.0, i + 1.0], (np.r_[i, (i + 1) % n], np.r_[(i + 1) % n, i])), shape=(n, n))
+    one, two = pair_latency(m, i, workers=1), pair_latency(m, i, workers=2)
+    assert one == two and one["pairs"] == n * (n - 1)
+    # NR: the far side of the ring, half way round (over 500 km of cable on the longest path)
+    assert one["NR"]["max_hops"] == n // 2 and one["NR"]["average_hops"] == pytest.approx((n + 1) / 4)
+
+
+def test_one_switch_has_no_pairs():
+    f = Fabric("one")
+    f.add_switch("A", 4)
+    with pytest.raises(InputError, match="no switch pairs"):
+        fr.latency_stats(fr.graph(f, np.zeros(0)))
