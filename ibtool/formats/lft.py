@@ -100,7 +100,7 @@ def read(path: str | Path) -> Tables:
                              path=path) from None
 
 
-_PAD = 16  # fixed-offset reads of a line go up to 14 bytes past its start
+_PAD = 16  # every line's first 16 bytes are read, even the last line's
 
 
 class _LongLine(Exception):
@@ -142,31 +142,29 @@ def _chunks(fh):
         have = len(carry)
 
 
-def _words(chunk: np.ndarray, starts: np.ndarray, offset: int) -> np.ndarray:
-    """The 8 bytes at `offset` of every line, as little-endian uint64s (one gather, not eight)."""
-    view = np.ndarray((len(chunk) - offset - 7,), dtype="<u8", buffer=chunk, offset=offset, strides=(1,))
-    return view[starts]
-
-
-def _fixed(chunk: np.ndarray, starts: np.ndarray, lens: np.ndarray):
+def _fixed(chunk: np.ndarray, starts: np.ndarray):
     """(entry?, LID, port) of every line, for the fixed layouts every tool prints:
         dump_fts, ibroute, opensm-lfts.dump, file engine: "0xLLLL PPP ..."
         opensm.fdbs:                                       "0xLLLL : PPP  : HH   : yes"
-    LID and port are int32 (0..0xffff, 0..999), meaningless where entry? is False."""
-    w0 = _words(chunk, starts, 0)  # bytes 0-7: "0xLLLL P"
-    w1 = _words(chunk, starts, 6)  # bytes 6-13: " PPP ..." (fdbs: " : PPP  ")
-    hi, lo = _HEX2[(w0 >> 16) & 0xFFFF], _HEX2[(w0 >> 32) & 0xFFFF]
-    p2, p1 = _DEC2[(w1 >> 8) & 0xFFFF], _DEC[(w1 >> 24) & 0xFF]
+    LID and port are int32 (0..0xffff, 0..999), meaningless where entry? is False. A line too
+    short for a layout fails it: its newline falls on a byte the layout wants to be a digit."""
+    # the first 16 bytes of every line in one gather, as two little-endian int64s (signed:
+    # numpy indexes with them without a conversion pass)
+    view = np.ndarray((len(chunk) - 15,), dtype="V16", buffer=chunk, strides=(1,))
+    w = view[starts].view("<i8").reshape(-1, 2)
+    a, b = w[:, 0], w[:, 1]  # bytes 0-7 "0xLLLL P", bytes 8-15 "PP ..."
+    hi, lo = _HEX2[(a >> 16) & 0xFFFF], _HEX2[(a >> 32) & 0xFFFF]
+    p1, p2 = _DEC[(a >> 56) & 0xFF], _DEC2[b & 0xFFFF]
     # a negative lookup (not a digit) makes the OR negative
-    ok = ((w0 & _FIXED_MASK) == _FIXED) & (lens >= 10) & _SPACE[(w1 >> 32) & 0xFF] & ((hi | lo | p2 | p1) >= 0)
+    ok = ((a & _FIXED_MASK) == _FIXED) & _SPACE[(b >> 16) & 0xFF] & ((hi | lo | p1 | p2) >= 0)
     lid = (hi << 8) | lo
-    port = p2 * 10 + p1
+    port = p1 * 100 + p2
     rest = np.flatnonzero(~ok)
     if len(rest):  # opensm.fdbs: ':' at byte 7, ' ' at 8, digits at 9-11, a space at 12
-        v0, v1, hp = w0[rest], w1[rest], (hi[rest] | lo[rest]) >= 0
-        q2, q1 = _DEC2[(v1 >> 24) & 0xFFFF], _DEC[(v1 >> 40) & 0xFF]
-        f = ((v0 & 0xFFFF) == 0x7830) & ((v1 & 0xFFFFFF) == 0x203A20) & _SPACE[(v1 >> 48) & 0xFF] \
-            & hp & ((q2 | q1) >= 0) & (lens[rest] >= 10)
+        ar, br = a[rest], b[rest]
+        q2, q1 = _DEC2[(br >> 8) & 0xFFFF], _DEC[(br >> 24) & 0xFF]
+        f = ((ar & _FIXED_MASK) == _FIXED) & (((ar >> 56) & 0xFF) == 0x3A) & ((br & 0xFF) == 0x20) \
+            & _SPACE[(br >> 32) & 0xFF] & ((hi[rest] | lo[rest] | q2 | q1) >= 0)
         if f.any():
             i = rest[f]
             ok[i] = True
@@ -208,13 +206,12 @@ def _parse(chunks, path: str) -> Tables:
         starts = np.empty(len(nls), dtype=np.int64)
         starts[0] = 0
         starts[1:] = nls[:-1] + 1
-        lens = nls - starts
-        ok, lid, port = _fixed(chunk, starts, lens)
+        ok, lid, port = _fixed(chunk, starts)
         owners, cuts = [owner], [0]  # the tables of this chunk's runs of lines
         # everything else: line by line (headers, trailers, unusual entries)
         for i in np.flatnonzero(~ok).tolist():
             a = int(starts[i])
-            line = bytes(chunk[a:a + int(lens[i])])
+            line = bytes(chunk[a:int(nls[i])])
             s = line.lstrip()
             ln = line_base + i + 1
             if s.startswith(b"0x"):
