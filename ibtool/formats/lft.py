@@ -129,8 +129,11 @@ def _chunks(fh):
                 end += 1
                 total = end
         else:
-            tail = bytes(mv[max(0, total - (1 << 20)):total])
-            cut = tail.rfind(b"\n")
+            for back in (4096, 1 << 20):  # the last newline is near the end: copy 4 KiB, not 1 MiB
+                tail = bytes(mv[max(0, total - back):total])
+                cut = tail.rfind(b"\n")
+                if cut >= 0:
+                    break
             if cut < 0:  # no whole line yet: read on while the buffer has room for another chunk
                 if total <= (1 << 20):
                     have = total
