@@ -307,11 +307,11 @@ def _parse(chunks, path: str) -> Tables:
     if twice is not None:
         ln, g, first = twice
         _bad(path, ln, f"switch {g:#018x} listed twice (first at line {first})")
-    if mat.shape != (len(heads), top + 1):  # drop the room left for growth
-        mat = _grown(mat, len(heads), top + 1)[:len(heads), :top + 1].copy()
+    # rows of the matrix, room left for growth and all: a copy without it would need both at once
+    mat = _grown(mat, len(heads), top + 1)
     t = Tables(path=path)
     for r, (g, ln) in enumerate(heads):
-        t.lft[g] = mat[r]
+        t.lft[g] = mat[r, :top + 1]
         t.lines[g] = ln
         t.names[g] = names.get(g, "")
     return t
