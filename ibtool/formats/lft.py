@@ -11,10 +11,12 @@ Tables are kept as one uint8 array per switch (index = LID, 255 = no route), key
 switch's node GUID. All arrays of one file are rows of one matrix (`Tables.matrix`), so route
 tracing indexes it directly.
 
-Parsing is vectorised: the file is read into one reused buffer in chunks of whole lines and
-processed with numpy. Entry lines in the fixed layout every tool prints (`0xLLLL PPP ...`) are decoded without
-touching Python per line; anything else (headers, trailers, odd entries) goes through the
-line-by-line checks, so malformed input still fails with file:line.
+Parsing is vectorised and takes one pass: the file is read into one reused buffer in chunks of
+whole lines, entry lines in the fixed layouts every tool prints (`0xLLLL PPP ...`) are decoded
+with numpy without touching Python per line, and each chunk's entries go straight into their
+switch's row of the table matrix, so memory is one chunk's work plus the matrix whatever the
+file's size. Anything else (headers, trailers, odd entries) goes through the line-by-line checks,
+so malformed input still fails with file:line.
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from ibtool.errors import InputError
 from ibtool.formats import atomic_write, check_guid, open_input
@@ -35,7 +36,7 @@ _HEADER = re.compile(rb"^\s*Unicast lids \[[^\]]*\] of switch .*?guid (0x[0-9a-f
 _FDBS_HEADER = re.compile(rb"^\s*dump_ucast_routes: Switch (0x[0-9a-fA-F]+)")
 _ENTRY = re.compile(rb"^\s*(0x[0-9a-fA-F]+)\s+(?::\s*)?(\d+)(?:\s|$)")
 _NAME = re.compile(rb"\((?:')?([^()']*)(?:')?\):\s*$")
-_CHUNK = 8 << 20  # smaller chunks: temporaries stay in cache and the allocator reuses them
+_CHUNK = 2 << 20  # a chunk's numpy temporaries are ~7x its size on short lines; as fast as 8 MiB
 
 _HEX = np.full(256, -1, dtype=np.int32)
 for _c in b"0123456789":
@@ -44,15 +45,18 @@ for _c in b"abcdef":
     _HEX[_c] = _c - 87
 for _c in b"ABCDEF":
     _HEX[_c] = _c - 55
-# two ASCII hex digits read as one little-endian uint16 -> their byte value (-1: not hex)
-_lo, _hi = _HEX[np.arange(65536) & 0xFF], _HEX[np.arange(65536) >> 8]
-_HEX2 = np.where((_lo >= 0) & (_hi >= 0), _lo * 16 + _hi, -1).astype(np.int32)
 _DEC = np.full(256, -1, dtype=np.int32)
 for _c in b"0123456789":
     _DEC[_c] = _c - 48
+# two ASCII digits read as one little-endian uint16 -> their value (-1: not two digits)
+_lo, _hi = np.arange(65536) & 0xFF, np.arange(65536) >> 8
+_HEX2 = np.where((_HEX[_lo] >= 0) & (_HEX[_hi] >= 0), _HEX[_lo] * 16 + _HEX[_hi], -1).astype(np.int32)
+_DEC2 = np.where((_DEC[_lo] >= 0) & (_DEC[_hi] >= 0), _DEC[_lo] * 10 + _DEC[_hi], -1).astype(np.int32)
 _SPACE = np.zeros(256, dtype=bool)
 for _c in b" \t\r\n":
     _SPACE[_c] = True
+# "0x" at bytes 0-1 and the space at byte 6 of "0xLLLL PPP", as one uint64 of bytes 0-7
+_FIXED_MASK, _FIXED = 0x00FF00000000FFFF, 0x0020000000007830
 
 
 @dataclass
@@ -98,7 +102,7 @@ def read(path: str | Path) -> Tables:
                              path=path) from None
 
 
-_PAD = 4
+_PAD = 16  # every line's first 16 bytes are read, even the last line's
 
 
 class _LongLine(Exception):
@@ -125,8 +129,11 @@ def _chunks(fh):
                 end += 1
                 total = end
         else:
-            tail = bytes(mv[max(0, total - (1 << 20)):total])
-            cut = tail.rfind(b"\n")
+            for back in (4096, 1 << 20):  # the last newline is near the end: copy 4 KiB, not 1 MiB
+                tail = bytes(mv[max(0, total - back):total])
+                cut = tail.rfind(b"\n")
+                if cut >= 0:
+                    break
             if cut < 0:  # no whole line yet: read on while the buffer has room for another chunk
                 if total <= (1 << 20):
                     have = total
@@ -140,71 +147,90 @@ def _chunks(fh):
         have = len(carry)
 
 
+def _fixed(chunk: np.ndarray, starts: np.ndarray):
+    """(entry?, LID, port) of every line, for the fixed layouts every tool prints:
+        dump_fts, ibroute, opensm-lfts.dump, file engine: "0xLLLL PPP ..."
+        opensm.fdbs:                                       "0xLLLL : PPP  : HH   : yes"
+    LID and port are int32 (0..0xffff, 0..999), meaningless where entry? is False. A line too
+    short for a layout fails it: its newline falls on a byte the layout wants to be a digit."""
+    # the first 16 bytes of every line in one gather, as two little-endian int64s (signed:
+    # numpy indexes with them without a conversion pass)
+    view = np.ndarray((len(chunk) - 15,), dtype="V16", buffer=chunk, strides=(1,))
+    w = view[starts].view("<i8").reshape(-1, 2)
+    a, b = w[:, 0], w[:, 1]  # bytes 0-7 "0xLLLL P", bytes 8-15 "PP ..."
+    hi, lo = _HEX2[(a >> 16) & 0xFFFF], _HEX2[(a >> 32) & 0xFFFF]
+    p1, p2 = _DEC[(a >> 56) & 0xFF], _DEC2[b & 0xFFFF]
+    # a negative lookup (not a digit) makes the OR negative
+    ok = ((a & _FIXED_MASK) == _FIXED) & _SPACE[(b >> 16) & 0xFF] & ((hi | lo | p1 | p2) >= 0)
+    lid = (hi << 8) | lo
+    port = p1 * 100 + p2
+    rest = np.flatnonzero(~ok)
+    if len(rest):  # opensm.fdbs: ':' at byte 7, ' ' at 8, digits at 9-11, a space at 12
+        ar, br = a[rest], b[rest]
+        q2, q1 = _DEC2[(br >> 8) & 0xFFFF], _DEC[(br >> 24) & 0xFF]
+        f = ((ar & _FIXED_MASK) == _FIXED) & (((ar >> 56) & 0xFF) == 0x3A) & ((br & 0xFF) == 0x20) \
+            & _SPACE[(br >> 32) & 0xFF] & ((hi[rest] | lo[rest] | q2 | q1) >= 0)
+        if f.any():
+            i = rest[f]
+            ok[i] = True
+            port[i] = q2[f] * 10 + q1[f]
+    return ok, lid, port
+
+
+def _grown(mat: np.ndarray, rows: int, cols: int) -> np.ndarray:
+    """`mat` with room for at least rows x cols (doubling, so growing table by table stays linear),
+    new cells NO_ROUTE."""
+    r0, c0 = mat.shape
+    if rows <= r0 and cols <= c0:
+        return mat
+    new = np.full((max(rows, 2 * r0) if rows > r0 else r0,
+                   max(cols, min(2 * c0, MAX_UNICAST_LID + 1)) if cols > c0 else c0), NO_ROUTE, dtype=np.uint8)
+    new[:r0, :c0] = mat
+    return new
+
+
 def _parse(chunks, path: str) -> Tables:
-    headers: list[tuple[int, int, int]] = []  # (global line index, guid or -1 for multicast, line no)
-    ent_line: list[np.ndarray] = []
-    ent_lid: list[np.ndarray] = []
-    ent_port: list[np.ndarray] = []
+    """One pass: each chunk's entries are decoded (fixed layouts with numpy, anything else line by
+    line) and scattered straight into their switch's row of the table matrix, so memory stays at
+    one chunk plus the matrix. Errors found after a table's lines were read (entries before any
+    header, a truncated file, no tables, a bad entry, a switch listed twice) are raised after the
+    whole file, in that order, as the first of each kind."""
     names: dict[int, str] = {}
-    trailers: list[int] = []  # lines 'N valid lids dumped' (dump_fts, ibroute, opensm-lfts.dump)
+    heads: list[tuple[int, int]] = []  # (guid, line no) of each unicast table = matrix row
+    seen: dict[int, int] = {}
+    twice = None  # first switch listed twice: (line no, guid, first line no)
+    early = None  # line index of the first entry before any header
+    bad = None  # (line index, LID, port) of the first bad entry of a unicast table
+    last_trailer = last_head = -1  # line indices of the last 'N valid lids dumped' and unicast header
+    owner = None  # the table the current line belongs to: a row, -1 for multicast, None before any
+    mat = np.empty((0, 0), dtype=np.uint8)
+    top = 0
     line_base = 0
     for chunk, clen in chunks:
         nls = np.flatnonzero(chunk[:clen] == 10)
         starts = np.empty(len(nls), dtype=np.int64)
         starts[0] = 0
         starts[1:] = nls[:-1] + 1
-        lens = nls - starts
-        c0 = chunk[starts]
-        cand = np.flatnonzero((c0 == 48) & (lens >= 10))  # "0x..." long enough for 0xLLLL PPP
-        fast = np.zeros(len(starts), dtype=bool)
-        if len(cand):
-            # fixed layouts, one 2-D gather of 13 bytes a line:
-            #   dump_fts, ibroute, opensm-lfts.dump, file engine: "0xLLLL PPP ..."
-            #   opensm.fdbs:                                       "0xLLLL : PPP  : HH   : yes"
-            win = as_strided(chunk, shape=(len(chunk) - 12, 13), strides=(1, 1))
-            blk = win[starts[cand]]
-            fdbs = blk[:, 7] == 58
-            hp = _HEX2[np.ascontiguousarray(blk[:, 2:6]).view("<u2")]  # (n, 2): the LID's two bytes
-            if fdbs.any():
-                po = np.where(fdbs, 9, 7)[:, None] + np.arange(3)
-                d = _DEC[np.take_along_axis(blk, po, axis=1)]
-                after = np.where(fdbs, blk[:, 12], blk[:, 10])
-                sep = (blk[:, 6] == 32) & np.where(fdbs, blk[:, 8] == 32, True)
-            else:
-                d = _DEC[blk[:, 7:10]]
-                after = blk[:, 10]
-                sep = blk[:, 6] == 32
-            # a negative lookup (not a digit) makes the OR of the columns negative
-            ok = (blk[:, 1] == 120) & ((hp[:, 0] | hp[:, 1] | d[:, 0] | d[:, 1] | d[:, 2]) >= 0) \
-                & sep & _SPACE[after]
-            hp, d = hp[ok], d[ok]
-            lid = (hp[:, 0] << 8) | hp[:, 1]
-            port = d[:, 0] * 100 + d[:, 1] * 10 + d[:, 2]
-            good = cand[ok]
-            ent_line.append(good + line_base)
-            ent_lid.append(lid.astype(np.int32))
-            ent_port.append(port.astype(np.int32))
-            fast[good] = True
+        ok, lid, port = _fixed(chunk, starts)
+        owners, cuts = [owner], [0]  # the tables of this chunk's runs of lines
         # everything else: line by line (headers, trailers, unusual entries)
-        slow = np.flatnonzero(~fast)
-        sl_lid, sl_port, sl_line = [], [], []
-        for i in slow.tolist():
+        for i in np.flatnonzero(~ok).tolist():
             a = int(starts[i])
-            line = bytes(chunk[a:a + int(lens[i])])
+            line = bytes(chunk[a:int(nls[i])])
             s = line.lstrip()
             ln = line_base + i + 1
             if s.startswith(b"0x"):
                 if b"UNREACHABLE" in s:  # opensm.fdbs: no route to this LID
                     continue
                 m = _ENTRY.match(s)
-                if m:  # judged after we know whether it is in a unicast or a multicast block
-                    # clipped here: a 2**64 must not overflow the int64 array (judged below)
-                    sl_lid.append(min(int(m.group(1), 16), 1 << 30))
-                    sl_port.append(min(int(m.group(2)), 1 << 30) if len(m.group(2)) < 12 else 1 << 30)
+                # judged once we know whether it is in a unicast or a multicast block; clipped here:
+                # a 2**64 must not overflow the int32 arrays (judged below)
+                if m:
+                    lid[i] = min(int(m.group(1), 16), 1 << 30)
+                    port[i] = min(int(m.group(2)), 1 << 30) if len(m.group(2)) < 12 else 1 << 30
                 else:
-                    sl_lid.append(-2)
-                    sl_port.append(0)
-                sl_line.append(line_base + i)
+                    lid[i], port[i] = -2, 0
+                ok[i] = True
                 continue
             if s.startswith(b"Unicast lids"):
                 m = _HEADER.match(s)
@@ -213,75 +239,79 @@ def _parse(chunks, path: str) -> Tables:
                 g = check_guid(int(m.group(1), 16), path, ln)
                 nm = _NAME.search(s)
                 names.setdefault(g, nm.group(1).decode(errors="replace") if nm else "")
-                headers.append((line_base + i, g, ln))
-                continue
-            if s.startswith(b"dump_ucast_routes"):
+            elif s.startswith(b"dump_ucast_routes"):
                 m = _FDBS_HEADER.match(s)
                 if not m:
                     _bad(path, ln, "malformed 'dump_ucast_routes: Switch' header")
                 g = check_guid(int(m.group(1), 16), path, ln)
                 names.setdefault(g, "")
-                headers.append((line_base + i, g, ln))
+            elif s.startswith((b"Multicast", b"dump_mcast_routes")):
+                owners.append(-1)
+                cuts.append(i)
                 continue
-            if s.startswith((b"Multicast", b"dump_mcast_routes")):
-                headers.append((line_base + i, -1, ln))
+            else:
+                if b"lids dumped" in s:
+                    last_trailer = line_base + i
+                elif s.strip() and not s.startswith((b"#", b"Lid", b"LID", b"Port", b"Switch", b"Dumping")):
+                    _bad(path, ln, f"unrecognised line {line[:60].decode(errors='replace')!r}")
                 continue
-            if b"lids dumped" in s:
-                trailers.append(line_base + i)
+            if g in seen:
+                twice = twice or (ln, g, seen[g])
+            else:
+                seen[g] = ln
+            owners.append(len(heads))
+            cuts.append(i)
+            heads.append((g, ln))
+            last_head = line_base + i
+        cuts.append(len(starts))
+        # unsigned: one comparison per field catches both ends of its range
+        wrong = ok & (((lid - 1).view(np.uint32) >= MAX_UNICAST_LID) | (port.view(np.uint32) > 254))
+        anywrong = bool(wrong.any())
+        lid0 = np.where(ok, lid, 0)  # LID 0 is never routed: other lines write NO_ROUTE there
+        port8 = np.where(ok, port, NO_ROUTE).astype(np.uint8)
+        for k, r in enumerate(owners):
+            a, b = cuts[k], cuts[k + 1]
+            if a >= b:
                 continue
-            if not s.strip() or s.startswith((b"#", b"Lid", b"LID", b"Port")) \
-                    or s.startswith(b"Switch") or s.startswith(b"Dumping"):
+            if r is None:
+                if early is None and ok[a:b].any():
+                    early = line_base + a + int(np.argmax(ok[a:b]))
                 continue
-            _bad(path, ln, f"unrecognised line {line[:60].decode(errors='replace')!r}")
-        if sl_lid:
-            ent_line.append(np.asarray(sl_line, dtype=np.int64))
-            ent_lid.append(np.asarray(sl_lid, dtype=np.int64).clip(-2, 1 << 30).astype(np.int32))
-            ent_port.append(np.asarray(sl_port, dtype=np.int64).clip(-2, 1 << 30).astype(np.int32))
+            if r < 0 or bad is not None:  # a multicast block's entries; or nothing to build
+                continue
+            if anywrong and wrong[a:b].any():
+                j = a + int(np.argmax(wrong[a:b]))
+                bad = (line_base + j, int(lid[j]), int(port[j]))
+                continue
+            seg = lid0[a:b]
+            need = int(seg.max())
+            if need >= mat.shape[1] or r >= mat.shape[0]:
+                mat = _grown(mat, len(heads), need + 1)
+            mat[r, seg] = port8[a:b]
+            top = max(top, need)
+        owner = owners[-1]
         line_base += len(starts)
-    lines = np.concatenate(ent_line) if ent_line else np.zeros(0, np.int64)
-    lids = np.concatenate(ent_lid) if ent_lid else np.zeros(0, np.int32)
-    ports = np.concatenate(ent_port) if ent_port else np.zeros(0, np.int32)
-    if len(ent_line) > 1 and np.any(lines[1:] < lines[:-1]):
-        order = np.argsort(lines, kind="stable")
-        lines, lids, ports = lines[order], lids[order], ports[order]
-    hl = np.asarray([h[0] for h in headers], dtype=np.int64)
-    if len(lines) and (not len(hl) or lines[0] < hl[0]):
-        _bad(path, int(lines[0]) + 1, "LFT entry before any 'Unicast lids' header")
-    # entries are in line order, so each header owns the run of entries up to the next header
-    cuts = np.searchsorted(lines, hl)
-    owner = np.repeat(np.arange(len(hl), dtype=np.int32), np.diff(np.append(cuts, len(lines))))
-    uni_h = [h for h in headers if h[1] >= 0]
-    if trailers and uni_h and uni_h[-1][0] > trailers[-1]:
-        _bad(path, line_base, f"truncated: the table of switch {uni_h[-1][1]:#018x} (line {uni_h[-1][2]}) has no "
+    if early is not None:
+        _bad(path, early + 1, "LFT entry before any 'Unicast lids' header")
+    if last_head > last_trailer >= 0:
+        g, ln = heads[-1]
+        _bad(path, line_base, f"truncated: the table of switch {g:#018x} (line {ln}) has no "
                               f"'N valid lids dumped' line, as every table before it has")
-    if not any(g >= 0 for _, g, _ in headers):
+    if not heads:
         raise InputError("no 'Unicast lids' tables found (not a dump_fts/ibroute/opensm-lfts.dump file?)", path=path)
-    hg = np.asarray([h[1] >= 0 for h in headers], dtype=bool)  # unicast block (GUIDs may not fit int64)
-    if not hg.all():  # drop multicast blocks' entries (copies of every array: only when there are some)
-        uni = hg[owner] if len(owner) else np.zeros(0, bool)
-        lines, lids, ports, owner = lines[uni], lids[uni], ports[uni], owner[uni]
-    # unsigned: one comparison per field catches both ends of its range
-    bad = ((lids - 1).view(np.uint32) >= MAX_UNICAST_LID) | (ports.view(np.uint32) > 254)
-    if bad.any():
-        j = int(np.flatnonzero(bad)[0])
-        if lids[j] == -2:
-            _bad(path, int(lines[j]) + 1, "malformed LFT entry (expected '0x<lid> <port>')")
-        _bad(path, int(lines[j]) + 1, f"LID {int(lids[j]):#x} or port {int(ports[j])} out of range")
+    if bad is not None:
+        j, lv, pv = bad
+        if lv == -2:
+            _bad(path, j + 1, "malformed LFT entry (expected '0x<lid> <port>')")
+        _bad(path, j + 1, f"LID {lv:#x} or port {pv} out of range")
+    if twice is not None:
+        ln, g, first = twice
+        _bad(path, ln, f"switch {g:#018x} listed twice (first at line {first})")
+    # rows of the matrix, room left for growth and all: a copy without it would need both at once
+    mat = _grown(mat, len(heads), top + 1)
     t = Tables(path=path)
-    seen: dict[int, int] = {}
-    uh = [(k, g, ln) for k, (_, g, ln) in enumerate(headers) if g >= 0]
-    for _, g, ln in uh:
-        if g in seen:
-            _bad(path, ln, f"switch {g:#018x} listed twice (first at line {seen[g]})")
-        seen[g] = ln
-    top = int(lids.max()) if len(lids) else 0
-    mat = np.full((len(uh), top + 1), NO_ROUTE, dtype=np.uint8)
-    row = np.full(len(headers), -1, dtype=np.int64)
-    for r, (k, _, _) in enumerate(uh):
-        row[k] = r
-    mat[row[owner], lids] = ports.astype(np.uint8)
-    for r, (_, g, ln) in enumerate(uh):
-        t.lft[g] = mat[r]
+    for r, (g, ln) in enumerate(heads):
+        t.lft[g] = mat[r, :top + 1]
         t.lines[g] = ln
         t.names[g] = names.get(g, "")
     return t
