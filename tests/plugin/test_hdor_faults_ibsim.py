@@ -10,7 +10,6 @@ tables back."""
 
 from __future__ import annotations
 
-import random
 import re
 import time
 from pathlib import Path
@@ -176,13 +175,17 @@ def test_kns_4_2_link_switch_router_failures_and_restore(tmp_path):
 
 def test_kns_3_3_failures_and_random_multi_fault(tmp_path):
     with Scenario(tmp_path, "--k", "3", "--n", "3") as sc:
-        sc.step(down=[router_links(sc.plan, "R[1,1,1]")[2]], sls=False)
-        sc.step(down=["S[1,0,2]"], sls=False)
-        rnd = random.Random(3)
-        more = rnd.sample([lk for r in ("R[0,2,1]", "R[2,0,0]", "R[2,2,2]") for lk in router_links(sc.plan, r)], 3)
+        cable = router_links(sc.plan, "R[1,1,1]")[2]
+        switch = sorted(n for n in sc.plan.names if n.startswith("S["))[7]
+        sc.step(down=[cable], sls=False)
+        sc.step(down=[switch], sls=False)
+        sc.step(up=[cable, switch], sls=False)
+        sc.same_as_start()
+        # a random multi-fault step: 4 cables/switches at once (faults.random_scenario, seed 3)
+        more = [spec for st in faults.random_scenario(sc.plan, 4, seed=3).steps for spec in st.down]
         r = sc.step(down=more)
-        assert r.vls >= 2
-        sc.step(up=[*more, "S[1,0,2]", router_links(sc.plan, "R[1,1,1]")[2]], sls=False)
+        assert r.vls >= 2 and r.faults
+        sc.step(up=more, sls=False)
         sc.same_as_start()
 
 
