@@ -35,7 +35,7 @@ DECLINE = re.compile(r"hdor: not a KNS fabric: (.+)")
 class Scenario:
     """A live KNS under hdor; `step()` applies console commands and checks the new routing."""
 
-    def __init__(self, tmp: Path, *kns_args: str):
+    def __init__(self, tmp: Path, *kns_args: str, conf=()):
         out = tmp / "plan"
         ibtool("topo", "kns", *kns_args, "--out", out, check=0)
         self.net = out / "topology.net"
@@ -43,7 +43,7 @@ class Scenario:
         self.ids = [ibnetdiscover.node_id(self.plan, i) for i in range(self.plan.num_nodes)]
         self.tmp = tmp
         self.lf = LiveFabric(self.net, tmp / "live", ["hdor"], timeout=180,
-                             conf_options=[("qos", "TRUE"), ("sweep_interval", "1")],
+                             conf_options=[("qos", "TRUE"), ("sweep_interval", "1"), *conf],
                              opensm_args=["-D", "0x43"])
         self.n = 0
 
@@ -54,6 +54,9 @@ class Scenario:
         self.fab0 = self.discover()
         self.base = hdor.compute(self.fab0)
         self.tables0 = lft.read(self.osm / "opensm-lfts.dump")
+        # a complete KNS with `qos TRUE` (and the SL hooks set): the tables of docs/hdor.md section 4
+        assert hdor.compare_tables(self.tables0, self.base.tables) == []
+        assert (self.osm / "opensm-hdor.dump").read_text().splitlines() == hdor.dump_lines(self.base, self.fab0)
         return self
 
     def __exit__(self, *exc):
@@ -92,13 +95,16 @@ class Scenario:
         node, port = faults.target(self.plan, spec, "test")
         return f'"{self.ids[node]}"' + (f"[{port}]" if port else "")
 
-    def step(self, down=(), up=(), sls=True) -> hdor.HdorResult:
+    def apply(self, down=(), up=()):
         before = len(CONFIGURED.findall(self.log()))
         for spec in down:
             self.lf.console(f"Unlink {self.target(spec)}")
         for spec in up:
             self.lf.console(f"ReLink {self.target(spec)}")
         self.settle(before)
+
+    def step(self, down=(), up=(), sls=True) -> hdor.HdorResult:
+        self.apply(down, up)
         text = self.log()
         engines = CONFIGURED.findall(text)
         assert engines[-1] == "hdor", (engines[-5:], DECLINE.findall(text)[-3:])
@@ -197,4 +203,17 @@ def test_kns_4_2_s2_tree_failures(tmp_path):
         sc.step(down=[links[0]], sls=False)
         sc.step(down=[sorted(sws)[5]])  # a switch inside one dimension's tree
         sc.step(up=[links[0], sorted(sws)[5]], sls=False)
+        sc.same_as_start()
+
+
+def test_too_few_vls_declined_with_reason_then_hdor_again(tmp_path):
+    """max_op_vls 1: the ports offer one VL, a cable failure needs 2: hdor declines with that reason
+    rather than program a credit loop (OpenSM falls back), and routes again once it is restored."""
+    with Scenario(tmp_path, "--k", "3", "--n", "2", conf=[("max_op_vls", "1")]) as sc:
+        cable = router_links(sc.plan, "R[1,1]")[0]
+        sc.apply(down=[cable])
+        text = sc.log()
+        assert CONFIGURED.findall(text)[-1] == "minhop"
+        assert DECLINE.findall(text)[-1] == "the failures need 2 VLs, the ports offer 1"
+        sc.step(up=[cable])
         sc.same_as_start()
