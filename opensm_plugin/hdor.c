@@ -11,10 +11,13 @@
  *   - in-tree (HDOR_INTREE, defined by the in-tree wrapper opensm/osm_ucast_hdor.c): a built-in
  *     engine, osm_ucast_hdor_setup() is listed in static_routing_modules[].
  *
- * Every pass recomputes everything from OpenSM's current subnet (nothing is cached across passes)
- * and frees what it allocated at the end of the pass.  The fabric is fully analysed and validated
- * before anything is written, so a decline (return -1) leaves the LFTs and hop matrices clean for
- * the next engine in routing_engine.
+ * Every pass recomputes everything from OpenSM's current subnet and frees what it allocated at
+ * the end of the pass.  The fabric is fully analysed and validated before anything is written, so
+ * a decline (return -1) leaves the LFTs and hop matrices clean for the next engine in
+ * routing_engine.  Kept across passes (docs/hdor.md section 6): the last complete KNS routed, by
+ * GUID (never an OpenSM object), so that a later pass with failed links or nodes is routed as a
+ * degraded KNS; and the path-SL/SL2VL table of the last degraded pass, read by the path_sl (SA
+ * threads) and update_sl2vl hooks.
  */
 #include <opensm/osm_config.h>
 
