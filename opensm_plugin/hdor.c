@@ -1264,11 +1264,22 @@ static int closed_form_ok(const hdor_pass_t *P)
 
 #define HDOR_BFS_HOPS_MAX_SWITCHES 16384
 
-/* any other fabric hdor routes (s > 1, stray router-router cables): an all-pairs BFS over the
- * switch links (nsw^2 bytes), then the same rows; returns 0, or -1 (OpenSM builds them) */
-static int fill_hops_bfs(hdor_pass_t *P)
+/* a switch graph for hop matrices: switch i is sw[i] with LID lid[i], its links to other
+ * switches are (port[j], idx[j]) for j in off[i] .. off[i+1]-1 */
+typedef struct {
+	int n;
+	osm_switch_t **sw;
+	uint16_t *lid;
+	uint32_t *off;
+	uint8_t *port;
+	int *idx;
+} hgraph_t;
+
+/* an all-pairs BFS over the switch links (n^2 bytes), then every switch's rows as OpenSM's
+ * min-hop matrix would hold them; returns 0, or -1 (OpenSM builds them) */
+static int fill_hops_graph(const hgraph_t *g)
 {
-	size_t N = (size_t)P->nsw;
+	size_t N = (size_t)g->n;
 	uint8_t *D = NULL;
 	int *q = NULL, w, d, ret = -1;
 	uint32_t l;
@@ -1276,30 +1287,27 @@ static int fill_hops_bfs(hdor_pass_t *P)
 	if (N > HDOR_BFS_HOPS_MAX_SWITCHES || !(D = malloc(N * N)) || !(q = malloc(N * sizeof(int))))
 		goto out;
 	memset(D, OSM_NO_PATH, N * N);
-	for (w = 0; w < P->nsw; w++) {
+	for (w = 0; w < g->n; w++) {
 		uint8_t *row = D + (size_t)w * N;
 		int qh = 0, qt = 0;
 		row[w] = 0;
 		q[qt++] = w;
 		while (qh < qt) {
 			int x = q[qh++];
-			for (l = P->sw[x].loff; l < P->sw[x].loff + P->sw[x].ln; l++) {
-				const hlink_t *lk = &P->links[l];
-				if (lk->kind == N_SWITCH && row[lk->idx] == OSM_NO_PATH && row[x] < 254) {
-					row[lk->idx] = (uint8_t)(row[x] + 1);
-					q[qt++] = lk->idx;
+			for (l = g->off[x]; l < g->off[x + 1]; l++)
+				if (row[g->idx[l]] == OSM_NO_PATH && row[x] < 254) {
+					row[g->idx[l]] = (uint8_t)(row[x] + 1);
+					q[qt++] = g->idx[l];
 				}
-			}
 		}
 	}
-	for (w = 0; w < P->nsw; w++) {
-		osm_switch_t *sw = P->sw[w].sw;
-		hsw_t *W = &P->sw[w];
+	for (w = 0; w < g->n; w++) {
+		osm_switch_t *sw = g->sw[w];
 		unsigned np = sw->num_ports;
 		if (!sw->hops || sw->num_hops <= sw->max_lid_ho)
 			goto out;
-		for (d = 0; d < P->nsw; d++) {
-			uint16_t lid = P->sw[d].base_lid;
+		for (d = 0; d < g->n; d++) {
+			uint16_t lid = g->lid[d];
 			uint8_t *row, best = w == d ? 0 : OSM_NO_PATH;
 			if (!lid || lid > sw->max_lid_ho)
 				continue;
@@ -1310,12 +1318,10 @@ static int fill_hops_bfs(hdor_pass_t *P)
 				sw->hops[lid] = row;
 			}
 			memset(row, OSM_NO_PATH, np);
-			for (l = W->loff; l < W->loff + W->ln; l++) {
-				const hlink_t *lk = &P->links[l];
-				if (lk->kind != N_SWITCH || lk->port >= np ||
-				    D[(size_t)lk->idx * N + d] == OSM_NO_PATH)
+			for (l = g->off[w]; l < g->off[w + 1]; l++) {
+				if (g->port[l] >= np || D[(size_t)g->idx[l] * N + d] == OSM_NO_PATH)
 					continue;
-				set_hop(row, lk->port, 1u + D[(size_t)lk->idx * N + d], &best);
+				set_hop(row, g->port[l], 1u + D[(size_t)g->idx[l] * N + d], &best);
 			}
 			row[0] = best;
 		}
@@ -1324,6 +1330,45 @@ static int fill_hops_bfs(hdor_pass_t *P)
 out:
 	free(D);
 	free(q);
+	return ret;
+}
+
+static void graph_free(hgraph_t *g)
+{
+	free(g->sw);
+	free(g->lid);
+	free(g->off);
+	free(g->port);
+	free(g->idx);
+}
+
+/* any other fabric hdor routes (s > 1, stray router-router cables): fill_hops_graph */
+static int fill_hops_bfs(hdor_pass_t *P)
+{
+	hgraph_t g = { P->nsw, NULL, NULL, NULL, NULL, NULL };
+	int w, ret = -1;
+	uint32_t l, m = 0;
+
+	g.sw = xcalloc(P->nsw, sizeof(*g.sw));
+	g.lid = xcalloc(P->nsw, sizeof(uint16_t));
+	g.off = xcalloc(P->nsw + 1, sizeof(uint32_t));
+	g.port = xcalloc(P->nlinks, 1);
+	g.idx = xcalloc(P->nlinks, sizeof(int));
+	if (g.sw && g.lid && g.off && g.port && g.idx) {
+		for (w = 0; w < P->nsw; w++) {
+			g.sw[w] = P->sw[w].sw;
+			g.lid[w] = P->sw[w].base_lid;
+			g.off[w] = m;
+			for (l = P->sw[w].loff; l < P->sw[w].loff + P->sw[w].ln; l++)
+				if (P->links[l].kind == N_SWITCH) {
+					g.port[m] = P->links[l].port;
+					g.idx[m++] = P->links[l].idx;
+				}
+		}
+		g.off[P->nsw] = m;
+		ret = fill_hops_graph(&g);
+	}
+	graph_free(&g);
 	return ret;
 }
 
@@ -1596,6 +1641,8 @@ struct hdor_kns {
 struct hdor_qos {
 	uint32_t npath;
 	uint32_t *pkey;		/* dlid << 16 | slid, ascending; pairs with SL 0 are not listed */
+	uint32_t nl;
+	uint16_t *base;		/* LID -> the base LID of its port (routes do not depend on the SLID) */
 	uint8_t *psl;
 	uint32_t nrow;
 	uint64_t *rkey;		/* guid-ordered switch index << 16 | in << 8 | out, ascending */
@@ -1654,6 +1701,8 @@ struct hdor_deg {
 	hdor_qos_t *qos;
 	uint32_t nrouters, nswitches, nhcas;
 	uint32_t dead_nodes, dead_links;
+	int own_hops;
+	uint64_t us_hops;
 };
 
 static void kns_free(hdor_kns_t *K)
@@ -1692,6 +1741,7 @@ static void qos_free(hdor_qos_t *Q)
 		return;
 	free(Q->pkey);
 	free(Q->psl);
+	free(Q->base);
 	free(Q->rkey);
 	free(Q->rvl);
 	free(Q->rguid);
@@ -2790,6 +2840,13 @@ static int deg_sls(hdor_ctx_t *ctx, hdor_deg_t *D)
 	src = xcalloc(D->nl, sizeof(uint32_t));
 	if (!src)
 		goto oom;
+	Q->nl = D->nl;
+	Q->base = xcalloc(D->nl, sizeof(uint16_t));
+	if (!Q->base)
+		goto oom;
+	for (dlid = 1; dlid < D->nl; dlid++)
+		Q->base[dlid] = (uint16_t)(D->onode[dlid] >= 0 && D->onode[dlid - 1] == D->onode[dlid] &&
+					   D->oport[dlid - 1] == D->oport[dlid] ? Q->base[dlid - 1] : dlid);
 	/* sources: the base LIDs of linked CA ports, ascending */
 	for (dlid = 1; dlid < D->nl; dlid++) {
 		int c = D->onode[dlid];
@@ -3170,6 +3227,51 @@ static void deg_write_tables(hdor_deg_t *D)
 	}
 }
 
+/* the hop matrices of a degraded KNS: fill_hops_graph over the surviving switches and working
+ * links (the exact min-hop counts OpenSM would compute); 0, or -1 (OpenSM builds them) */
+static int deg_fill_hops(hdor_deg_t *D)
+{
+	const hdor_kns_t *K = D->K;
+	hgraph_t g = { 0, NULL, NULL, NULL, NULL, NULL };
+	int *gi = xcalloc(K->nn, sizeof(int)), ret = -1;
+	uint32_t i, m = 0;
+
+	g.sw = xcalloc(K->nrow, sizeof(*g.sw));
+	g.lid = xcalloc(K->nrow, sizeof(uint16_t));
+	g.off = xcalloc(K->nrow + 1, sizeof(uint32_t));
+	g.port = xcalloc(K->poff[K->nn], 1);
+	g.idx = xcalloc(K->poff[K->nn], sizeof(int));
+	if (!gi || !g.sw || !g.lid || !g.off || !g.port || !g.idx)
+		goto out;
+	for (i = 0; i < K->nn; i++)
+		if (D->cur[i] && K->type[i] == N_SWITCH) {
+			if (!D->cur[i]->sw)
+				goto out;
+			gi[i] = g.n;
+			g.sw[g.n] = D->cur[i]->sw;
+			g.lid[g.n++] = cl_ntoh16(osm_node_get_base_lid(D->cur[i], 0));
+		}
+	for (i = 0; i < K->nn; i++) {
+		unsigned p;
+		if (!D->cur[i] || K->type[i] != N_SWITCH)
+			continue;
+		g.off[gi[i]] = m;
+		for (p = 1; p < K->np[i]; p++) {
+			int y = K->peer[K->poff[i] + p];
+			if (y >= 0 && K->type[y] == N_SWITCH && works(D, (int)i, p)) {
+				g.port[m] = (uint8_t)p;
+				g.idx[m++] = gi[y];
+			}
+		}
+	}
+	g.off[g.n] = m;
+	ret = fill_hops_graph(&g);
+out:
+	free(gi);
+	graph_free(&g);
+	return ret;
+}
+
 /* make Q (NULL on a complete KNS) what the hooks read; the SA threads may still read the
  * previous table, so it is freed one pass later */
 static void qos_publish(hdor_ctx_t *ctx, hdor_qos_t *Q)
@@ -3188,7 +3290,10 @@ static uint8_t hdor_path_sl(void *context, uint8_t hint, const ib_net16_t slid, 
 	uint32_t key, lo = 0, hi;
 	if (!Q)
 		return hint;
-	key = (uint32_t)cl_ntoh16(dlid) << 16 | cl_ntoh16(slid);
+	key = cl_ntoh16(slid);
+	if (key < Q->nl)
+		key = Q->base[key];	/* every LID of the source port's LMC range: the same route */
+	key |= (uint32_t)cl_ntoh16(dlid) << 16;
 	hi = Q->npath;
 	while (lo < hi) {
 		uint32_t mid = (lo + hi) / 2;
@@ -3318,8 +3423,17 @@ static int hdor_build_lid_matrices(void *context)
 	rc = prepare(ctx);
 	if (rc < 0)
 		return -1;
-	if (rc == 1)
-		return 1;	/* degraded: OpenSM builds its min-hop matrices */
+	if (rc == 1) {
+		/* degraded: the hop matrices over the working links (OpenSM's own when that fails) */
+		hdor_deg_t *D = ctx->deg;
+		uint64_t t = usec_since(&ctx->deg_t0);
+		if (!getenv("HDOR_OPENSM_HOPS") && deg_fill_hops(D) == 0) {
+			D->own_hops = 1;
+			D->us_hops = usec_since(&ctx->deg_t0) - t;
+			return 0;
+		}
+		return 1;
+	}
 	P = ctx->pass;
 	if (!getenv("HDOR_OPENSM_HOPS")) {
 		int closed = closed_form_ok(P);
@@ -3355,10 +3469,11 @@ static int degraded_tables(hdor_ctx_t *ctx)
 	if (write_dump_degraded(ctx, D, path, sizeof(path)))
 		OSM_LOG(&osm->log, OSM_LOG_ERROR, "hdor: cannot write %s: %s\n", path, strerror(errno));
 	OSM_LOG(&osm->log, OSM_LOG_INFO,
-		"hdor: routed k=%u n=%u s=%u: %u switches, %u LIDs, %" PRIu64 " us (pass %lu; degraded KNS: %u failed link(s), %u failed node(s); %u VL(s) used of %u the ports offer, SLs 0-%u; %u pair(s) detoured, extra links max %u mean %.3f; analysis and routing %" PRIu64 " us, dump %" PRIu64 " us)\n",
+		"hdor: routed k=%u n=%u s=%u: %u switches, %u LIDs, %" PRIu64 " us (pass %lu; degraded KNS: %u failed link(s), %u failed node(s); %u VL(s) used of %u the ports offer, SLs 0-%u; %u pair(s) detoured, extra links max %u mean %.3f; analysis and routing %" PRIu64 " us, %s hop matrices %" PRIu64 " us, dump %" PRIu64 " us)\n",
 		D->K->k, D->K->n, D->K->s, D->nrouters + D->nswitches, D->nowned, usec_since(&ctx->deg_t0),
 		ctx->passes, D->dead_links, D->dead_nodes, D->vls, D->vlcap, ctx->qos ? ctx->qos->maxsl : 0,
-		D->detoured, D->extra_max, D->extra_mean, t_route, usec_since(&ctx->deg_t0) - t1);
+		D->detoured, D->extra_max, D->extra_mean, t_route - D->us_hops, D->own_hops ? "own" : "OpenSM's",
+		D->us_hops, usec_since(&ctx->deg_t0) - t1);
 	deg_free(D);
 	return 0;
 }

@@ -217,3 +217,23 @@ def test_too_few_vls_declined_with_reason_then_hdor_again(tmp_path):
         assert DECLINE.findall(text)[-1] == "the failures need 2 VLs, the ports offer 1"
         sc.step(up=[cable])
         sc.same_as_start()
+
+
+def test_degraded_hop_matrices_equal_opensm_min_hop(tmp_path, monkeypatch):
+    """On a degraded pass hdor fills OpenSM's hop matrices by BFS over the working links; they equal
+    the ones OpenSM's min-hop relaxation builds (HDOR_OPENSM_HOPS=1), port by port, and the
+    tables do not depend on who built them."""
+    from test_hdor_ibsim import lid_matrix
+
+    mats, lfts = [], []
+    for who in ("own", "OpenSM's"):
+        if who != "own":
+            monkeypatch.setenv("HDOR_OPENSM_HOPS", "1")
+        (tmp_path / who).mkdir()
+        with Scenario(tmp_path / who, "--k", "4", "--n", "2", "--s", "2", "--radix", "8") as sc:
+            sc.step(down=[router_links(sc.plan, "R[0,1]")[0], "S[0,0,1,1]"], sls=False)
+            assert "degraded KNS" in ROUTED.findall(sc.log())[-1] and f"{who} hop matrices" in ROUTED.findall(sc.log())[-1]
+            mats.append(lid_matrix(sc.osm / "opensm-lid-matrix.dump"))
+            lfts.append((sc.osm / "opensm-lfts.dump").read_text())
+    assert len(mats[0]) > 0 and mats[0] == mats[1]
+    assert lfts[0] == lfts[1]
