@@ -1493,22 +1493,42 @@ static void put_coords(FILE *f, const uint8_t *c, unsigned n, int skip)
 	fputc(']', f);
 }
 
-static int write_dump(hdor_ctx_t *ctx, hdor_pass_t *P, char *path, size_t pathsz)
+/* opensm-hdor.dump is written to a temporary file in dump_files_dir, then renamed */
+static FILE *dump_open(hdor_ctx_t *ctx, char *path, size_t pathsz, char *tmp, size_t tmpsz)
 {
 	const char *dir = ctx->osm->subn.opt.dump_files_dir;
-	char tmp[4200];
-	FILE *f;
-	int *ord, i, nind = P->nsw - P->nr, ret = -1;
-	unsigned n = P->n;
-
 	if (!dir || !*dir)
 		dir = ".";
 	snprintf(path, pathsz, "%s/%s", dir, HDOR_DUMP_FILE);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	snprintf(tmp, tmpsz, "%s.tmp", path);
+	return fopen(tmp, "w");
+}
+
+static int dump_close(FILE *f, const char *tmp, const char *path)
+{
+	int ret = -1;
+	if (fflush(f) == 0 && !ferror(f))
+		ret = 0;
+	if (fclose(f))
+		ret = -1;
+	if (!ret && rename(tmp, path))
+		ret = -1;
+	if (ret)
+		unlink(tmp);
+	return ret;
+}
+
+static int write_dump(hdor_ctx_t *ctx, hdor_pass_t *P, char *path, size_t pathsz)
+{
+	char tmp[4200];
+	FILE *f;
+	int *ord, i, nind = P->nsw - P->nr, ret;
+	unsigned n = P->n;
+
 	ord = xcalloc((size_t)P->nsw + P->nca, sizeof(int));
 	if (!ord)
 		return -1;
-	f = fopen(tmp, "w");
+	f = dump_open(ctx, path, pathsz, tmp, sizeof(tmp));
 	if (!f) {
 		free(ord);
 		return -1;
@@ -1590,14 +1610,7 @@ static int write_dump(hdor_ctx_t *ctx, hdor_pass_t *P, char *path, size_t pathsz
 			fputc('\n', f);
 		}
 	}
-	if (fflush(f) == 0 && !ferror(f))
-		ret = 0;
-	if (fclose(f))
-		ret = -1;
-	if (!ret && rename(tmp, path))
-		ret = -1;
-	if (ret)
-		unlink(tmp);
+	ret = dump_close(f, tmp, path);
 	free(ord);
 	return ret;
 }
@@ -1640,7 +1653,7 @@ struct hdor_kns {
 /* path SLs and SL2VL rows of a degraded pass, read by the path_sl and update_sl2vl hooks */
 struct hdor_qos {
 	uint32_t npath;
-	uint32_t *pkey;		/* dlid << 16 | slid, ascending; pairs with SL 0 are not listed */
+	uint64_t *pkey;		/* dlid << 16 | slid, ascending; pairs with SL 0 are not listed */
 	uint32_t nl;
 	uint16_t *base;		/* LID -> the base LID of its port (routes do not depend on the SLID) */
 	uint8_t *psl;
@@ -1705,6 +1718,12 @@ struct hdor_deg {
 	uint64_t us_hops;
 };
 
+static void free_all(void **p, size_t n)
+{
+	while (n--)
+		free(p[n]);
+}
+
 static void kns_free(hdor_kns_t *K)
 {
 	uint32_t i;
@@ -1713,25 +1732,14 @@ static void kns_free(hdor_kns_t *K)
 	if (K->desc)
 		for (i = 0; i < K->nn; i++)
 			free(K->desc[i]);
-	free(K->desc);
-	free(K->guid);
-	free(K->type);
-	free(K->role);
-	free(K->np);
-	free(K->poff);
-	free(K->peer);
-	free(K->pport);
-	free(K->dim);
-	free(K->grp);
-	free(K->lev);
-	free(K->coord);
-	free(K->gdim);
-	free(K->gsoff);
-	free(K->gsw);
-	free(K->row);
-	free(K->lnode);
-	free(K->lport);
-	free(K->lft);
+	{
+		void *all[] = {
+			K->desc, K->guid, K->type, K->role, K->np, K->poff, K->peer, K->pport, K->dim,
+			K->grp, K->lev, K->coord, K->gdim, K->gsoff, K->gsw, K->row, K->lnode, K->lport,
+			K->lft
+		};
+		free_all(all, sizeof(all) / sizeof(all[0]));
+	}
 	free(K);
 }
 
@@ -1739,12 +1747,10 @@ static void qos_free(hdor_qos_t *Q)
 {
 	if (!Q)
 		return;
-	free(Q->pkey);
-	free(Q->psl);
-	free(Q->base);
-	free(Q->rkey);
-	free(Q->rvl);
-	free(Q->rguid);
+	{
+		void *all[] = { Q->pkey, Q->psl, Q->base, Q->rkey, Q->rvl, Q->rguid };
+		free_all(all, sizeof(all) / sizeof(all[0]));
+	}
 	free(Q);
 }
 
@@ -1769,52 +1775,36 @@ static void deg_free(hdor_deg_t *D)
 	if (D->cnt && D->K)
 		for (i = 0; i < (uint32_t)D->K->nrow; i++)
 			free(D->cnt[i]);
-	free(D->cnt);
-	free(D->ncnt);
-	free(D->capcnt);
-	free(D->ig);
-	free(D->cur);
-	free(D->ok);
-	free(D->onode);
-	free(D->oport);
-	free(D->tab);
-	free(D->aff);
-	free(D->gof);
-	free(D->glocal);
-	free(D->gdim);
-	free(D->gsoff);
-	free(D->gsw);
-	free(D->gmoff);
-	free(D->gmem);
-	free(D->rgoff);
-	free(D->rgl);
-	free(D->bln);
-	free(D->bv);
-	free(D->fdim);
-	free(D->via);
-	free(D->fixln);
-	free(D->exitof);
-	free(D->dist);
-	free(D->q);
-	free(D->done);
-	free(D->fixed);
-	free(D->cand);
-	free(D->has);
+	{
+		void *all[] = {
+			D->cnt, D->ncnt, D->capcnt, D->ig, D->cur, D->ok, D->onode, D->oport, D->tab,
+			D->aff, D->gof, D->glocal, D->gdim, D->gsoff, D->gsw, D->gmoff, D->gmem,
+			D->rgoff, D->rgl, D->bln, D->bv, D->fdim, D->via, D->fixln, D->exitof, D->dist,
+			D->q, D->done, D->fixed, D->cand, D->has
+		};
+		free_all(all, sizeof(all) / sizeof(all[0]));
+	}
 	qos_free(D->qos);
 	free(D);
 }
 
-static int kns_find(const hdor_kns_t *K, uint64_t guid)
+/* the index of key in the ascending array a[0..n-1], or -1 */
+static int find_u64(const uint64_t *a, uint32_t n, uint64_t key)
 {
-	uint32_t lo = 0, hi = K->nn;
+	uint32_t lo = 0, hi = n;
 	while (lo < hi) {
 		uint32_t mid = (lo + hi) / 2;
-		if (K->guid[mid] < guid)
+		if (a[mid] < key)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return (lo < K->nn && K->guid[lo] == guid) ? (int)lo : -1;
+	return (lo < n && a[lo] == key) ? (int)lo : -1;
+}
+
+static int kns_find(const hdor_kns_t *K, uint64_t guid)
+{
+	return find_u64(K->guid, K->nn, guid);
 }
 
 static const char *kind_word(uint8_t type)
@@ -2171,8 +2161,8 @@ static int cmp_rank(const void *a, const void *b)
 static int deg_structure(hdor_ctx_t *ctx, hdor_deg_t *D)
 {
 	hdor_kns_t *K = D->K;
-	uint32_t nn = K->nn, i, j, tot;
-	int g, *stamp = NULL, ret = -1;
+	uint32_t nn = K->nn, i, j, tot, *fill = NULL;
+	int g, pass, *stamp = NULL, ret = -1;
 
 	D->gof = xcalloc(nn, sizeof(int));
 	D->glocal = xcalloc(nn, sizeof(int));
@@ -2216,34 +2206,18 @@ static int deg_structure(hdor_ctx_t *ctx, hdor_deg_t *D)
 		}
 	D->gsoff[D->ng] = tot;
 	/* members: routers with a working link into the component (count, then fill) */
-	for (g = 0; g < D->ng; g++) {
-		uint32_t cnt = 0;
-		for (i = D->gsoff[g]; i < D->gsoff[g + 1]; i++) {
-			int x = D->gsw[i];
-			unsigned p;
-			for (p = 1; p < K->np[x]; p++) {
-				int y = K->peer[K->poff[x] + p];
-				if (y >= 0 && K->role[y] == R_ROUTER && works(D, x, p) && stamp[y] != g + 1) {
-					stamp[y] = g + 1;
-					cnt++;
-					D->rgoff[y + 1]++;
-				}
-			}
+	for (pass = 0; pass < 2; pass++) {
+		if (pass) {
+			D->gmem = xcalloc(D->gmoff[D->ng] + 1, sizeof(int));
+			for (i = 0; i < nn; i++)
+				D->rgoff[i + 1] += D->rgoff[i];
+			D->rgl = xcalloc(D->rgoff[nn] + 1, sizeof(int));
+			D->ig = xcalloc(D->ng + 1, sizeof(*D->ig));
+			fill = xcalloc(nn, sizeof(uint32_t));
+			if (!D->gmem || !D->rgl || !D->ig || !fill)
+				goto oom;
+			memset(stamp, 0, nn * sizeof(int));
 		}
-		D->gmoff[g + 1] = D->gmoff[g] + cnt;
-	}
-	D->gmem = xcalloc(D->gmoff[D->ng] + 1, sizeof(int));
-	for (i = 0; i < nn; i++)
-		D->rgoff[i + 1] += D->rgoff[i];
-	D->rgl = xcalloc(D->rgoff[nn] + 1, sizeof(int));
-	D->ig = xcalloc(D->ng + 1, sizeof(*D->ig));
-	if (!D->gmem || !D->rgl || !D->ig)
-		goto oom;
-	memset(stamp, 0, nn * sizeof(int));
-	{
-		uint32_t *fill = xcalloc(nn, sizeof(uint32_t));
-		if (!fill)
-			goto oom;
 		for (g = 0; g < D->ng; g++) {
 			uint32_t m = D->gmoff[g];
 			for (i = D->gsoff[g]; i < D->gsoff[g + 1]; i++) {
@@ -2251,16 +2225,22 @@ static int deg_structure(hdor_ctx_t *ctx, hdor_deg_t *D)
 				unsigned p;
 				for (p = 1; p < K->np[x]; p++) {
 					int y = K->peer[K->poff[x] + p];
-					if (y >= 0 && K->role[y] == R_ROUTER && works(D, x, p) && stamp[y] != g + 1) {
-						stamp[y] = g + 1;
-						D->gmem[m++] = y;
+					if (y < 0 || K->role[y] != R_ROUTER || !works(D, x, p) || stamp[y] == g + 1)
+						continue;
+					stamp[y] = g + 1;
+					if (pass) {
+						D->gmem[m] = y;
 						D->rgl[D->rgoff[y] + fill[y]++] = g;
-					}
+					} else
+						D->rgoff[y + 1]++;
+					m++;
 				}
 			}
-			qsort(D->gmem + D->gmoff[g], m - D->gmoff[g], sizeof(int), cmp_int);
+			if (pass)
+				qsort(D->gmem + D->gmoff[g], m - D->gmoff[g], sizeof(int), cmp_int);
+			else
+				D->gmoff[g + 1] = m;
 		}
-		free(fill);
 	}
 	/* a router's groups by dimension, then group order (insertion sort: n is small) */
 	for (i = 0; i < nn; i++) {
@@ -2275,9 +2255,11 @@ static int deg_structure(hdor_ctx_t *ctx, hdor_deg_t *D)
 	}
 	ret = 0;
 	free(stamp);
+	free(fill);
 	return ret;
 oom:
 	free(stamp);
+	free(fill);
 	return decline(ctx, "out of memory");
 }
 
@@ -2917,7 +2899,7 @@ static int deg_sls(hdor_ctx_t *ctx, hdor_deg_t *D)
 				}
 				if (Q->npath == cap) {
 					uint32_t nc = cap ? 2 * cap : 1024;
-					uint32_t *nk = realloc(Q->pkey, nc * sizeof(uint32_t));
+					uint64_t *nk = realloc(Q->pkey, nc * sizeof(uint64_t));
 					uint8_t *ns;
 					if (!nk)
 						goto oom;
@@ -2930,7 +2912,7 @@ static int deg_sls(hdor_ctx_t *ctx, hdor_deg_t *D)
 				}
 				if (sl > Q->maxsl)
 					Q->maxsl = sl;
-				Q->pkey[Q->npath] = dlid << 16 | slid;
+				Q->pkey[Q->npath] = (uint64_t)dlid << 16 | slid;
 				Q->psl[Q->npath++] = (uint8_t)sl;
 			}
 			ln0 = walk(D, c, p, dlid, 0, hops0, &nh0);
@@ -3136,18 +3118,13 @@ out:
 static int write_dump_degraded(hdor_ctx_t *ctx, hdor_deg_t *D, char *path, size_t pathsz)
 {
 	const hdor_kns_t *K = D->K;
-	const char *dir = ctx->osm->subn.opt.dump_files_dir;
 	char tmp[4200];
 	FILE *f;
 	uint32_t i, lid;
 	unsigned n = K->n, e;
-	int role, ret = -1;
+	int role;
 
-	if (!dir || !*dir)
-		dir = ".";
-	snprintf(path, pathsz, "%s/%s", dir, HDOR_DUMP_FILE);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	f = fopen(tmp, "w");
+	f = dump_open(ctx, path, pathsz, tmp, sizeof(tmp));
 	if (!f)
 		return -1;
 	fprintf(f, "# hdor k=%u n=%u routers=%u switches=%u hcas=%u lids=%u vls=%u detoured=%u extra_max=%u extra_mean=%.3f\n",
@@ -3195,15 +3172,7 @@ static int write_dump_degraded(hdor_ctx_t *ctx, hdor_deg_t *D, char *path, size_
 			fputc('\n', f);
 		}
 	}
-	if (fflush(f) == 0 && !ferror(f))
-		ret = 0;
-	if (fclose(f))
-		ret = -1;
-	if (!ret && rename(tmp, path))
-		ret = -1;
-	if (ret)
-		unlink(tmp);
-	return ret;
+	return dump_close(f, tmp, path);
 }
 
 /* the tables of a degraded pass into OpenSM's new_lft */
@@ -3287,22 +3256,16 @@ static uint8_t hdor_path_sl(void *context, uint8_t hint, const ib_net16_t slid, 
 {
 	hdor_ctx_t *ctx = context;
 	const hdor_qos_t *Q = ctx ? __atomic_load_n(&ctx->qos, __ATOMIC_ACQUIRE) : NULL;
-	uint32_t key, lo = 0, hi;
+	uint64_t key;
+	int i;
 	if (!Q)
 		return hint;
 	key = cl_ntoh16(slid);
 	if (key < Q->nl)
 		key = Q->base[key];	/* every LID of the source port's LMC range: the same route */
-	key |= (uint32_t)cl_ntoh16(dlid) << 16;
-	hi = Q->npath;
-	while (lo < hi) {
-		uint32_t mid = (lo + hi) / 2;
-		if (Q->pkey[mid] < key)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return (lo < Q->npath && Q->pkey[lo] == key) ? Q->psl[lo] : 0;
+	key |= (uint64_t)cl_ntoh16(dlid) << 16;
+	i = find_u64(Q->pkey, Q->npath, key);
+	return i >= 0 ? Q->psl[i] : 0;
 }
 
 /* update_sl2vl: on a degraded KNS every SL2VL table is hdor's (entries not set: VL 0) */

@@ -16,9 +16,9 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-
 from hdor_walk import libhdor  # noqa: F401
 from support import ibtool
+
 from ibtool.formats import ibnetdiscover, lft, pathrecord, sl2vl
 from ibtool.routing import hdor
 from ibtool.sim import faults
