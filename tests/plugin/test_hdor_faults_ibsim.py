@@ -194,6 +194,9 @@ def test_kns_3_3_failures_and_random_multi_fault(tmp_path):
         assert r.vls >= 2 and r.faults
         sc.step(up=more, sls=False)
         sc.same_as_start()
+        sc.step(down=["R[2,0,1]"], sls=False)  # a router
+        sc.step(up=["R[2,0,1]"], sls=False)
+        sc.same_as_start()
 
 
 def test_kns_4_2_s2_tree_failures(tmp_path):
@@ -204,6 +207,11 @@ def test_kns_4_2_s2_tree_failures(tmp_path):
         sc.step(down=[links[0]], sls=False)
         sc.step(down=[sorted(sws)[5]])  # a switch inside one dimension's tree
         sc.step(up=[links[0], sorted(sws)[5]], sls=False)
+        sc.same_as_start()
+        sc.step(down=["R[3,2]"], sls=False)  # a router
+        more = [spec for st in faults.random_scenario(sc.plan, 3, seed=5).steps for spec in st.down]
+        sc.step(down=more)  # and a random multi-fault step on top
+        sc.step(up=["R[3,2]", *more], sls=False)
         sc.same_as_start()
 
 
