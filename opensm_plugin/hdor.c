@@ -3348,6 +3348,9 @@ static int prepare(hdor_ctx_t *ctx)
 	ctx->passes++;
 	ctx->reason[0] = '\0';
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (osm->subn.opt.use_ucast_cache && ctx->passes == 1)
+		OSM_LOG(&osm->log, OSM_LOG_ERROR, "hdor: use_ucast_cache (-A) is on: after a failure OpenSM may "
+			"reuse cached tables without calling hdor (no detours, no path SLs); turn it off\n");
 	rc = degraded_pass(ctx);
 	if (rc == 1) {
 		ctx->deg_t0 = t0;
