@@ -1702,7 +1702,7 @@ struct hdor_deg {
 	hcnt_t **cnt;
 	uint32_t *ncnt, *capcnt;
 	/* per LID scratch (base nodes) */
-	int *bln, *bv, *fdim, *via, *fixln, *exitof, *dist, *q;
+	int *bln, *bv, *fdim, *via, *fixln, *fixlist, *exitof, *dist, *q;
 	uint8_t *done, *fixed;
 	pmask_t *cand;
 	uint8_t *has;
@@ -1779,8 +1779,8 @@ static void deg_free(hdor_deg_t *D)
 		void *all[] = {
 			D->cnt, D->ncnt, D->capcnt, D->ig, D->cur, D->ok, D->onode, D->oport, D->tab,
 			D->aff, D->gof, D->glocal, D->gdim, D->gsoff, D->gsw, D->gmoff, D->gmem,
-			D->rgoff, D->rgl, D->bln, D->bv, D->fdim, D->via, D->fixln, D->exitof, D->dist,
-			D->q, D->done, D->fixed, D->cand, D->has
+			D->rgoff, D->rgl, D->bln, D->bv, D->fdim, D->via, D->fixln, D->fixlist,
+			D->exitof, D->dist, D->q, D->done, D->fixed, D->cand, D->has
 		};
 		free_all(all, sizeof(all) / sizeof(all[0]));
 	}
@@ -2537,7 +2537,7 @@ static int route_lid(hdor_ctx_t *ctx, hdor_deg_t *D, uint32_t lid, hheap_t *heap
 {
 	const hdor_kns_t *K = D->K;
 	int c = D->onode[lid], T, fin, x, nh = 0, g;
-	uint32_t i;
+	uint32_t i, fcnt[HDOR_MAX_HOPS + 3], nf, fp = 0;
 
 	if (K->type[c] == N_CA) {
 		if (!works(D, c, D->oport[lid]))
@@ -2582,16 +2582,34 @@ static int route_lid(hdor_ctx_t *ctx, hdor_deg_t *D, uint32_t lid, hheap_t *heap
 	D->bv[T] = 0;
 	D->fdim[T] = -1;
 	heap_push(heap, &nh, (hheap_t){ 0, 0, T });
+	/* the fixed routers' keys (links, 0, GUID) never change: a counting sort by links (routers
+	 * visited in GUID order) gives them in key order, and only relaxed routers use the heap */
+	memset(fcnt, 0, sizeof(fcnt));
 	for (i = 0; i < K->nn; i++)
 		if (D->fixed[i] && (int)i != T) {
 			D->bln[i] = D->fixln[i];
 			D->bv[i] = 0;
-			heap_push(heap, &nh, (hheap_t){ D->fixln[i], 0, (int)i });
+			fcnt[D->fixln[i] + 2]++;	/* fixln is -1 .. HDOR_MAX_HOPS */
 		}
-	while (nh) {
-		hheap_t e = heap_pop(heap, &nh);
-		int X = e.b;
+	for (i = 1; i < HDOR_MAX_HOPS + 3; i++)
+		fcnt[i] += fcnt[i - 1];
+	nf = fcnt[HDOR_MAX_HOPS + 2];
+	for (i = 0; i < K->nn; i++)
+		if (D->fixed[i] && (int)i != T)
+			D->fixlist[fcnt[D->fixln[i] + 1]++] = (int)i;
+	while (nh || fp < nf) {
+		hheap_t e;
+		int X;
 		uint32_t a;
+		if (fp < nf) {
+			e = (hheap_t){ D->fixln[D->fixlist[fp]], 0, D->fixlist[fp] };
+			if (!nh || heap_lt(&e, &heap[0]))
+				fp++;
+			else
+				e = heap_pop(heap, &nh);
+		} else
+			e = heap_pop(heap, &nh);
+		X = e.b;
 		if (D->done[X] || D->bln[X] != e.ln || D->bv[X] != e.v)
 			continue;
 		D->done[X] = 1;
@@ -3033,6 +3051,7 @@ static int deg_route(hdor_ctx_t *ctx, hdor_deg_t *D)
 	D->fdim = xcalloc(nn, sizeof(int));
 	D->via = xcalloc(nn, sizeof(int));
 	D->fixln = xcalloc(nn, sizeof(int));
+	D->fixlist = xcalloc(nn, sizeof(int));
 	D->exitof = xcalloc(D->ng + 1, sizeof(int));
 	D->dist = xcalloc(nn, sizeof(int));
 	D->q = xcalloc(nn, sizeof(int));
@@ -3046,7 +3065,7 @@ static int deg_route(hdor_ctx_t *ctx, hdor_deg_t *D)
 	/* each group relaxes each member once: pushes <= memberships + fixed routers + T */
 	heap = xcalloc((size_t)D->rgoff[nn] + nn + 64, sizeof(*heap));
 	if (!D->tab || !D->aff || !D->bln || !D->bv || !D->fdim || !D->via || !D->fixln || !D->exitof ||
-	    !D->dist || !D->q || !D->done || !D->fixed || !D->cand || !D->has || !D->cnt || !D->ncnt ||
+	    !D->fixlist || !D->dist || !D->q || !D->done || !D->fixed || !D->cand || !D->has || !D->cnt || !D->ncnt ||
 	    !D->capcnt || !heap) {
 		decline(ctx, "out of memory");
 		goto out;
