@@ -1702,7 +1702,8 @@ struct hdor_deg {
 	hcnt_t **cnt;
 	uint32_t *ncnt, *capcnt;
 	/* per LID scratch (base nodes) */
-	int *bln, *bv, *fdim, *via, *fixln, *fixlist, *exitof, *dist, *q;
+	int *bln, *bv, *fdim, *via, *fixln, *fixlist, *exitof, *dist, *q, *ffl, *ffx;
+	uint32_t *ffs;
 	uint8_t *done, *fixed;
 	pmask_t *cand;
 	uint8_t *has;
@@ -1779,8 +1780,8 @@ static void deg_free(hdor_deg_t *D)
 		void *all[] = {
 			D->cnt, D->ncnt, D->capcnt, D->ig, D->cur, D->ok, D->onode, D->oport, D->tab,
 			D->aff, D->gof, D->glocal, D->gdim, D->gsoff, D->gsw, D->gmoff, D->gmem,
-			D->rgoff, D->rgl, D->bln, D->bv, D->fdim, D->via, D->fixln, D->fixlist,
-			D->exitof, D->dist, D->q, D->done, D->fixed, D->cand, D->has
+			D->rgoff, D->rgl, D->bln, D->bv, D->fdim, D->via, D->fixln, D->fixlist, D->ffl,
+			D->ffx, D->ffs, D->exitof, D->dist, D->q, D->done, D->fixed, D->cand, D->has
 		};
 		free_all(all, sizeof(all) / sizeof(all[0]));
 	}
@@ -2290,33 +2291,43 @@ static int affected(hdor_deg_t *D, int b, uint32_t lid, int depth)
 	return r;
 }
 
-/* the fault-free route of an unaffected entry: links to the LID's port, the first router it
- * reaches (b itself for a router), the dimension of the group it enters first */
-static void fault_free_route(const hdor_deg_t *D, int b, uint32_t lid, int *len, int *exitr, int *dim0)
+/* the fault-free route of an unaffected entry: links to the LID's port (-1: none), the first
+ * router it reaches (b itself for a router), the dimension of the group it enters first; the
+ * suffixes are shared, so lengths and exits are kept per switch for the current LID (D->ffs) */
+static void ff_memo(hdor_deg_t *D, int b, uint32_t lid, int depth)
 {
 	const hdor_kns_t *K = D->K;
-	int x = b, links = 0, hop, p0 = kpeer(K, b, t0(K, b, lid));
-	*exitr = K->role[b] == R_ROUTER ? b : -1;
-	*dim0 = p0 >= 0 ? K->dim[p0] : -1;
-	*len = -1;
-	for (hop = 0; hop < HDOR_MAX_HOPS; hop++) {
-		uint8_t port = t0(K, x, lid);
-		int p;
-		if (port == 0) {
-			*len = links;
-			return;
-		}
-		if (port == OSM_NO_PATH || (p = kpeer(K, x, port)) < 0)
-			return;
-		links++;
-		if (K->type[p] != N_SWITCH) {
-			*len = links;
-			return;
-		}
-		if (*exitr < 0 && K->role[p] == R_ROUTER)
-			*exitr = p;
-		x = p;
+	uint8_t port = t0(K, b, lid);
+	int p, len, ex = K->role[b] == R_ROUTER ? b : -1;
+	if (D->ffs[b] == lid)
+		return;
+	if (port == 0)
+		len = 0;
+	else if (port == OSM_NO_PATH || (p = kpeer(K, b, port)) < 0)
+		len = -1;
+	else if (K->type[p] != N_SWITCH)
+		len = 1;
+	else if (depth >= HDOR_MAX_HOPS)
+		len = -1;
+	else {
+		ff_memo(D, p, lid, depth + 1);
+		len = D->ffl[p] < 0 ? -1 : D->ffl[p] + 1;
+		if (ex < 0)
+			ex = D->ffx[p];
 	}
+	D->ffs[b] = lid;
+	D->ffl[b] = len;
+	D->ffx[b] = ex;
+}
+
+static void fault_free_route(hdor_deg_t *D, int b, uint32_t lid, int *len, int *exitr, int *dim0)
+{
+	const hdor_kns_t *K = D->K;
+	int p0 = kpeer(K, b, t0(K, b, lid));
+	*dim0 = p0 >= 0 ? K->dim[p0] : -1;
+	ff_memo(D, b, lid, 0);
+	*len = D->ffl[b];
+	*exitr = D->ffx[b];
 }
 
 static int member_slot(const hdor_deg_t *D, int gi, int M)
@@ -3052,6 +3063,9 @@ static int deg_route(hdor_ctx_t *ctx, hdor_deg_t *D)
 	D->via = xcalloc(nn, sizeof(int));
 	D->fixln = xcalloc(nn, sizeof(int));
 	D->fixlist = xcalloc(nn, sizeof(int));
+	D->ffl = xcalloc(nn, sizeof(int));
+	D->ffx = xcalloc(nn, sizeof(int));
+	D->ffs = xcalloc(nn, sizeof(uint32_t));
 	D->exitof = xcalloc(D->ng + 1, sizeof(int));
 	D->dist = xcalloc(nn, sizeof(int));
 	D->q = xcalloc(nn, sizeof(int));
@@ -3065,7 +3079,7 @@ static int deg_route(hdor_ctx_t *ctx, hdor_deg_t *D)
 	/* each group relaxes each member once: pushes <= memberships + fixed routers + T */
 	heap = xcalloc((size_t)D->rgoff[nn] + nn + 64, sizeof(*heap));
 	if (!D->tab || !D->aff || !D->bln || !D->bv || !D->fdim || !D->via || !D->fixln || !D->exitof ||
-	    !D->fixlist || !D->dist || !D->q || !D->done || !D->fixed || !D->cand || !D->has || !D->cnt || !D->ncnt ||
+	    !D->fixlist || !D->ffl || !D->ffx || !D->ffs || !D->dist || !D->q || !D->done || !D->fixed || !D->cand || !D->has || !D->cnt || !D->ncnt ||
 	    !D->capcnt || !heap) {
 		decline(ctx, "out of memory");
 		goto out;
