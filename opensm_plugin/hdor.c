@@ -1686,7 +1686,7 @@ struct hdor_deg {
 	uint8_t *oport;
 	uint32_t nowned;
 	uint8_t *tab;		/* K->nrow * nl: the new tables */
-	uint8_t *aff;		/* K->nrow * nl: 0 unknown, 1 unaffected, 2 affected */
+	uint8_t *aff;		/* nl * K->nrow (by LID: the loops go over switches): 0 unknown, 1 no, 2 affected */
 	/* groups: components of the remembered groups' surviving switches */
 	int ng;
 	int *gof, *glocal;	/* base node -> component, local index */
@@ -2273,7 +2273,7 @@ static inline uint8_t t0(const hdor_kns_t *K, int b, uint32_t lid)
 static int affected(hdor_deg_t *D, int b, uint32_t lid, int depth)
 {
 	const hdor_kns_t *K = D->K;
-	uint8_t *a = &D->aff[(size_t)K->row[b] * D->nl + lid], port = t0(K, b, lid);
+	uint8_t *a = &D->aff[(size_t)lid * K->nrow + K->row[b]], port = t0(K, b, lid);
 	int r;
 	if (*a)
 		return *a == 2;
