@@ -1647,8 +1647,9 @@ struct hdor_kns {
 	uint32_t nlid;		/* LIDs 0..nlid-1 */
 	int *lnode;		/* LID -> base node, -1 */
 	uint8_t *lport;
-	uint8_t *lft;		/* nrow * nlid: the fault-free tables */
+	uint8_t *lft;		/* nlid * nrow: the fault-free tables (by LID: the loops go over switches) */
 };
+#define KLFT(K, r, lid) ((K)->lft[(size_t)(lid) * (K)->nrow + (r)])
 
 /* path SLs and SL2VL rows of a degraded pass, read by the path_sl and update_sl2vl hooks */
 struct hdor_qos {
@@ -1685,7 +1686,7 @@ struct hdor_deg {
 	int *onode;		/* current LID owners (base node, port), -1 */
 	uint8_t *oport;
 	uint32_t nowned;
-	uint8_t *tab;		/* K->nrow * nl: the new tables */
+	uint8_t *tab;		/* nl * K->nrow: the new tables (DTAB) */
 	uint8_t *aff;		/* nl * K->nrow (by LID: the loops go over switches): 0 unknown, 1 no, 2 affected */
 	/* groups: components of the remembered groups' surviving switches */
 	int ng;
@@ -1724,6 +1725,8 @@ static void free_all(void **p, size_t n)
 	while (n--)
 		free(p[n]);
 }
+
+#define DTAB(D, r, lid) ((D)->tab[(size_t)(lid) * (D)->K->nrow + (r)])
 
 static void kns_free(hdor_kns_t *K)
 {
@@ -2010,11 +2013,11 @@ static hdor_kns_t *kns_remember(hdor_ctx_t *ctx, hdor_pass_t *P)
 	memset(K->lft, OSM_NO_PATH, (size_t)K->nrow * K->nlid);
 	for (w = 0; w < P->nsw; w++) {
 		osm_switch_t *sw = P->sw[w].sw;
-		uint8_t *row = K->lft + (size_t)K->row[sw2b[w]] * K->nlid;
+		int r = K->row[sw2b[w]];
 		uint32_t top = lft_top(sw);
 		for (lid = 1; lid < K->nlid && lid <= top; lid++)
 			if (P->lt[lid].kind != T_NONE)
-				row[lid] = sw->new_lft[lid];
+				KLFT(K, r, lid) = sw->new_lft[lid];
 	}
 	ok = 1;
 out:
@@ -2266,7 +2269,7 @@ oom:
 
 static inline uint8_t t0(const hdor_kns_t *K, int b, uint32_t lid)
 {
-	return lid < K->nlid ? K->lft[(size_t)K->row[b] * K->nlid + lid] : OSM_NO_PATH;
+	return lid < K->nlid ? KLFT(K, K->row[b], lid) : OSM_NO_PATH;
 }
 
 /* the fault-free route from switch b to LID lid uses a failed link or node (lid is owned) */
@@ -2807,7 +2810,7 @@ static int walk(const hdor_deg_t *D, int c, unsigned port, uint32_t dlid, int ta
 	unsigned pin = K->pport[K->poff[c] + port];
 	*nh = 0;
 	for (i = 0; i < HDOR_MAX_HOPS; i++) {
-		uint8_t out = tab ? (dlid < D->nl ? D->tab[(size_t)K->row[x] * D->nl + dlid] : OSM_NO_PATH) : t0(K, x, dlid);
+		uint8_t out = tab ? (dlid < D->nl ? DTAB(D, K->row[x], dlid) : OSM_NO_PATH) : t0(K, x, dlid);
 		int nx;
 		if (out == OSM_NO_PATH || out == 0)
 			return -1;
@@ -3087,12 +3090,10 @@ static int deg_route(hdor_ctx_t *ctx, hdor_deg_t *D)
 	D->dist_target = -1;
 	/* start from the fault-free tables; LIDs without an owner now get no entry */
 	for (i = 0; i < nn; i++) {
-		uint8_t *row;
 		if (K->type[i] != N_SWITCH)
 			continue;
-		row = D->tab + (size_t)K->row[i] * D->nl;
 		for (lid = 0; lid < D->nl; lid++)
-			row[lid] = D->onode[lid] >= 0 ? t0(K, (int)i, lid) : OSM_NO_PATH;
+			DTAB(D, K->row[i], lid) = D->onode[lid] >= 0 ? t0(K, (int)i, lid) : OSM_NO_PATH;
 	}
 	for (lid = 1; lid < D->nl; lid++) {
 		int any = 0;
@@ -3100,7 +3101,7 @@ static int deg_route(hdor_ctx_t *ctx, hdor_deg_t *D)
 			continue;
 		for (i = 0; i < nn; i++)
 			if (D->cur[i] && K->type[i] == N_SWITCH && affected(D, (int)i, lid, 0)) {
-				D->tab[(size_t)K->row[i] * D->nl + lid] = OSM_NO_PATH;
+				DTAB(D, K->row[i], lid) = OSM_NO_PATH;
 				D->has[K->row[i]] = 0;
 				any = 1;
 			}
@@ -3120,7 +3121,7 @@ static int deg_route(hdor_ctx_t *ctx, hdor_deg_t *D)
 				decline(ctx, "out of memory");
 				goto out;
 			}
-			D->tab[(size_t)r * D->nl + lid] = (uint8_t)port;
+			DTAB(D, r, lid) = (uint8_t)port;
 		}
 	}
 	if (deg_sls(ctx, D))
@@ -3178,13 +3179,11 @@ static int write_dump_degraded(hdor_ctx_t *ctx, hdor_deg_t *D, char *path, size_
 		}
 	for (i = 0; i < K->nn; i++) {
 		uint32_t hist[256];
-		const uint8_t *row;
 		if (!D->cur[i] || K->role[i] != R_ROUTER)
 			continue;
-		row = D->tab + (size_t)K->row[i] * D->nl;
 		memset(hist, 0, sizeof(hist));
 		for (lid = 0; lid < D->nl; lid++)
-			hist[row[lid]]++;
+			hist[DTAB(D, K->row[i], lid)]++;
 		for (e = 0; e < n; e++) {
 			unsigned p, np = 0, first = 1;
 			for (p = 1; p < K->np[i]; p++) {
@@ -3215,16 +3214,15 @@ static void deg_write_tables(hdor_deg_t *D)
 	uint32_t i, lid;
 	for (i = 0; i < K->nn; i++) {
 		osm_switch_t *sw;
-		const uint8_t *row;
 		uint32_t top;
 		if (!D->cur[i] || K->type[i] != N_SWITCH || !(sw = D->cur[i]->sw))
 			continue;
-		row = D->tab + (size_t)K->row[i] * D->nl;
 		top = lft_top(sw);
 		for (lid = 1; lid <= top && lid < D->nl; lid++) {
-			sw->new_lft[lid] = row[lid];
-			if (row[lid] != OSM_NO_PATH)
-				osm_switch_count_path(sw, row[lid]);
+			uint8_t port = DTAB(D, K->row[i], lid);
+			sw->new_lft[lid] = port;
+			if (port != OSM_NO_PATH)
+				osm_switch_count_path(sw, port);
 		}
 	}
 }
