@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import random
 import re
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,9 +41,13 @@ from ibtool.fabric import SWITCH, Fabric
 from ibtool.formats import atomic_write, ibnetdiscover, open_input, output_dir
 from ibtool.sim import opensm
 from ibtool.sim.live import LiveFabric
-from ibtool.sim.runner import complete_top_lid
+from ibtool.sim.runner import collect_path_sls, complete_top_lid
 
 _CONFIGURED = re.compile(r"(\S+) tables configured on all switches")
+# engines that hand each path its own SL (OpenSM's path_sl hook): their steps need the PathRecords
+SL_ENGINES = {"hdor", "dfsssp", "lash", "nue", "torus-2QoS"}
+# OpenSM's dumps of a sweep (log flag 0x40), rewritten every sweep: copied into each step
+DUMPS = ("opensm-sl2vl.dump", "opensm-hdor.dump", "opensm-lfts.dump")
 _KEYS = {"down", "up", "errors", "name"}
 
 
@@ -201,8 +206,12 @@ def _expected(plan: Fabric, down_links: set[int], down_nodes: set[int], sm_node:
 
 
 def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: float = 300,
-        progress=None) -> dict:
+        progress=None, path_sls: bool | None = None, log_flags: int = 0x47) -> dict:
+    """path_sls: collect every HCA pair's PathRecord (its SL) at each step; default: when the engine
+    programs SLs (SL_ENGINES). log_flags: OpenSM's -D (0x40 writes the SL2VL dump each step needs)."""
     say = progress or (lambda m: None)
+    if path_sls is None:
+        path_sls = any(e in SL_ENGINES for e in engines)
     plan = ibnetdiscover.read(net)
     out = output_dir(out)
     ids = [ibnetdiscover.node_id(plan, i) for i in range(plan.num_nodes)]
@@ -211,36 +220,57 @@ def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: f
         link_of[plan.link_a[li], plan.link_pa[li]] = link_of[plan.link_b[li], plan.link_pb[li]] = li
     down_links: set[int] = set()
     down_nodes: set[int] = set()
-    summary = {"net": str(net), "engines": engines, "scenario": True, "steps": []}
-    with LiveFabric(net, out / ".live", engines, timeout=timeout,
+    summary = {"net": str(net), "engines": engines, "scenario": True, "path_sls": path_sls, "steps": []}
+    with LiveFabric(net, out / ".live", engines, timeout=timeout, opensm_args=["-D", hex(log_flags)],
                     conf_options=[("sweep_interval", str(scenario.sweep_interval))]) as lf:
+        osm = lf.work / "osm"
+
         def configured() -> list[str]:
             return _CONFIGURED.findall(lf.opensm_log.read_text(errors="replace"))
 
-        def collect(k: int, step: Step | None, t_fault: float | None, before: int) -> dict:
+        def sweeps_done() -> int:  # OpenSM logs SUBNET UP after a sweep's dumps are written
+            return lf.opensm_log.read_text(errors="replace").count("SUBNET UP")
+
+        def collect(k: int, step: Step | None, t_fault: float | None, before: tuple[int, int],
+                    wall: float) -> dict:
             d = output_dir(out / f"step-{k}")
             waited = None
             if t_fault is not None:
                 deadline = t_fault + scenario.settle
-                while len(configured()) <= before and time.monotonic() < deadline:
+                while len(configured()) <= before[0] and time.monotonic() < deadline:
                     time.sleep(0.1)
-                waited = round(time.monotonic() - t_fault, 3) if len(configured()) > before else None
+                waited = round(time.monotonic() - t_fault, 3) if len(configured()) > before[0] else None
+                while waited is not None and sweeps_done() <= before[1] and time.monotonic() < deadline:
+                    time.sleep(0.1)  # the sweep's end: its dumps (SL2VL) are on disk, the SA answers
             engine = (configured() or [None])[-1]
             text = lf.opensm_log.read_text(errors="replace")
             state = opensm.routing_outcome(text, engines)
+            # this sweep's dumps only: an engine that declined wrote no new opensm-hdor.dump
+            (d / "osm").mkdir(exist_ok=True)
+            for name in DUMPS:
+                src, dst = osm / name, d / "osm" / name
+                dst.unlink(missing_ok=True)
+                if src.is_file() and src.stat().st_mtime >= wall:
+                    shutil.copyfile(src, dst)
             expected = _expected(plan, down_links, down_nodes)
             ibnetdiscover.write(expected, d / "expected.net")
             lf.client(["ibnetdiscover"], d / "ibnetdiscover.out", timeout)
             lf.client(["dump_fts"], d / "dump_fts.out", timeout)
-            top = complete_top_lid(SimpleNamespace(work=lf.scratch, env=lf.env), d / "dump_fts.out",
-                                   ibnetdiscover.read(d / "ibnetdiscover.out"), timeout)
+            found = ibnetdiscover.read(d / "ibnetdiscover.out")
+            sim = SimpleNamespace(work=lf.scratch, env=lf.env)
+            top = complete_top_lid(sim, d / "dump_fts.out", found, timeout)
+            paths = None
+            if path_sls and state.subnet_up:
+                (d / "saquery-paths.out").unlink(missing_ok=True)
+                paths = collect_path_sls(sim, d / "saquery-paths.out", found, timeout)
             s = {"net": "expected.net", "step": k, "faults": step.describe() if step else "none (before any fault)",
                  "down": sorted(f"{plan.names[plan.link_a[li]]} {plan.link_pa[li]}" for li in down_links)
                  + sorted(plan.names[n] for n in down_nodes),
                  "engines": engines, "engine": engine, "subnet_up": state.subnet_up,
                  "fallback": engine is not None and engine not in engines,
                  "seconds_to_tables": waited, "timed_out": t_fault is not None and waited is None,
-                 "dump_fts_top_lid": top}
+                 "dump_fts_top_lid": top, "path_sls": paths,
+                 "dumps": sorted(p.name for p in (d / "osm").iterdir())}
             s["ok"] = bool(s["subnet_up"] and engine in engines and not s["timed_out"])
             with atomic_write(d / "summary.json") as fh:
                 json.dump(s, fh, indent=2)
@@ -248,9 +278,10 @@ def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: f
             return s
 
         say(f"step 0: {lf.outcome.get('engine')} configured the tables")
-        summary["steps"].append(collect(0, None, None, 0))
+        summary["steps"].append(collect(0, None, None, (0, 0), 0.0))
         for k, step in enumerate(scenario.steps, 1):
-            before = len(configured())
+            before = (len(configured()), sweeps_done())
+            wall = time.time() - 0.5  # file times lag the clock a little (coarse kernel timestamps)
             t0 = time.monotonic()
             for spec in step.down:
                 node, port = target(plan, spec, f"step {k}")
@@ -270,7 +301,7 @@ def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: f
                 node, port = target(plan, spec, f"step {k}")
                 for key, value in counters.items():
                     lf.console(f'PerformanceSet "{ids[node]}"[{port}] PortCounters.{key}={value}')
-            s = collect(k, step, t0 if (step.down or step.up) else None, before)
+            s = collect(k, step, t0 if (step.down or step.up) else None, before, wall)
             say(f"step {k}: {step.describe()}: {s['engine'] or 'no engine'} configured the tables"
                 + (f" in {s['seconds_to_tables']} s" if s["seconds_to_tables"] is not None else "")
                 + (" (FALLBACK)" if s["fallback"] else "") + (" (TIMED OUT)" if s["timed_out"] else ""))
