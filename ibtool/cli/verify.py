@@ -241,10 +241,16 @@ def _routes(fabric: Path, lfts: Path, sl2vl_path: Path | None, expect: str | Non
                                "without --path-sls a VL0 cycle is reported as 'VL0 only: SLs not available'.")
 @click.option("--expect", type=click.Choice(["hdor"]),
               help="Also require exactly the hdor reference tables and dimension-ordered routes.")
+@click.option("--before-fabric", type=click.Path(path_type=Path),
+              help="The fabric before a failure (ibnetdiscover output), with --before-lfts: routes that touch no "
+                   "failed element must be unchanged; with --expect hdor the reference is the degraded pass from "
+                   "that complete KNS (docs/hdor.md section 6).")
+@click.option("--before-lfts", type=click.Path(path_type=Path), help="The forwarding tables before the failure.")
 @_permutations
 @click.option("--no-balance", is_flag=True, help="Skip link loads (routes per link, all-to-all, permutations).")
 @_opts
-def routes_cmd(fabric, lfts, sl2vl_path, path_sls, engine, expect, permutations, no_balance, as_json, html_out):
+def routes_cmd(fabric, lfts, sl2vl_path, path_sls, engine, expect, before_fabric, before_lfts, permutations,
+               no_balance, as_json, html_out):
     """Trace every (source port, destination LID) pair through the forwarding tables.
 
     Reports undelivered pairs (black hole, loop, wrong port) with their paths, route lengths
@@ -257,11 +263,28 @@ def routes_cmd(fabric, lfts, sl2vl_path, path_sls, engine, expect, permutations,
       ibtool verify routes --fabric run/ibnetdiscover.out --lfts run/dump_fts.out --expect hdor
       ibtool verify routes --fabric run/ibnetdiscover.out --lfts run/dump_fts.out \\
           --sl2vl run/osm/opensm-sl2vl.dump --path-sls run/saquery-paths.out
+      ibtool verify routes --fabric faults/step-1/ibnetdiscover.out --lfts faults/step-1/dump_fts.out \\
+          --before-fabric faults/step-0/ibnetdiscover.out --before-lfts faults/step-0/dump_fts.out --expect hdor
     """
+    if bool(before_fabric) != bool(before_lfts):
+        raise InputError("--before-fabric and --before-lfts go together")
+    baseline = ref = None
+    if before_fabric:
+        from ibtool.formats import lft
+        f0 = read_fabric(before_fabric)
+        baseline = (f0, lft.read(before_lfts))
+        if expect == "hdor":
+            from ibtool.routing import hdor
+            try:
+                ref = hdor.compute(read_fabric(fabric), baseline=(f0, hdor.compute(f0)))
+            except hdor.NotKNS as e:
+                _say(as_json)(str(e))
     r = _routes(fabric, lfts, sl2vl_path, expect, permutations, _say(as_json), balance=not no_balance,
-                path_sls=path_sls, engine=engine)
+                path_sls=path_sls, engine=engine, ref=ref, baseline=baseline)
     rep = report.build({"fabric": str(fabric), "lfts": str(lfts), "sl2vl": str(sl2vl_path) if sl2vl_path else None,
-                        "path_sls": str(path_sls) if path_sls else None, "expect": expect}, {"routes": r})
+                        "path_sls": str(path_sls) if path_sls else None, "expect": expect,
+                        "before_fabric": str(before_fabric) if before_fabric else None,
+                        "before_lfts": str(before_lfts) if before_lfts else None}, {"routes": r})
     _emit(rep, as_json, html_out)
 
 

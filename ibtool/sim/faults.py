@@ -48,6 +48,7 @@ _CONFIGURED = re.compile(r"(\S+) tables configured on all switches")
 SL_ENGINES = {"hdor", "dfsssp", "lash", "nue", "torus-2QoS"}
 # OpenSM's dumps of a sweep (log flag 0x40), rewritten every sweep: copied into each step
 DUMPS = ("opensm-sl2vl.dump", "opensm-hdor.dump", "opensm-lfts.dump")
+QUIET = 0.5  # s without new tables after the last ones of a step before it is collected
 _KEYS = {"down", "up", "errors", "name"}
 
 
@@ -225,23 +226,38 @@ def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: f
                     conf_options=[("sweep_interval", str(scenario.sweep_interval))]) as lf:
         osm = lf.work / "osm"
 
+        log = {"pos": 0, "engines": [], "up_after": False}
+
         def configured() -> list[str]:
-            return _CONFIGURED.findall(lf.opensm_log.read_text(errors="replace"))
+            """The engines that configured tables so far (the log read on from where it was left)."""
+            with open(lf.opensm_log, "rb") as fh:
+                fh.seek(log["pos"])
+                chunk = fh.read()
+            whole = chunk[:chunk.rfind(b"\n") + 1]
+            log["pos"] += len(whole)
+            for line in whole.decode(errors="replace").splitlines():
+                m = _CONFIGURED.search(line)
+                if m:
+                    log["engines"].append(m.group(1))
+                    log["up_after"] = False
+                elif "SUBNET UP" in line:  # logged after the sweep's dumps are written
+                    log["up_after"] = True
+            return log["engines"]
 
-        def sweeps_done() -> int:  # OpenSM logs SUBNET UP after a sweep's dumps are written
-            return lf.opensm_log.read_text(errors="replace").count("SUBNET UP")
-
-        def collect(k: int, step: Step | None, t_fault: float | None, before: tuple[int, int],
-                    wall: float) -> dict:
+        def collect(k: int, step: Step | None, t_fault: float | None, before: int, wall: float) -> dict:
             d = output_dir(out / f"step-{k}")
             waited = None
             if t_fault is not None:
                 deadline = t_fault + scenario.settle
-                while len(configured()) <= before[0] and time.monotonic() < deadline:
-                    time.sleep(0.1)
-                waited = round(time.monotonic() - t_fault, 3) if len(configured()) > before[0] else None
-                while waited is not None and sweeps_done() <= before[1] and time.monotonic() < deadline:
-                    time.sleep(0.1)  # the sweep's end: its dumps (SL2VL) are on disk, the SA answers
+                seen = before
+                while time.monotonic() < deadline:
+                    n = len(configured())
+                    if n > seen:  # new tables; a step of several changes may take more than one sweep
+                        seen, waited = n, round(time.monotonic() - t_fault, 3)
+                        quiet = time.monotonic() + QUIET
+                    if waited is not None and time.monotonic() >= quiet and log["up_after"]:
+                        break  # the sweep's end: its dumps (SL2VL) are on disk, the SA answers
+                    time.sleep(0.05)
             engine = (configured() or [None])[-1]
             text = lf.opensm_log.read_text(errors="replace")
             state = opensm.routing_outcome(text, engines)
@@ -269,7 +285,7 @@ def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: f
                  "engines": engines, "engine": engine, "subnet_up": state.subnet_up,
                  "fallback": engine is not None and engine not in engines,
                  "seconds_to_tables": waited, "timed_out": t_fault is not None and waited is None,
-                 "dump_fts_top_lid": top, "path_sls": paths,
+                 "routing_step_s": state.routing_step_s, "dump_fts_top_lid": top, "path_sls": paths,
                  "dumps": sorted(p.name for p in (d / "osm").iterdir())}
             s["ok"] = bool(s["subnet_up"] and engine in engines and not s["timed_out"])
             with atomic_write(d / "summary.json") as fh:
@@ -278,9 +294,10 @@ def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: f
             return s
 
         say(f"step 0: {lf.outcome.get('engine')} configured the tables")
-        summary["steps"].append(collect(0, None, None, (0, 0), 0.0))
+        configured()
+        summary["steps"].append(collect(0, None, None, 0, 0.0))
         for k, step in enumerate(scenario.steps, 1):
-            before = (len(configured()), sweeps_done())
+            before = len(configured())
             wall = time.time() - 0.5  # file times lag the clock a little (coarse kernel timestamps)
             t0 = time.monotonic()
             for spec in step.down:

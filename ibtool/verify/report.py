@@ -142,8 +142,8 @@ def _checks(name: str, s: dict) -> list[dict]:
                 acc = dv.get("accepted_on_detours")
                 out.append({"name": "routes: dimension order", "ok": dv["violations"] == 0,
                             "summary": f"{dv['violations']} of {dv['checked_pairs']} router/HCA routes leave "
-                                       f"dimension order" + (f" (besides {acc} detours around the failures on a "
-                                                             f"path SL other than 0)" if acc else "")})
+                                       f"dimension order" + (f" (besides {acc} on detours around the failures, their "
+                                                             f"HCA pairs on a path SL other than 0)" if acc else "")})
         u = s.get("unaffected")
         if u is not None:
             out.append({"name": "routes: unaffected unchanged", "ok": u["ok"],

@@ -663,8 +663,8 @@ def _walk(b: Bound, lids: np.ndarray, dist, t: Tally | None, seen, pw, edges: li
             bad = chk & dv
             if dimt.get("detoured") is not None:  # a fault step: the scheme's detours may turn back
                 acc = bad & dimt["detoured"][b.row[o], L]
-                if dimt.get("sls") is not None:  # and the pairs behind it are not left on SL 0 (VL 0)
-                    for j in np.flatnonzero(acc):
+                if dimt.get("sls") is not None:  # and the CA pairs behind it are not left on SL 0 (VL 0)
+                    for j in np.flatnonzero(acc & (b.types[b.own_node[L]] == CA)):
                         srcs = dimt["cas"].get(int(o[j]), ())
                         if any(dimt["sls"].get((s, int(L[j])), 0) == 0 for s in srcs if s != L[j]):
                             acc[j] = False
