@@ -86,14 +86,15 @@ def hdor_cmd(fabric_path, out, dump, baseline_path, vls, sl2vl_out, path_sls_out
     say = (lambda m: None) if as_json else (lambda m: click.echo(f"  {m}", err=True))
     t0 = time.monotonic()
     f = _lid_fabric(fabric_path, "--fabric")
-    say(f"read {f.num_nodes} nodes, {f.num_links} links from {fabric_path}")
+    f0 = _lid_fabric(baseline_path, "--baseline") if baseline_path else None
     base = None
-    if baseline_path:
-        f0 = _lid_fabric(baseline_path, "--baseline")
+    if f0 is not None:  # before any progress line: a bad baseline is a one-line error
         try:
             base = (f0, hdor.compute(f0))
         except hdor.NotKNS as e:
             raise InputError(f"--baseline: not a complete KNS: {e.reason}", path=str(baseline_path)) from None
+    say(f"read {f.num_nodes} nodes, {f.num_links} links from {fabric_path}")
+    if base:
         say(f"baseline: KNS {base[1].k}-ary {base[1].n}-direct from {baseline_path}")
     t1 = time.monotonic()
     r = hdor.compute(f, baseline=base, vls=vls)
