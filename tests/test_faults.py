@@ -95,3 +95,32 @@ def test_bad_scenarios_are_one_line_errors(plan, tmp_path, text, message):
     r = ibtool("sim", "run", plan, "--faults", sc, "--out", tmp_path / "run")
     assert r.returncode == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.ibsim
+def test_steps_keep_their_sweeps_dumps_and_path_sls(plan, tmp_path):
+    from ibtool.formats import pathrecord
+    run = tmp_path / "run"
+    ibtool("sim", "run", plan, "--engine", "hdor", "--fail", "R[1,1] 3", "--out", run)
+    s = json.loads((run / "summary.json").read_text())
+    assert s["path_sls"] is True  # hdor programs SLs: collected by default
+    for k, st in enumerate(s["steps"]):
+        d = run / f"step-{k}"
+        # OpenSM's dumps of that step's sweep (opensm-lfts.dump is written every sweep) ...
+        lfts = (d / "osm" / "opensm-lfts.dump").read_text()
+        found = ibnetdiscover.read(d / "ibnetdiscover.out")
+        assert all(f"{found.guids[i]:#018x}" in lfts for i in range(found.num_nodes) if found.is_switch(i))
+        # ... and hdor's coordinates dump only when hdor routed that sweep (no stale copy)
+        assert (d / "osm" / "opensm-hdor.dump").is_file() == (st["engine"] == "hdor")
+        # every HCA pair's PathRecord from the SA while OpenSM ran that step's tables
+        paths = pathrecord.read(d / "saquery-paths.out")
+        assert len(paths) == 9 * 8 and st["path_sls"]["records"] == 72
+    rep = json.loads(ibtool("verify", "all", run, "--json").stdout)
+    for k in (0, 1):
+        dl = rep["steps"][f"step-{k}"]["routes"]["deadlock"]
+        assert dl["path_sls"]["file"] == str(run / f"step-{k}" / "saquery-paths.out")
+    # --no-path-sls: faster, no PathRecords
+    quick = tmp_path / "quick"
+    ibtool("sim", "run", plan, "--engine", "hdor", "--no-path-sls", "--fail", "R[1,1] 3", "--out", quick)
+    assert not list(quick.glob("step-*/saquery-paths.out"))
+    assert json.loads((quick / "summary.json").read_text())["path_sls"] is False
