@@ -149,11 +149,20 @@ typedef struct hdor_pass {
 	uint64_t us_analysis, us_hops, us_tables, us_dump;
 } hdor_pass_t;
 
+typedef struct hdor_kns hdor_kns_t;
+typedef struct hdor_qos hdor_qos_t;
+typedef struct hdor_deg hdor_deg_t;
+
 typedef struct hdor_ctx {
 	osm_opensm_t *osm;
 	hdor_pass_t *pass;	/* only between build_lid_matrices and ucast_build_fwd_tables */
+	hdor_deg_t *deg;	/* the same, for a degraded KNS */
+	hdor_kns_t *kns;	/* the last complete KNS routed (kept across passes) */
+	hdor_qos_t *qos;	/* path SLs and SL2VL of the last degraded pass, read by the hooks */
+	hdor_qos_t *qos_old;	/* the previous one: SA threads may still be reading it */
 	unsigned long passes;
 	int owned_by_engine;	/* in-tree: the engine frees the context in destroy() */
+	struct timespec deg_t0;	/* start of a degraded pass */
 	char reason[512];
 } hdor_ctx_t;
 
@@ -1546,6 +1555,1678 @@ static int write_dump(hdor_ctx_t *ctx, hdor_pass_t *P, char *path, size_t pathsz
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* 6. fault tolerance (docs/hdor.md section 6): the remembered KNS, degraded routing, SLs/VLs  */
+
+#define HDOR_INF (1 << 30)
+#define HDOR_MAX_SLS 16
+#define HDOR_MAX_HOPS 64
+enum { R_ROUTER = 1, R_SWITCH = 2, R_HCA = 3 };
+
+/* The last complete KNS hdor routed, kept in the context across sweeps.  Nodes ("base nodes")
+ * are indexed by GUID order; nothing points into OpenSM's objects (they are freed by the drop
+ * manager when the fabric changes). */
+struct hdor_kns {
+	uint32_t nn;
+	uint64_t *guid;
+	uint8_t *type, *role, *np;	/* N_*, R_*, ports 0..np-1 */
+	char **desc;
+	uint32_t *poff;		/* (node, port) slot: poff[node] + port */
+	int *peer;		/* base node behind the slot, -1 */
+	uint8_t *pport;
+	int *dim, *grp;		/* indirect switches: dimension, group (key order); else -1 */
+	uint32_t *lev;		/* indirect switches: in-group level (up/down orientation) */
+	uint8_t *coord;		/* nn * n: routers, HCAs: router coordinates; switches: group's */
+	unsigned k, n, s;
+	int ng;
+	int *gdim;
+	uint32_t *gsoff;	/* group -> its switches (CSR into gsw, GUID order) */
+	int *gsw;
+	int nrow;
+	int *row;		/* switch -> row of lft, -1 */
+	uint32_t nlid;		/* LIDs 0..nlid-1 */
+	int *lnode;		/* LID -> base node, -1 */
+	uint8_t *lport;
+	uint8_t *lft;		/* nrow * nlid: the fault-free tables */
+};
+
+/* path SLs and SL2VL rows of a degraded pass, read by the path_sl and update_sl2vl hooks */
+struct hdor_qos {
+	uint32_t npath;
+	uint32_t *pkey;		/* dlid << 16 | slid, ascending; pairs with SL 0 are not listed */
+	uint8_t *psl;
+	uint32_t nrow;
+	uint64_t *rkey;		/* guid-ordered switch index << 16 | in << 8 | out, ascending */
+	uint8_t (*rvl)[16];
+	uint64_t *rguid;	/* switch GUID of each row (for the hook: by GUID) */
+	unsigned vls, maxsl;
+};
+
+typedef struct {
+	int *cost;		/* per local switch of the group: links to M, HDOR_INF */
+	pmask_t *cm;		/* candidate ports */
+	int *icost;		/* per member slot: links from the member (entering) to M */
+	pmask_t *im;
+} hig_t;
+
+typedef struct {
+	pmask_t m;
+	uint32_t cnt;
+} hcnt_t;
+
+/* one degraded pass */
+struct hdor_deg {
+	hdor_kns_t *K;
+	osm_node_t **cur;	/* base node -> current node, NULL when failed */
+	uint8_t *ok;		/* per slot: the remembered link works */
+	uint32_t nl;		/* NL = highest current LID + 1 */
+	int *onode;		/* current LID owners (base node, port), -1 */
+	uint8_t *oport;
+	uint32_t nowned;
+	uint8_t *tab;		/* K->nrow * nl: the new tables */
+	uint8_t *aff;		/* K->nrow * nl: 0 unknown, 1 unaffected, 2 affected */
+	/* groups: components of the remembered groups' surviving switches */
+	int ng;
+	int *gof, *glocal;	/* base node -> component, local index */
+	int *gdim;
+	uint32_t *gsoff;
+	int *gsw;
+	uint32_t *gmoff;	/* members (GUID order) */
+	int *gmem;
+	uint32_t *rgoff;	/* router -> its components by (dimension, component) */
+	int *rgl;
+	hig_t **ig;		/* per component, per member slot */
+	/* spreading counters per switch row */
+	hcnt_t **cnt;
+	uint32_t *ncnt, *capcnt;
+	/* per LID scratch (base nodes) */
+	int *bln, *bv, *fdim, *via, *fixln, *exitof, *dist, *q;
+	uint8_t *done, *fixed;
+	pmask_t *cand;
+	uint8_t *has;
+	int dist_target;
+	/* results */
+	unsigned vls, vlcap;
+	uint32_t detoured, extra_max;
+	double extra_mean;
+	hdor_qos_t *qos;
+	uint32_t nrouters, nswitches, nhcas;
+	uint32_t dead_nodes, dead_links;
+};
+
+static void kns_free(hdor_kns_t *K)
+{
+	uint32_t i;
+	if (!K)
+		return;
+	if (K->desc)
+		for (i = 0; i < K->nn; i++)
+			free(K->desc[i]);
+	free(K->desc);
+	free(K->guid);
+	free(K->type);
+	free(K->role);
+	free(K->np);
+	free(K->poff);
+	free(K->peer);
+	free(K->pport);
+	free(K->dim);
+	free(K->grp);
+	free(K->lev);
+	free(K->coord);
+	free(K->gdim);
+	free(K->gsoff);
+	free(K->gsw);
+	free(K->row);
+	free(K->lnode);
+	free(K->lport);
+	free(K->lft);
+	free(K);
+}
+
+static void qos_free(hdor_qos_t *Q)
+{
+	if (!Q)
+		return;
+	free(Q->pkey);
+	free(Q->psl);
+	free(Q->rkey);
+	free(Q->rvl);
+	free(Q->rguid);
+	free(Q);
+}
+
+static void deg_free(hdor_deg_t *D)
+{
+	int g;
+	uint32_t i;
+	if (!D)
+		return;
+	if (D->ig)
+		for (g = 0; g < D->ng; g++) {
+			if (!D->ig[g])
+				continue;
+			for (i = 0; i < D->gmoff[g + 1] - D->gmoff[g]; i++) {
+				free(D->ig[g][i].cost);
+				free(D->ig[g][i].cm);
+				free(D->ig[g][i].icost);
+				free(D->ig[g][i].im);
+			}
+			free(D->ig[g]);
+		}
+	if (D->cnt && D->K)
+		for (i = 0; i < (uint32_t)D->K->nrow; i++)
+			free(D->cnt[i]);
+	free(D->cnt);
+	free(D->ncnt);
+	free(D->capcnt);
+	free(D->ig);
+	free(D->cur);
+	free(D->ok);
+	free(D->onode);
+	free(D->oport);
+	free(D->tab);
+	free(D->aff);
+	free(D->gof);
+	free(D->glocal);
+	free(D->gdim);
+	free(D->gsoff);
+	free(D->gsw);
+	free(D->gmoff);
+	free(D->gmem);
+	free(D->rgoff);
+	free(D->rgl);
+	free(D->bln);
+	free(D->bv);
+	free(D->fdim);
+	free(D->via);
+	free(D->fixln);
+	free(D->exitof);
+	free(D->dist);
+	free(D->q);
+	free(D->done);
+	free(D->fixed);
+	free(D->cand);
+	free(D->has);
+	qos_free(D->qos);
+	free(D);
+}
+
+static int kns_find(const hdor_kns_t *K, uint64_t guid)
+{
+	uint32_t lo = 0, hi = K->nn;
+	while (lo < hi) {
+		uint32_t mid = (lo + hi) / 2;
+		if (K->guid[mid] < guid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (lo < K->nn && K->guid[lo] == guid) ? (int)lo : -1;
+}
+
+static const char *kind_word(uint8_t type)
+{
+	return type == N_SWITCH ? "switch" : "hca";
+}
+
+static int node_kind(osm_node_t *node)
+{
+	uint8_t t = osm_node_get_type(node);
+	return t == IB_NODE_TYPE_SWITCH ? N_SWITCH : t == IB_NODE_TYPE_CA ? N_CA : 0;
+}
+
+typedef struct { uint64_t guid; int kind, idx; } hnode_ord_t;
+
+static int cmp_node_ord(const void *a, const void *b)
+{
+	return cmp_u64(((const hnode_ord_t *)a)->guid, ((const hnode_ord_t *)b)->guid);
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	return (x > y) - (x < y);
+}
+
+/* remember the complete KNS of pass P, whose tables are in the switches' new_lft */
+static hdor_kns_t *kns_remember(hdor_ctx_t *ctx, hdor_pass_t *P)
+{
+	hdor_kns_t *K = xcalloc(1, sizeof(*K));
+	hnode_ord_t *ord = NULL;
+	int *sw2b = NULL, *ca2b = NULL, *gorder = NULL, *q = NULL;
+	uint32_t i, nslots = 0, lid;
+	int g, w, ok = 0;
+	unsigned n = P->n;
+	cl_qmap_t *pt = &ctx->osm->subn.port_guid_tbl;
+	cl_map_item_t *it;
+
+	if (!K)
+		return NULL;
+	K->nn = (uint32_t)(P->nsw + P->nca);
+	K->k = P->k;
+	K->n = n;
+	K->s = P->s;
+	K->ng = P->ng;
+	ord = xcalloc(K->nn, sizeof(*ord));
+	sw2b = xcalloc(P->nsw, sizeof(int));
+	ca2b = xcalloc(P->nca, sizeof(int));
+	gorder = xcalloc(P->ng, sizeof(int));
+	K->guid = xcalloc(K->nn, sizeof(uint64_t));
+	K->type = xcalloc(K->nn, 1);
+	K->role = xcalloc(K->nn, 1);
+	K->np = xcalloc(K->nn, 1);
+	K->desc = xcalloc(K->nn, sizeof(char *));
+	K->poff = xcalloc(K->nn + 1, sizeof(uint32_t));
+	K->dim = xcalloc(K->nn, sizeof(int));
+	K->grp = xcalloc(K->nn, sizeof(int));
+	K->lev = xcalloc(K->nn, sizeof(uint32_t));
+	K->coord = xcalloc((size_t)K->nn * n, 1);
+	K->row = xcalloc(K->nn, sizeof(int));
+	K->gdim = xcalloc(P->ng, sizeof(int));
+	K->gsoff = xcalloc(P->ng + 1, sizeof(uint32_t));
+	K->gsw = xcalloc(P->nsw, sizeof(int));
+	q = xcalloc(K->nn, sizeof(int));
+	if (!ord || !sw2b || !ca2b || !gorder || !K->guid || !K->type || !K->role || !K->np || !K->desc ||
+	    !K->poff || !K->dim || !K->grp || !K->lev || !K->coord || !K->row || !K->gdim || !K->gsoff ||
+	    !K->gsw || !q)
+		goto out;
+	for (w = 0; w < P->nsw; w++)
+		ord[w] = (hnode_ord_t){ P->sw[w].guid, N_SWITCH, w };
+	for (i = 0; i < (uint32_t)P->nca; i++)
+		ord[P->nsw + i] = (hnode_ord_t){ P->ca[i].guid, N_CA, (int)i };
+	qsort(ord, K->nn, sizeof(*ord), cmp_node_ord);
+	for (g = 0; g < P->ng; g++)
+		gorder[g] = g;
+	g_sort_pass = P;
+	qsort(gorder, P->ng, sizeof(int), cmp_group_key);
+	{
+		int *grank = q;	/* scratch: group -> rank in key order */
+		for (g = 0; g < P->ng; g++)
+			grank[gorder[g]] = g;
+		for (i = 0; i < K->nn; i++) {
+			osm_node_t *node;
+			const uint8_t *c = NULL;
+			K->guid[i] = ord[i].guid;
+			K->type[i] = (uint8_t)ord[i].kind;
+			K->dim[i] = K->grp[i] = K->row[i] = -1;
+			K->lev[i] = HDOR_INF;
+			if (ord[i].kind == N_SWITCH) {
+				hsw_t *W = &P->sw[ord[i].idx];
+				sw2b[ord[i].idx] = (int)i;
+				node = W->node;
+				K->row[i] = K->nrow++;
+				if (W->router >= 0) {
+					K->role[i] = R_ROUTER;
+					c = P->coord + (size_t)W->router * n;
+				} else {
+					K->role[i] = R_SWITCH;
+					K->dim[i] = P->grp[W->group].dim;
+					K->grp[i] = grank[W->group];
+					c = P->gcoord + (size_t)W->group * n;
+				}
+			} else {
+				hca_t *C = &P->ca[ord[i].idx];
+				ca2b[ord[i].idx] = (int)i;
+				node = C->node;
+				K->role[i] = R_HCA;
+				if (C->router >= 0)
+					c = P->coord + (size_t)C->router * n;
+			}
+			if (c)
+				memcpy(K->coord + (size_t)i * n, c, n);
+			K->np[i] = osm_node_get_num_physp(node);
+			K->desc[i] = strdup(ndesc(node));
+			if (!K->desc[i])
+				goto out;
+			K->poff[i] = nslots;
+			nslots += K->np[i];
+		}
+		K->poff[K->nn] = nslots;
+	}
+	K->peer = xcalloc(nslots, sizeof(int));
+	K->pport = xcalloc(nslots, 1);
+	if (!K->peer || !K->pport)
+		goto out;
+	for (i = 0; i < K->nn; i++) {
+		osm_node_t *node = ord[i].kind == N_SWITCH ? P->sw[ord[i].idx].node : P->ca[ord[i].idx].node;
+		unsigned p;
+		K->peer[K->poff[i]] = -1;
+		for (p = 1; p < K->np[i]; p++) {
+			osm_physp_t *ph = osm_node_get_physp_ptr(node, (uint8_t)p), *r;
+			int v;
+			K->peer[K->poff[i] + p] = -1;
+			if (!ph || !(r = ph->p_remote_physp) || !osm_link_is_healthy(ph) || !r->p_node)
+				continue;
+			if ((v = hget(P, r->p_node)) < 0)
+				continue;
+			K->peer[K->poff[i] + p] = (v & 1) ? ca2b[v >> 1] : sw2b[v >> 1];
+			K->pport[K->poff[i] + p] = osm_physp_get_port_num(r);
+		}
+	}
+	/* groups in key order, switches by GUID */
+	for (g = 0, i = 0; g < P->ng; g++) {
+		hgrp_t *G = &P->grp[gorder[g]];
+		uint32_t j;
+		K->gdim[g] = G->dim;
+		K->gsoff[g] = i;
+		for (j = 0; j < G->sn; j++)
+			K->gsw[i + j] = sw2b[P->gsw[G->soff + j]];
+		qsort(K->gsw + i, G->sn, sizeof(int), cmp_int);
+		i += G->sn;
+	}
+	K->gsoff[P->ng] = i;
+	/* levels: fewest remembered in-group hops to a switch linked to a router */
+	for (g = 0; g < P->ng; g++) {
+		int qh = 0, qt = 0;
+		for (i = K->gsoff[g]; i < K->gsoff[g + 1]; i++) {
+			int x = K->gsw[i];
+			unsigned p;
+			for (p = 1; p < K->np[x]; p++) {
+				int y = K->peer[K->poff[x] + p];
+				if (y >= 0 && K->role[y] == R_ROUTER) {
+					K->lev[x] = 0;
+					q[qt++] = x;
+					break;
+				}
+			}
+		}
+		while (qh < qt) {
+			int u = q[qh++];
+			unsigned p;
+			for (p = 1; p < K->np[u]; p++) {
+				int y = K->peer[K->poff[u] + p];
+				if (y >= 0 && K->grp[y] == g && K->lev[y] == (uint32_t)HDOR_INF) {
+					K->lev[y] = K->lev[u] + 1;
+					q[qt++] = y;
+				}
+			}
+		}
+	}
+	/* LIDs and the fault-free tables */
+	K->nlid = P->max_lid + 1;
+	K->lnode = xcalloc(K->nlid, sizeof(int));
+	K->lport = xcalloc(K->nlid, 1);
+	K->lft = malloc((size_t)K->nrow * K->nlid);
+	if (!K->lnode || !K->lport || !K->lft)
+		goto out;
+	for (lid = 0; lid < K->nlid; lid++)
+		K->lnode[lid] = -1;
+	for (it = cl_qmap_head(pt); it != cl_qmap_end(pt); it = cl_qmap_next(it)) {
+		osm_port_t *port = (osm_port_t *)it;
+		uint16_t lo, hi;
+		int v;
+		if (!port->p_node || !port->p_physp || (v = hget(P, port->p_node)) < 0)
+			continue;
+		osm_port_get_lid_range_ho(port, &lo, &hi);
+		for (lid = lo; lo && lid <= hi && lid < K->nlid; lid++) {
+			K->lnode[lid] = (v & 1) ? ca2b[v >> 1] : sw2b[v >> 1];
+			K->lport[lid] = osm_physp_get_port_num(port->p_physp);
+		}
+	}
+	memset(K->lft, OSM_NO_PATH, (size_t)K->nrow * K->nlid);
+	for (w = 0; w < P->nsw; w++) {
+		osm_switch_t *sw = P->sw[w].sw;
+		uint8_t *row = K->lft + (size_t)K->row[sw2b[w]] * K->nlid;
+		uint32_t top = lft_top(sw);
+		for (lid = 1; lid < K->nlid && lid <= top; lid++)
+			if (P->lt[lid].kind != T_NONE)
+				row[lid] = sw->new_lft[lid];
+	}
+	ok = 1;
+out:
+	free(ord);
+	free(sw2b);
+	free(ca2b);
+	free(gorder);
+	free(q);
+	if (!ok) {
+		kns_free(K);
+		return NULL;
+	}
+	return K;
+}
+
+/* ---------------------------------------------------------------- compare with the remembered KNS */
+
+static inline int kpeer(const hdor_kns_t *K, int b, unsigned port)
+{
+	return port < K->np[b] ? K->peer[K->poff[b] + port] : -1;
+}
+
+/* the remembered link of b's port works now */
+static inline int works(const hdor_deg_t *D, int b, unsigned port)
+{
+	return port < D->K->np[b] && D->ok[D->K->poff[b] + port];
+}
+
+/* 0: nothing failed; 1: a degraded KNS (D filled); -1: not a degraded KNS (ctx->reason) */
+static int deg_match(hdor_ctx_t *ctx, hdor_deg_t *D)
+{
+	hdor_kns_t *K = D->K;
+	cl_qmap_t *tbl = &ctx->osm->subn.node_guid_tbl, *pt = &ctx->osm->subn.port_guid_tbl;
+	cl_map_item_t *it;
+	uint32_t i, lid, maxlid = 0;
+	int mismatch = 0, dead = 0;
+	char why[512] = "";
+
+	D->cur = xcalloc(K->nn, sizeof(*D->cur));
+	D->ok = xcalloc(K->poff[K->nn], 1);
+	D->onode = xcalloc(K->nlid, sizeof(int));
+	D->oport = xcalloc(K->nlid, 1);
+	if (!D->cur || !D->ok || !D->onode || !D->oport)
+		return decline(ctx, "out of memory");
+	for (it = cl_qmap_head(tbl); it != cl_qmap_end(tbl); it = cl_qmap_next(it)) {
+		osm_node_t *node = (osm_node_t *)it;
+		uint64_t guid = cl_ntoh64(osm_node_get_node_guid(node));
+		int b = kns_find(K, guid), kind = node_kind(node);
+		if (b < 0 || kind != K->type[b])
+			return decline(ctx, "%s 0x%016" PRIx64 " '%s' is not in the remembered KNS",
+				       kind == N_SWITCH ? "switch" : kind == N_CA ? "hca" : "node", guid, ndesc(node));
+		D->cur[b] = node;
+	}
+	for (i = 0; i < K->nn; i++) {
+		osm_node_t *node = D->cur[i];
+		unsigned p, np;
+		if (!node) {
+			dead = 1;
+			continue;
+		}
+		np = osm_node_get_num_physp(node);
+		for (p = 1; p < np; p++) {
+			osm_physp_t *ph = osm_node_get_physp_ptr(node, (uint8_t)p), *r;
+			int rb;
+			uint8_t rp;
+			if (!ph || !(r = ph->p_remote_physp) || !osm_link_is_healthy(ph) || !r->p_node)
+				continue;
+			rb = kns_find(K, cl_ntoh64(osm_node_get_node_guid(r->p_node)));
+			rp = osm_physp_get_port_num(r);
+			if (rb < 0 || kpeer(K, (int)i, p) != rb || K->pport[K->poff[i] + p] != rp) {
+				if (!mismatch)
+					snprintf(why, sizeof(why), "%s 0x%016" PRIx64 " '%s' port %u is cabled to %s 0x%016"
+						 PRIx64 " '%s' port %u, not as in the remembered KNS",
+						 kind_word(K->type[i]), K->guid[i], ndesc(node), p,
+						 node_kind(r->p_node) == N_SWITCH ? "switch" : "hca",
+						 cl_ntoh64(osm_node_get_node_guid(r->p_node)), ndesc(r->p_node), rp);
+				mismatch = 1;
+				continue;
+			}
+			D->ok[K->poff[i] + p] = 1;
+		}
+	}
+	for (i = 0; i < K->nn; i++) {
+		unsigned p;
+		if (!D->cur[i])
+			D->dead_nodes++;
+		for (p = 1; p < K->np[i]; p++) {
+			int y = K->peer[K->poff[i] + p];
+			/* each failed link once, from its lower (node, port) end */
+			if (y >= 0 && !D->ok[K->poff[i] + p] &&
+			    ((uint32_t)y > i || ((uint32_t)y == i && K->pport[K->poff[i] + p] > p)))
+				D->dead_links++;
+		}
+	}
+	dead = D->dead_nodes || D->dead_links;
+	if (!dead && !mismatch)
+		return 0;
+	if (mismatch)
+		return decline(ctx, "%s", why);
+	for (lid = 0; lid < K->nlid; lid++)
+		D->onode[lid] = -1;
+	for (it = cl_qmap_head(pt); it != cl_qmap_end(pt); it = cl_qmap_next(it)) {
+		osm_port_t *port = (osm_port_t *)it;
+		uint16_t lo, hi;
+		uint8_t pn;
+		int b;
+		if (!port->p_node || !port->p_physp)
+			continue;
+		b = kns_find(K, cl_ntoh64(osm_node_get_node_guid(port->p_node)));
+		pn = osm_physp_get_port_num(port->p_physp);
+		osm_port_get_lid_range_ho(port, &lo, &hi);
+		for (lid = lo; lo && lid <= hi; lid++) {
+			if (b < 0 || lid >= K->nlid || K->lnode[lid] != b || K->lport[lid] != pn)
+				return decline(ctx, "LID %u (%s 0x%016" PRIx64 " '%s' port %u) is not that port's LID in the remembered KNS",
+					       lid, node_kind(port->p_node) == N_SWITCH ? "switch" : "hca",
+					       cl_ntoh64(osm_node_get_node_guid(port->p_node)), ndesc(port->p_node), pn);
+			if (D->onode[lid] < 0)
+				D->nowned++;
+			D->onode[lid] = b;
+			D->oport[lid] = pn;
+			if (lid > maxlid)
+				maxlid = lid;
+		}
+	}
+	D->nl = maxlid + 1;
+	return 1;
+}
+
+/* ---------------------------------------------------------------- the degraded structure */
+
+static inline int rank_lt(const hdor_kns_t *K, int a, int b)
+{
+	return K->lev[a] != K->lev[b] ? K->lev[a] < K->lev[b] : a < b;
+}
+
+static const hdor_kns_t *g_rank_kns;
+static int cmp_rank(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	return x == y ? 0 : rank_lt(g_rank_kns, x, y) ? -1 : 1;
+}
+
+/* groups (connected components of each remembered group's surviving switches over working
+ * links, ordered by remembered key, then GUID), their members, each router's groups */
+static int deg_structure(hdor_ctx_t *ctx, hdor_deg_t *D)
+{
+	hdor_kns_t *K = D->K;
+	uint32_t nn = K->nn, i, j, tot;
+	int g, *stamp = NULL, ret = -1;
+
+	D->gof = xcalloc(nn, sizeof(int));
+	D->glocal = xcalloc(nn, sizeof(int));
+	D->gdim = xcalloc(K->gsoff[K->ng] + 1, sizeof(int));
+	D->gsoff = xcalloc(K->gsoff[K->ng] + 2, sizeof(uint32_t));
+	D->gsw = xcalloc(K->gsoff[K->ng] + 1, sizeof(int));
+	D->gmoff = xcalloc(K->gsoff[K->ng] + 2, sizeof(uint32_t));
+	D->rgoff = xcalloc(nn + 1, sizeof(uint32_t));
+	stamp = xcalloc(nn, sizeof(int));
+	if (!D->gof || !D->glocal || !D->gdim || !D->gsoff || !D->gsw || !D->gmoff || !D->rgoff || !stamp)
+		goto oom;
+	for (i = 0; i < nn; i++)
+		D->gof[i] = D->glocal[i] = -1;
+	tot = 0;
+	for (g = 0; g < K->ng; g++)
+		for (i = K->gsoff[g]; i < K->gsoff[g + 1]; i++) {
+			int x = K->gsw[i], c = D->ng;
+			uint32_t qh = tot, qt = tot;
+			if (!D->cur[x] || D->gof[x] >= 0)
+				continue;
+			D->gof[x] = c;
+			D->gsoff[c] = tot;
+			D->gsw[qt++] = x;
+			while (qh < qt) {
+				int u = D->gsw[qh++];
+				unsigned p;
+				for (p = 1; p < K->np[u]; p++) {
+					int y = K->peer[K->poff[u] + p];
+					if (y >= 0 && K->grp[y] == g && D->cur[y] && D->gof[y] < 0 && works(D, u, p)) {
+						D->gof[y] = c;
+						D->gsw[qt++] = y;
+					}
+				}
+			}
+			qsort(D->gsw + tot, qt - tot, sizeof(int), cmp_int);
+			for (j = tot; j < qt; j++)
+				D->glocal[D->gsw[j]] = (int)(j - tot);
+			D->gdim[c] = K->gdim[g];
+			tot = qt;
+			D->ng++;
+		}
+	D->gsoff[D->ng] = tot;
+	/* members: routers with a working link into the component (count, then fill) */
+	for (g = 0; g < D->ng; g++) {
+		uint32_t cnt = 0;
+		for (i = D->gsoff[g]; i < D->gsoff[g + 1]; i++) {
+			int x = D->gsw[i];
+			unsigned p;
+			for (p = 1; p < K->np[x]; p++) {
+				int y = K->peer[K->poff[x] + p];
+				if (y >= 0 && K->role[y] == R_ROUTER && works(D, x, p) && stamp[y] != g + 1) {
+					stamp[y] = g + 1;
+					cnt++;
+					D->rgoff[y + 1]++;
+				}
+			}
+		}
+		D->gmoff[g + 1] = D->gmoff[g] + cnt;
+	}
+	D->gmem = xcalloc(D->gmoff[D->ng] + 1, sizeof(int));
+	for (i = 0; i < nn; i++)
+		D->rgoff[i + 1] += D->rgoff[i];
+	D->rgl = xcalloc(D->rgoff[nn] + 1, sizeof(int));
+	D->ig = xcalloc(D->ng + 1, sizeof(*D->ig));
+	if (!D->gmem || !D->rgl || !D->ig)
+		goto oom;
+	memset(stamp, 0, nn * sizeof(int));
+	{
+		uint32_t *fill = xcalloc(nn, sizeof(uint32_t));
+		if (!fill)
+			goto oom;
+		for (g = 0; g < D->ng; g++) {
+			uint32_t m = D->gmoff[g];
+			for (i = D->gsoff[g]; i < D->gsoff[g + 1]; i++) {
+				int x = D->gsw[i];
+				unsigned p;
+				for (p = 1; p < K->np[x]; p++) {
+					int y = K->peer[K->poff[x] + p];
+					if (y >= 0 && K->role[y] == R_ROUTER && works(D, x, p) && stamp[y] != g + 1) {
+						stamp[y] = g + 1;
+						D->gmem[m++] = y;
+						D->rgl[D->rgoff[y] + fill[y]++] = g;
+					}
+				}
+			}
+			qsort(D->gmem + D->gmoff[g], m - D->gmoff[g], sizeof(int), cmp_int);
+		}
+		free(fill);
+	}
+	/* a router's groups by dimension, then group order (insertion sort: n is small) */
+	for (i = 0; i < nn; i++) {
+		uint32_t a, b;
+		for (a = D->rgoff[i] + 1; a < D->rgoff[i + 1]; a++) {
+			int v = D->rgl[a];
+			for (b = a; b > D->rgoff[i] && (D->gdim[D->rgl[b - 1]] > D->gdim[v] ||
+			     (D->gdim[D->rgl[b - 1]] == D->gdim[v] && D->rgl[b - 1] > v)); b--)
+				D->rgl[b] = D->rgl[b - 1];
+			D->rgl[b] = v;
+		}
+	}
+	ret = 0;
+	free(stamp);
+	return ret;
+oom:
+	free(stamp);
+	return decline(ctx, "out of memory");
+}
+
+static inline uint8_t t0(const hdor_kns_t *K, int b, uint32_t lid)
+{
+	return lid < K->nlid ? K->lft[(size_t)K->row[b] * K->nlid + lid] : OSM_NO_PATH;
+}
+
+/* the fault-free route from switch b to LID lid uses a failed link or node (lid is owned) */
+static int affected(hdor_deg_t *D, int b, uint32_t lid, int depth)
+{
+	const hdor_kns_t *K = D->K;
+	uint8_t *a = &D->aff[(size_t)K->row[b] * D->nl + lid], port = t0(K, b, lid);
+	int r;
+	if (*a)
+		return *a == 2;
+	if (port == OSM_NO_PATH)
+		r = 1;		/* owned now, no fault-free entry */
+	else if (port == 0)
+		r = 0;
+	else if (!works(D, b, port))
+		r = 1;
+	else {
+		int p = kpeer(K, b, port);
+		r = K->type[p] != N_SWITCH ? 0 : depth >= HDOR_MAX_HOPS ? 1 : affected(D, p, lid, depth + 1);
+	}
+	*a = r ? 2 : 1;
+	return r;
+}
+
+/* the fault-free route of an unaffected entry: links to the LID's port, the first router it
+ * reaches (b itself for a router), the dimension of the group it enters first */
+static void fault_free_route(const hdor_deg_t *D, int b, uint32_t lid, int *len, int *exitr, int *dim0)
+{
+	const hdor_kns_t *K = D->K;
+	int x = b, links = 0, hop, p0 = kpeer(K, b, t0(K, b, lid));
+	*exitr = K->role[b] == R_ROUTER ? b : -1;
+	*dim0 = p0 >= 0 ? K->dim[p0] : -1;
+	*len = -1;
+	for (hop = 0; hop < HDOR_MAX_HOPS; hop++) {
+		uint8_t port = t0(K, x, lid);
+		int p;
+		if (port == 0) {
+			*len = links;
+			return;
+		}
+		if (port == OSM_NO_PATH || (p = kpeer(K, x, port)) < 0)
+			return;
+		links++;
+		if (K->type[p] != N_SWITCH) {
+			*len = links;
+			return;
+		}
+		if (*exitr < 0 && K->role[p] == R_ROUTER)
+			*exitr = p;
+		x = p;
+	}
+}
+
+static int member_slot(const hdor_deg_t *D, int gi, int M)
+{
+	uint32_t i;
+	for (i = D->gmoff[gi]; i < D->gmoff[gi + 1]; i++)
+		if (D->gmem[i] == M)
+			return (int)(i - D->gmoff[gi]);
+	return -1;
+}
+
+/* up*-down* routes inside component gi toward member M over the working links (cached) */
+static hig_t *in_group(hdor_deg_t *D, int gi, int M)
+{
+	const hdor_kns_t *K = D->K;
+	uint32_t ns = D->gsoff[gi + 1] - D->gsoff[gi], nm = D->gmoff[gi + 1] - D->gmoff[gi], i;
+	const int *sw = D->gsw + D->gsoff[gi];
+	int slot = member_slot(D, gi, M), *ord;
+	uint8_t *isdd;
+	hig_t *h;
+
+	if (slot < 0)
+		return NULL;
+	if (!D->ig[gi] && !(D->ig[gi] = xcalloc(nm, sizeof(hig_t))))
+		return NULL;
+	h = &D->ig[gi][slot];
+	if (h->cost)
+		return h;
+	h->cost = malloc(ns * sizeof(int));
+	h->cm = xcalloc(ns, sizeof(pmask_t));
+	h->icost = malloc(nm * sizeof(int));
+	h->im = xcalloc(nm, sizeof(pmask_t));
+	ord = malloc(ns * sizeof(int));
+	isdd = xcalloc(ns, 1);
+	if (!h->cost || !h->cm || !h->icost || !h->im || !ord || !isdd) {
+		free(h->cost);
+		free(h->cm);
+		free(h->icost);
+		free(h->im);
+		memset(h, 0, sizeof(*h));
+		free(ord);
+		free(isdd);
+		return NULL;
+	}
+	for (i = 0; i < ns; i++) {
+		h->cost[i] = HDOR_INF;
+		ord[i] = sw[i];
+	}
+	g_rank_kns = K;
+	qsort(ord, ns, sizeof(int), cmp_rank);
+	/* down-only: ascending rank */
+	for (i = 0; i < ns; i++) {
+		int x = ord[i], lx = D->glocal[x], best = HDOR_INF;
+		unsigned p;
+		for (p = 1; p < K->np[x]; p++)
+			if (K->peer[K->poff[x] + p] == M && works(D, x, p))
+				mask_set(&h->cm[lx], p);
+		if (!mask_empty(&h->cm[lx])) {
+			h->cost[lx] = 1;
+			isdd[lx] = 1;
+			continue;
+		}
+		for (p = 1; p < K->np[x]; p++) {
+			int y = K->peer[K->poff[x] + p];
+			if (y >= 0 && D->gof[y] == gi && isdd[D->glocal[y]] && rank_lt(K, y, x) && works(D, x, p) &&
+			    h->cost[D->glocal[y]] < best)
+				best = h->cost[D->glocal[y]];
+		}
+		if (best < HDOR_INF) {
+			for (p = 1; p < K->np[x]; p++) {
+				int y = K->peer[K->poff[x] + p];
+				if (y >= 0 && D->gof[y] == gi && isdd[D->glocal[y]] && rank_lt(K, y, x) &&
+				    works(D, x, p) && h->cost[D->glocal[y]] == best)
+					mask_set(&h->cm[lx], p);
+			}
+			h->cost[lx] = best + 1;
+			isdd[lx] = 1;
+		}
+	}
+	/* the rest goes up: descending rank */
+	for (i = ns; i-- > 0;) {
+		int x = ord[i], lx = D->glocal[x], best = HDOR_INF;
+		unsigned p;
+		if (isdd[lx])
+			continue;
+		for (p = 1; p < K->np[x]; p++) {
+			int y = K->peer[K->poff[x] + p];
+			if (y >= 0 && D->gof[y] == gi && rank_lt(K, x, y) && works(D, x, p) &&
+			    h->cost[D->glocal[y]] < best)
+				best = h->cost[D->glocal[y]];
+		}
+		if (best < HDOR_INF) {
+			for (p = 1; p < K->np[x]; p++) {
+				int y = K->peer[K->poff[x] + p];
+				if (y >= 0 && D->gof[y] == gi && rank_lt(K, x, y) && works(D, x, p) &&
+				    h->cost[D->glocal[y]] == best)
+					mask_set(&h->cm[lx], p);
+			}
+			h->cost[lx] = best + 1;
+		}
+	}
+	/* members entering the group toward M */
+	for (i = 0; i < nm; i++) {
+		int W = D->gmem[D->gmoff[gi] + i], best = HDOR_INF;
+		unsigned p;
+		h->icost[i] = HDOR_INF;
+		if (W == M || !D->cur[W])
+			continue;
+		for (p = 1; p < K->np[W]; p++) {
+			int y = K->peer[K->poff[W] + p];
+			if (y >= 0 && D->gof[y] == gi && works(D, W, p) && h->cost[D->glocal[y]] < best)
+				best = h->cost[D->glocal[y]];
+		}
+		if (best == HDOR_INF)
+			continue;
+		for (p = 1; p < K->np[W]; p++) {
+			int y = K->peer[K->poff[W] + p];
+			if (y >= 0 && D->gof[y] == gi && works(D, W, p) && h->cost[D->glocal[y]] == best)
+				mask_set(&h->im[i], p);
+		}
+		h->icost[i] = best + 1;
+	}
+	free(ord);
+	free(isdd);
+	return h;
+}
+
+/* hops from every surviving switch to switch `target` over the working switch links (D->dist,
+ * HDOR_INF when cut off; kept for the next call with the same target) */
+static void switch_dist(hdor_deg_t *D, int target)
+{
+	const hdor_kns_t *K = D->K;
+	int qh = 0, qt = 0;
+	uint32_t i;
+	if (D->dist_target == target)
+		return;
+	for (i = 0; i < K->nn; i++)
+		D->dist[i] = HDOR_INF;
+	D->dist[target] = 0;
+	D->q[qt++] = target;
+	while (qh < qt) {
+		int u = D->q[qh++];
+		unsigned p;
+		for (p = 1; p < K->np[u]; p++) {
+			int y = K->peer[K->poff[u] + p];
+			if (y >= 0 && K->type[y] == N_SWITCH && D->dist[y] == HDOR_INF && works(D, u, p)) {
+				D->dist[y] = D->dist[u] + 1;
+				D->q[qt++] = y;
+			}
+		}
+	}
+	D->dist_target = target;
+}
+
+/* the BFS rule: toward a neighbour switch one hop closer to `target` */
+static void bfs_rule(hdor_deg_t *D, int target, int x)
+{
+	const hdor_kns_t *K = D->K;
+	int r = K->row[x];
+	unsigned p;
+	switch_dist(D, target);
+	memset(&D->cand[r], 0, sizeof(pmask_t));
+	D->has[r] = 0;
+	if (x == target) {
+		mask_set(&D->cand[r], 0);
+		D->has[r] = 1;
+		return;
+	}
+	if (D->dist[x] == HDOR_INF)
+		return;
+	for (p = 1; p < K->np[x]; p++) {
+		int y = K->peer[K->poff[x] + p];
+		if (y >= 0 && K->type[y] == N_SWITCH && works(D, x, p) && D->dist[y] == D->dist[x] - 1)
+			mask_set(&D->cand[r], p);
+	}
+	D->has[r] = !mask_empty(&D->cand[r]);
+}
+
+typedef struct { int ln, v, b; } hheap_t;
+
+static inline int heap_lt(const hheap_t *a, const hheap_t *b)
+{
+	return a->ln != b->ln ? a->ln < b->ln : a->v != b->v ? a->v < b->v : a->b < b->b;
+}
+
+static void heap_push(hheap_t *h, int *nh, hheap_t e)
+{
+	int i = (*nh)++;
+	while (i > 0 && heap_lt(&e, &h[(i - 1) / 2])) {
+		h[i] = h[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	h[i] = e;
+}
+
+static hheap_t heap_pop(hheap_t *h, int *nh)
+{
+	hheap_t top = h[0], e = h[--(*nh)];
+	int i = 0;
+	for (;;) {
+		int c = 2 * i + 1;
+		if (c >= *nh)
+			break;
+		if (c + 1 < *nh && heap_lt(&h[c + 1], &h[c]))
+			c++;
+		if (!heap_lt(&h[c], &e))
+			break;
+		h[i] = h[c];
+		i = c;
+	}
+	if (*nh)
+		h[i] = e;
+	return top;
+}
+
+/* the candidates (D->cand, D->has) of every affected row (D->aff) for one LID */
+static int route_lid(hdor_ctx_t *ctx, hdor_deg_t *D, uint32_t lid, hheap_t *heap)
+{
+	const hdor_kns_t *K = D->K;
+	int c = D->onode[lid], T, fin, x, nh = 0, g;
+	uint32_t i;
+
+	if (K->type[c] == N_CA) {
+		if (!works(D, c, D->oport[lid]))
+			return 0;
+		T = kpeer(K, c, D->oport[lid]);
+		fin = K->pport[K->poff[c] + D->oport[lid]];
+	} else if (K->role[c] == R_ROUTER) {
+		T = c;
+		fin = 0;
+	} else {
+		for (i = 0; i < K->nn; i++)
+			if (D->cur[i] && K->type[i] == N_SWITCH && affected(D, (int)i, lid, 0))
+				bfs_rule(D, c, (int)i);
+		return 0;
+	}
+	for (g = 0; g < D->ng; g++)
+		D->exitof[g] = -1;
+	for (i = 0; i < K->nn; i++) {
+		D->bln[i] = HDOR_INF;
+		D->done[i] = D->fixed[i] = 0;
+		D->via[i] = -1;
+	}
+	/* unaffected entries: routers' fault-free routes, exits of groups (routers, then switches) */
+	for (i = 0; i < K->nn; i++) {
+		int len, ex, d0;
+		if (!D->cur[i] || K->role[i] != R_ROUTER || affected(D, (int)i, lid, 0))
+			continue;
+		fault_free_route(D, (int)i, lid, &len, &ex, &d0);
+		D->fixed[i] = 1;
+		D->fixln[i] = len;
+		D->fdim[i] = d0;
+	}
+	for (i = 0; i < K->nn; i++) {
+		int len, ex, d0;
+		if (!D->cur[i] || K->role[i] != R_SWITCH || affected(D, (int)i, lid, 0))
+			continue;
+		fault_free_route(D, (int)i, lid, &len, &ex, &d0);
+		D->exitof[D->gof[i]] = ex;
+	}
+	/* Dijkstra over routers from T: key (links, violations, GUID) */
+	D->bln[T] = 0;
+	D->bv[T] = 0;
+	D->fdim[T] = -1;
+	heap_push(heap, &nh, (hheap_t){ 0, 0, T });
+	for (i = 0; i < K->nn; i++)
+		if (D->fixed[i] && (int)i != T) {
+			D->bln[i] = D->fixln[i];
+			D->bv[i] = 0;
+			heap_push(heap, &nh, (hheap_t){ D->fixln[i], 0, (int)i });
+		}
+	while (nh) {
+		hheap_t e = heap_pop(heap, &nh);
+		int X = e.b;
+		uint32_t a;
+		if (D->done[X] || D->bln[X] != e.ln || D->bv[X] != e.v)
+			continue;
+		D->done[X] = 1;
+		for (a = D->rgoff[X]; a < D->rgoff[X + 1]; a++) {
+			int gi = D->rgl[a], e_dim = D->gdim[gi], turn, any = 0;
+			uint32_t m, nm = D->gmoff[gi + 1] - D->gmoff[gi], s;
+			hig_t *h;
+			if (D->exitof[gi] >= 0 && D->exitof[gi] != X)
+				continue;
+			h = in_group(D, gi, X);
+			if (!h)
+				return decline(ctx, "out of memory");
+			for (s = 0; s < D->gsoff[gi + 1] - D->gsoff[gi] && !any; s++)
+				any = h->cost[s] < HDOR_INF;
+			if (!any)
+				continue;
+			D->exitof[gi] = X;
+			turn = X != T && D->fdim[X] <= e_dim;
+			for (m = 0; m < nm; m++) {
+				int W = D->gmem[D->gmoff[gi] + m], ln, v;
+				if (h->icost[m] >= HDOR_INF || D->done[W] || D->fixed[W])
+					continue;
+				ln = e.ln + h->icost[m];
+				v = e.v + turn;
+				if (D->bln[W] == HDOR_INF || ln < D->bln[W] || (ln == D->bln[W] && v < D->bv[W])) {
+					D->bln[W] = ln;
+					D->bv[W] = v;
+					D->via[W] = gi;
+					D->fdim[W] = e_dim;
+					heap_push(heap, &nh, (hheap_t){ ln, v, W });
+				}
+			}
+		}
+	}
+	/* candidates of the affected rows */
+	for (i = 0; i < K->nn; i++) {
+		int r;
+		x = (int)i;
+		if (!D->cur[x] || K->type[x] != N_SWITCH || !affected(D, x, lid, 0))
+			continue;
+		r = K->row[x];
+		memset(&D->cand[r], 0, sizeof(pmask_t));
+		D->has[r] = 0;
+		if (x == T) {
+			mask_set(&D->cand[r], (unsigned)fin);
+			D->has[r] = 1;
+		} else if (K->role[x] == R_ROUTER) {
+			hig_t *h;
+			int gi = D->via[x];
+			if (!D->done[x]) {
+				switch_dist(D, T);
+				if (D->dist[x] == HDOR_INF)
+					continue;	/* cut off from the destination: no entry */
+				return decline(ctx, "router 0x%016" PRIx64 " '%s' reaches LID %u only by a route the scheme does not allow (a group connects them only down and up again)",
+					       K->guid[x], ndesc(D->cur[x]), lid);
+			}
+			h = in_group(D, gi, D->exitof[gi]);
+			if (!h)
+				return decline(ctx, "out of memory");
+			D->cand[r] = h->im[member_slot(D, gi, x)];
+			D->has[r] = !mask_empty(&D->cand[r]);
+		} else {
+			int gi = D->gof[x], M = D->exitof[gi];
+			hig_t *h = M >= 0 ? in_group(D, gi, M) : NULL;
+			if (h && h->cost[D->glocal[x]] < HDOR_INF) {
+				D->cand[r] = h->cm[D->glocal[x]];
+				D->has[r] = 1;
+			} else
+				D->has[r] = 2;	/* orphan: the BFS rule, below */
+		}
+	}
+	for (i = 0; i < K->nn; i++)
+		if (D->cur[i] && K->type[i] == N_SWITCH && affected(D, (int)i, lid, 0) && D->has[K->row[i]] == 2)
+			bfs_rule(D, T, (int)i);
+	return 0;
+}
+
+/* spreading: the j-th affected LID with candidate set C at switch row r takes C[j mod |C|] */
+static int spread_pick(hdor_deg_t *D, int r, const pmask_t *m)
+{
+	uint32_t i, j, np = 0, want;
+	unsigned p;
+	for (i = 0; i < D->ncnt[r]; i++)
+		if (!memcmp(&D->cnt[r][i].m, m, sizeof(*m)))
+			break;
+	if (i == D->ncnt[r]) {
+		if (D->ncnt[r] == D->capcnt[r]) {
+			uint32_t nc = D->capcnt[r] ? 2 * D->capcnt[r] : 8;
+			hcnt_t *n = realloc(D->cnt[r], nc * sizeof(*n));
+			if (!n)
+				return -1;
+			D->cnt[r] = n;
+			D->capcnt[r] = nc;
+		}
+		D->cnt[r][i].m = *m;
+		D->cnt[r][i].cnt = 0;
+		D->ncnt[r]++;
+	}
+	for (p = 0; p < 256; p++)
+		if (m->m[p >> 6] & (1ULL << (p & 63)))
+			np++;
+	j = D->cnt[r][i].cnt++;
+	want = j % np;
+	for (p = 0; p < 256; p++)
+		if (m->m[p >> 6] & (1ULL << (p & 63))) {
+			if (!want--)
+				return (int)p;
+		}
+	return -1;
+}
+
+/* ---------------------------------------------------------------- SLs and VLs */
+
+/* open-addressing map (SL, switch, in, out) -> VL of the SL2VL entries set so far */
+typedef struct {
+	uint64_t *key;		/* 0 = empty */
+	uint8_t *val;
+	uint32_t cap, n;
+} hmap_t;
+
+static inline uint64_t hkey(unsigned sl, int b, unsigned pin, unsigned pout)
+{
+	return ((uint64_t)(sl + 1) << 48) | ((uint64_t)(uint32_t)b << 16) | (pin << 8) | pout;
+}
+
+static uint32_t hmap_slot(const hmap_t *m, uint64_t k)
+{
+	uint64_t x = k * 0x9e3779b97f4a7c15ULL;
+	uint32_t h = (uint32_t)(x >> 32) & (m->cap - 1);
+	while (m->key[h] && m->key[h] != k)
+		h = (h + 1) & (m->cap - 1);
+	return h;
+}
+
+static int hmap_put(hmap_t *m, uint64_t k, uint8_t v)
+{
+	uint32_t h;
+	if (2 * (m->n + 1) > m->cap) {
+		hmap_t n = { NULL, NULL, m->cap ? 2 * m->cap : 1024, 0 };
+		uint32_t i;
+		n.key = xcalloc(n.cap, sizeof(uint64_t));
+		n.val = xcalloc(n.cap, 1);
+		if (!n.key || !n.val) {
+			free(n.key);
+			free(n.val);
+			return -1;
+		}
+		for (i = 0; i < m->cap; i++)
+			if (m->key[i]) {
+				h = hmap_slot(&n, m->key[i]);
+				n.key[h] = m->key[i];
+				n.val[h] = m->val[i];
+				n.n++;
+			}
+		free(m->key);
+		free(m->val);
+		*m = n;
+	}
+	h = hmap_slot(m, k);
+	if (!m->key[h])
+		m->n++;
+	m->key[h] = k;
+	m->val[h] = v;
+	return 0;
+}
+
+static int hmap_get(const hmap_t *m, uint64_t k, int dflt)
+{
+	uint32_t h;
+	if (!m->cap)
+		return dflt;
+	h = hmap_slot(m, k);
+	return m->key[h] ? m->val[h] : dflt;
+}
+
+typedef struct { int x; uint8_t pin, pout; } hhop_t;
+
+/* the walk from CA base node c's port to dlid over the new tables (tab) or the fault-free ones:
+ * the hops (switch, in, out) and the links; -1 when the packet is lost */
+static int walk(const hdor_deg_t *D, int c, unsigned port, uint32_t dlid, int tab, hhop_t *hops, int *nh)
+{
+	const hdor_kns_t *K = D->K;
+	int x = kpeer(K, c, port), links = 1, i;
+	unsigned pin = K->pport[K->poff[c] + port];
+	*nh = 0;
+	for (i = 0; i < HDOR_MAX_HOPS; i++) {
+		uint8_t out = tab ? (dlid < D->nl ? D->tab[(size_t)K->row[x] * D->nl + dlid] : OSM_NO_PATH) : t0(K, x, dlid);
+		int nx;
+		if (out == OSM_NO_PATH || out == 0)
+			return -1;
+		hops[(*nh)++] = (hhop_t){ x, (uint8_t)pin, out };
+		nx = kpeer(K, x, out);
+		if (nx < 0 || (tab && !works(D, x, out)))
+			return -1;
+		links++;
+		if (K->type[nx] != N_SWITCH)
+			return links;
+		pin = K->pport[K->poff[x] + out];
+		x = nx;
+	}
+	return -1;
+}
+
+typedef struct { uint64_t guid; uint16_t io; uint8_t vl[16]; } hrow_t;
+
+static int cmp_row(const void *a, const void *b)
+{
+	const hrow_t *x = a, *y = b;
+	int c = cmp_u64(x->guid, y->guid);
+	return c ? c : (x->io > y->io) - (x->io < y->io);
+}
+
+/* path SLs of every CA-to-CA pair, SL2VL entries, VLs used, extra links of detoured pairs */
+static int deg_sls(hdor_ctx_t *ctx, hdor_deg_t *D)
+{
+	const hdor_kns_t *K = D->K;
+	hdor_qos_t *Q = xcalloc(1, sizeof(*Q));
+	hmap_t map = { NULL, NULL, 0, 0 };
+	uint32_t *src = NULL, nsrc = 0, dlid, i, cap = 0;
+	hhop_t hops[HDOR_MAX_HOPS], hops0[HDOR_MAX_HOPS];
+	int most = 0, ret = -1;
+	double sum = 0;
+	hrow_t *rows = NULL;
+
+	if (!Q)
+		return decline(ctx, "out of memory");
+	D->qos = Q;
+	src = xcalloc(D->nl, sizeof(uint32_t));
+	if (!src)
+		goto oom;
+	/* sources: the base LIDs of linked CA ports, ascending */
+	for (dlid = 1; dlid < D->nl; dlid++) {
+		int c = D->onode[dlid];
+		if (c >= 0 && K->type[c] == N_CA && works(D, c, D->oport[dlid]) &&
+		    (dlid == 1 || D->onode[dlid - 1] != c || D->oport[dlid - 1] != D->oport[dlid]))
+			src[nsrc++] = dlid;
+	}
+	for (dlid = 1; dlid < D->nl; dlid++) {
+		int dc = D->onode[dlid];
+		if (dc < 0 || K->type[dc] != N_CA || !works(D, dc, D->oport[dlid]))
+			continue;
+		for (i = 0; i < nsrc; i++) {
+			uint32_t slid = src[i];
+			int c = D->onode[slid], nh, nh0, ln, ln0, h, v = 0, same;
+			unsigned p = D->oport[slid], sl;
+			if (c == dc && p == D->oport[dlid])
+				continue;
+			if (!affected(D, kpeer(K, c, p), dlid, 0))
+				continue;	/* the fault-free route, intact: SL 0 */
+			ln = walk(D, c, p, dlid, 1, hops, &nh);
+			if (ln < 0)
+				continue;	/* not delivered: no path SL (the verifier reports it) */
+			for (h = 0; h < nh; h++) {
+				int x = hops[h].x;
+				if (K->role[x] == R_ROUTER) {
+					int a = kpeer(K, x, hops[h].pin), b = kpeer(K, x, hops[h].pout);
+					if (a >= 0 && b >= 0 && K->dim[a] >= 0 && K->dim[b] >= 0 && K->dim[b] <= K->dim[a])
+						v++;
+				}
+			}
+			if (v > most)
+				most = v;
+			if (v) {
+				/* VL of each hop = violations so far (at that router included) */
+				for (sl = 1; sl < HDOR_MAX_SLS; sl++) {
+					int vv = 0, agree = 1;
+					for (h = 0; h < nh && agree; h++) {
+						int x = hops[h].x;
+						if (K->role[x] == R_ROUTER) {
+							int a = kpeer(K, x, hops[h].pin), b = kpeer(K, x, hops[h].pout);
+							if (a >= 0 && b >= 0 && K->dim[a] >= 0 && K->dim[b] >= 0 &&
+							    K->dim[b] <= K->dim[a])
+								vv++;
+						}
+						agree = hmap_get(&map, hkey(sl, x, hops[h].pin, hops[h].pout), vv) == vv;
+					}
+					if (agree)
+						break;
+				}
+				if (sl == HDOR_MAX_SLS) {
+					decline(ctx, "the failures need more than %d SLs (pair LID %u -> %u)", HDOR_MAX_SLS,
+						slid, dlid);
+					goto out;
+				}
+				{
+					int vv = 0;
+					for (h = 0; h < nh; h++) {
+						int x = hops[h].x;
+						if (K->role[x] == R_ROUTER) {
+							int a = kpeer(K, x, hops[h].pin), b = kpeer(K, x, hops[h].pout);
+							if (a >= 0 && b >= 0 && K->dim[a] >= 0 && K->dim[b] >= 0 &&
+							    K->dim[b] <= K->dim[a])
+								vv++;
+						}
+						if (hmap_put(&map, hkey(sl, x, hops[h].pin, hops[h].pout), (uint8_t)vv))
+							goto oom;
+					}
+				}
+				if (Q->npath == cap) {
+					uint32_t nc = cap ? 2 * cap : 1024;
+					uint32_t *nk = realloc(Q->pkey, nc * sizeof(uint32_t));
+					uint8_t *ns;
+					if (!nk)
+						goto oom;
+					Q->pkey = nk;
+					ns = realloc(Q->psl, nc);
+					if (!ns)
+						goto oom;
+					Q->psl = ns;
+					cap = nc;
+				}
+				if (sl > Q->maxsl)
+					Q->maxsl = sl;
+				Q->pkey[Q->npath] = dlid << 16 | slid;
+				Q->psl[Q->npath++] = (uint8_t)sl;
+			}
+			ln0 = walk(D, c, p, dlid, 0, hops0, &nh0);
+			same = nh0 == nh;
+			for (h = 0; h < nh && same; h++)
+				same = hops0[h].x == hops[h].x && hops0[h].pin == hops[h].pin && hops0[h].pout == hops[h].pout;
+			if (!same) {
+				int extra = ln - ln0;
+				if (!D->detoured || extra > (int)D->extra_max)
+					D->extra_max = (uint32_t)extra;
+				D->detoured++;
+				sum += extra;
+			}
+		}
+	}
+	D->extra_mean = D->detoured ? sum / D->detoured : 0.0;
+	D->vls = (unsigned)most + 1;
+	/* SL2VL rows: (switch, in, out) -> VL per SL; entries never set are VL 0 */
+	rows = xcalloc(map.n + 1, sizeof(*rows));
+	if (!rows)
+		goto oom;
+	{
+		uint32_t nr = 0, j;
+		for (i = 0; i < map.cap; i++) {
+			uint64_t k = map.key[i];
+			if (!k || !map.val[i])
+				continue;
+			rows[nr].guid = K->guid[(k >> 16) & 0xffffffffULL];
+			rows[nr].io = (uint16_t)(k & 0xffff);
+			memset(rows[nr].vl, 0, 16);
+			rows[nr].vl[(k >> 48) - 1] = map.val[i];
+			nr++;
+		}
+		qsort(rows, nr, sizeof(*rows), cmp_row);
+		for (i = 0, j = 0; i < nr; i++) {
+			if (j && rows[j - 1].guid == rows[i].guid && rows[j - 1].io == rows[i].io) {
+				unsigned s;
+				for (s = 0; s < 16; s++)
+					rows[j - 1].vl[s] |= rows[i].vl[s];
+			} else
+				rows[j++] = rows[i];
+		}
+		Q->nrow = j;
+		Q->rguid = xcalloc(j + 1, sizeof(uint64_t));
+		Q->rvl = xcalloc(j + 1, 16);
+		if (!Q->rguid || !Q->rvl)
+			goto oom;
+		for (i = 0; i < j; i++) {
+			Q->rguid[i] = rows[i].guid;
+			memcpy(Q->rvl[i], rows[i].vl, 16);
+		}
+		/* rkey holds the in/out pair of each row */
+		Q->rkey = xcalloc(j + 1, sizeof(uint64_t));
+		if (!Q->rkey)
+			goto oom;
+		for (i = 0; i < j; i++)
+			Q->rkey[i] = rows[i].io;
+	}
+	Q->vls = D->vls;
+	ret = 0;
+	goto out;
+oom:
+	decline(ctx, "out of memory");
+out:
+	free(src);
+	free(rows);
+	free(map.key);
+	free(map.val);
+	return ret;
+}
+
+/* the VLs the switch ports offer: the smallest PortInfo VLCap of a surviving switch's working
+ * ports, capped by OpenSM's max_op_vls (VL0 .. VL0-14 -> 1, 2, 4, 8, 15) */
+static unsigned ports_vlcap(hdor_ctx_t *ctx, const hdor_deg_t *D)
+{
+	unsigned maxop = ctx->osm->subn.opt.max_op_vls;
+	static const unsigned by_cap[] = { 0, 1, 2, 4, 8, 15 };
+	const hdor_kns_t *K = D->K;
+	unsigned best = 15, any = 0;
+	uint32_t i;
+	for (i = 0; i < K->nn; i++) {
+		unsigned p;
+		if (!D->cur[i] || K->type[i] != N_SWITCH)
+			continue;
+		for (p = 1; p < K->np[i]; p++) {
+			osm_physp_t *ph;
+			unsigned cap;
+			if (!works(D, (int)i, p) || !(ph = osm_node_get_physp_ptr(D->cur[i], (uint8_t)p)))
+				continue;
+			cap = ib_port_info_get_vl_cap(&ph->port_info);
+			/* OpenSM sets OperVLs to at most max_op_vls, and masks SL2VL entries with it */
+			if (maxop >= 1 && maxop < cap)
+				cap = maxop;
+			if (cap < 1 || cap > 5)
+				continue;
+			any = 1;
+			if (by_cap[cap] < best)
+				best = by_cap[cap];
+		}
+	}
+	return any ? best : 1;
+}
+
+/* route a degraded KNS (D after deg_match) into D->tab; 0, or -1 with ctx->reason */
+static int deg_route(hdor_ctx_t *ctx, hdor_deg_t *D)
+{
+	const hdor_kns_t *K = D->K;
+	uint32_t nn = K->nn, lid, i;
+	hheap_t *heap = NULL;
+	int ret = -1;
+
+	if (deg_structure(ctx, D))
+		return -1;
+	D->tab = malloc((size_t)K->nrow * D->nl);
+	D->aff = xcalloc((size_t)K->nrow * D->nl, 1);
+	D->bln = xcalloc(nn, sizeof(int));
+	D->bv = xcalloc(nn, sizeof(int));
+	D->fdim = xcalloc(nn, sizeof(int));
+	D->via = xcalloc(nn, sizeof(int));
+	D->fixln = xcalloc(nn, sizeof(int));
+	D->exitof = xcalloc(D->ng + 1, sizeof(int));
+	D->dist = xcalloc(nn, sizeof(int));
+	D->q = xcalloc(nn, sizeof(int));
+	D->done = xcalloc(nn, 1);
+	D->fixed = xcalloc(nn, 1);
+	D->cand = xcalloc(K->nrow, sizeof(pmask_t));
+	D->has = xcalloc(K->nrow, 1);
+	D->cnt = xcalloc(K->nrow, sizeof(*D->cnt));
+	D->ncnt = xcalloc(K->nrow, sizeof(uint32_t));
+	D->capcnt = xcalloc(K->nrow, sizeof(uint32_t));
+	/* each group relaxes each member once: pushes <= memberships + fixed routers + T */
+	heap = xcalloc((size_t)D->rgoff[nn] + nn + 64, sizeof(*heap));
+	if (!D->tab || !D->aff || !D->bln || !D->bv || !D->fdim || !D->via || !D->fixln || !D->exitof ||
+	    !D->dist || !D->q || !D->done || !D->fixed || !D->cand || !D->has || !D->cnt || !D->ncnt ||
+	    !D->capcnt || !heap) {
+		decline(ctx, "out of memory");
+		goto out;
+	}
+	D->dist_target = -1;
+	/* start from the fault-free tables; LIDs without an owner now get no entry */
+	for (i = 0; i < nn; i++) {
+		uint8_t *row;
+		if (K->type[i] != N_SWITCH)
+			continue;
+		row = D->tab + (size_t)K->row[i] * D->nl;
+		for (lid = 0; lid < D->nl; lid++)
+			row[lid] = D->onode[lid] >= 0 ? t0(K, (int)i, lid) : OSM_NO_PATH;
+	}
+	for (lid = 1; lid < D->nl; lid++) {
+		int any = 0;
+		if (D->onode[lid] < 0)
+			continue;
+		for (i = 0; i < nn; i++)
+			if (D->cur[i] && K->type[i] == N_SWITCH && affected(D, (int)i, lid, 0)) {
+				D->tab[(size_t)K->row[i] * D->nl + lid] = OSM_NO_PATH;
+				D->has[K->row[i]] = 0;
+				any = 1;
+			}
+		if (!any)
+			continue;
+		if (route_lid(ctx, D, lid, heap))
+			goto out;
+		for (i = 0; i < nn; i++) {
+			int r, port;
+			if (!D->cur[i] || K->type[i] != N_SWITCH || !affected(D, (int)i, lid, 0))
+				continue;
+			r = K->row[i];
+			if (D->has[r] != 1 || mask_empty(&D->cand[r]))
+				continue;
+			port = spread_pick(D, r, &D->cand[r]);
+			if (port < 0) {
+				decline(ctx, "out of memory");
+				goto out;
+			}
+			D->tab[(size_t)r * D->nl + lid] = (uint8_t)port;
+		}
+	}
+	if (deg_sls(ctx, D))
+		goto out;
+	D->vlcap = ports_vlcap(ctx, D);
+	if (D->vls > D->vlcap) {
+		decline(ctx, "the failures need %u VLs, the ports offer %u", D->vls, D->vlcap);
+		goto out;
+	}
+	for (i = 0; i < nn; i++) {
+		if (!D->cur[i])
+			continue;
+		if (K->role[i] == R_ROUTER)
+			D->nrouters++;
+		else if (K->role[i] == R_SWITCH)
+			D->nswitches++;
+		else
+			D->nhcas++;
+	}
+	ret = 0;
+out:
+	free(heap);
+	return ret;
+}
+
+/* ---------------------------------------------------------------- dump, hooks */
+
+static int write_dump_degraded(hdor_ctx_t *ctx, hdor_deg_t *D, char *path, size_t pathsz)
+{
+	const hdor_kns_t *K = D->K;
+	const char *dir = ctx->osm->subn.opt.dump_files_dir;
+	char tmp[4200];
+	FILE *f;
+	uint32_t i, lid;
+	unsigned n = K->n, e;
+	int role, ret = -1;
+
+	if (!dir || !*dir)
+		dir = ".";
+	snprintf(path, pathsz, "%s/%s", dir, HDOR_DUMP_FILE);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "w");
+	if (!f)
+		return -1;
+	fprintf(f, "# hdor k=%u n=%u routers=%u switches=%u hcas=%u lids=%u vls=%u detoured=%u extra_max=%u extra_mean=%.3f\n",
+		K->k, n, D->nrouters, D->nswitches, D->nhcas, D->nowned, D->vls, D->detoured, D->extra_max,
+		D->extra_mean);
+	for (role = R_ROUTER; role <= R_HCA; role++)
+		for (i = 0; i < K->nn; i++) {
+			if (!D->cur[i] || K->role[i] != role)
+				continue;
+			if (role == R_ROUTER)
+				fprintf(f, "router 0x%016" PRIx64 " ", K->guid[i]);
+			else if (role == R_SWITCH)
+				fprintf(f, "switch 0x%016" PRIx64 " dim=%d ", K->guid[i], K->dim[i]);
+			else
+				fprintf(f, "hca    0x%016" PRIx64 " ", K->guid[i]);
+			put_coords(f, K->coord + (size_t)i * n, n, role == R_SWITCH ? K->dim[i] : -1);
+			fprintf(f, " \"%s\"\n", ndesc(D->cur[i]));
+		}
+	for (i = 0; i < K->nn; i++) {
+		uint32_t hist[256];
+		const uint8_t *row;
+		if (!D->cur[i] || K->role[i] != R_ROUTER)
+			continue;
+		row = D->tab + (size_t)K->row[i] * D->nl;
+		memset(hist, 0, sizeof(hist));
+		for (lid = 0; lid < D->nl; lid++)
+			hist[row[lid]]++;
+		for (e = 0; e < n; e++) {
+			unsigned p, np = 0, first = 1;
+			for (p = 1; p < K->np[i]; p++) {
+				int y = K->peer[K->poff[i] + p];
+				if (y >= 0 && works(D, (int)i, p) && K->dim[y] == (int)e)
+					np++;
+			}
+			if (np < 2)
+				continue;
+			fprintf(f, "spread 0x%016" PRIx64 " dim=%u ports=", K->guid[i], e);
+			for (p = 1; p < K->np[i]; p++) {
+				int y = K->peer[K->poff[i] + p];
+				if (y >= 0 && works(D, (int)i, p) && K->dim[y] == (int)e) {
+					fprintf(f, first ? "%u:%u" : ",%u:%u", p, hist[p]);
+					first = 0;
+				}
+			}
+			fputc('\n', f);
+		}
+	}
+	if (fflush(f) == 0 && !ferror(f))
+		ret = 0;
+	if (fclose(f))
+		ret = -1;
+	if (!ret && rename(tmp, path))
+		ret = -1;
+	if (ret)
+		unlink(tmp);
+	return ret;
+}
+
+/* the tables of a degraded pass into OpenSM's new_lft */
+static void deg_write_tables(hdor_deg_t *D)
+{
+	const hdor_kns_t *K = D->K;
+	uint32_t i, lid;
+	for (i = 0; i < K->nn; i++) {
+		osm_switch_t *sw;
+		const uint8_t *row;
+		uint32_t top;
+		if (!D->cur[i] || K->type[i] != N_SWITCH || !(sw = D->cur[i]->sw))
+			continue;
+		row = D->tab + (size_t)K->row[i] * D->nl;
+		top = lft_top(sw);
+		for (lid = 1; lid <= top && lid < D->nl; lid++) {
+			sw->new_lft[lid] = row[lid];
+			if (row[lid] != OSM_NO_PATH)
+				osm_switch_count_path(sw, row[lid]);
+		}
+	}
+}
+
+/* make Q (NULL on a complete KNS) what the hooks read; the SA threads may still read the
+ * previous table, so it is freed one pass later */
+static void qos_publish(hdor_ctx_t *ctx, hdor_qos_t *Q)
+{
+	hdor_qos_t *old = ctx->qos;
+	qos_free(ctx->qos_old);
+	ctx->qos_old = old;
+	__atomic_store_n(&ctx->qos, Q, __ATOMIC_RELEASE);
+}
+
+/* path_sl: the SL of a (source, destination) pair on a degraded KNS; OpenSM's own SL otherwise */
+static uint8_t hdor_path_sl(void *context, uint8_t hint, const ib_net16_t slid, const ib_net16_t dlid)
+{
+	hdor_ctx_t *ctx = context;
+	const hdor_qos_t *Q = ctx ? __atomic_load_n(&ctx->qos, __ATOMIC_ACQUIRE) : NULL;
+	uint32_t key, lo = 0, hi;
+	if (!Q)
+		return hint;
+	key = (uint32_t)cl_ntoh16(dlid) << 16 | cl_ntoh16(slid);
+	hi = Q->npath;
+	while (lo < hi) {
+		uint32_t mid = (lo + hi) / 2;
+		if (Q->pkey[mid] < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (lo < Q->npath && Q->pkey[lo] == key) ? Q->psl[lo] : 0;
+}
+
+/* update_sl2vl: on a degraded KNS every SL2VL table is hdor's (entries not set: VL 0) */
+static void hdor_update_sl2vl(void *context, osm_physp_t *port, uint8_t in_port, uint8_t out_port,
+			      ib_slvl_table_t *t)
+{
+	hdor_ctx_t *ctx = context;
+	const hdor_qos_t *Q = ctx ? __atomic_load_n(&ctx->qos, __ATOMIC_ACQUIRE) : NULL;
+	uint64_t guid;
+	uint16_t io = (uint16_t)(in_port << 8 | out_port);
+	uint32_t lo = 0, hi;
+	unsigned sl;
+	if (!Q || !port || !port->p_node)
+		return;
+	memset(t, 0, sizeof(*t));
+	if (osm_node_get_type(port->p_node) != IB_NODE_TYPE_SWITCH)
+		return;
+	guid = cl_ntoh64(osm_node_get_node_guid(port->p_node));
+	hi = Q->nrow;
+	while (lo < hi) {
+		uint32_t mid = (lo + hi) / 2;
+		if (Q->rguid[mid] < guid || (Q->rguid[mid] == guid && Q->rkey[mid] < io))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < Q->nrow && Q->rguid[lo] == guid && Q->rkey[lo] == io)
+		for (sl = 0; sl < 16; sl++)
+			ib_slvl_table_set(t, (uint8_t)sl, Q->rvl[lo][sl]);
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* engine callbacks                                                                           */
 
 static uint64_t usec_since(const struct timespec *t0)
@@ -1556,39 +3237,92 @@ static uint64_t usec_since(const struct timespec *t0)
 	    (uint64_t)((t1.tv_nsec - t0->tv_nsec) / 1000);
 }
 
+/* a degraded KNS against the remembered one: 1 (ctx->deg ready), 0 (no remembered KNS or
+ * nothing failed: route it as a complete KNS), -1 (not a degraded KNS / declined: ctx->reason) */
+static int degraded_pass(hdor_ctx_t *ctx)
+{
+	hdor_deg_t *D;
+	int m;
+	if (!ctx->kns)
+		return 0;
+	D = xcalloc(1, sizeof(*D));
+	if (!D)
+		return decline(ctx, "out of memory");
+	D->K = ctx->kns;
+	m = deg_match(ctx, D);
+	if (m == 1 && deg_route(ctx, D))
+		m = -1;
+	if (m == 1) {
+		ctx->deg = D;
+		return 1;
+	}
+	deg_free(D);
+	return m;
+}
+
+/* decide and analyse this pass: 1 degraded (ctx->deg), 0 complete (ctx->pass ready), -1 declined
+ * (logged; OpenSM tries the next engine) */
+static int prepare(hdor_ctx_t *ctx)
+{
+	osm_opensm_t *osm = ctx->osm;
+	char why[sizeof(ctx->reason)];
+	hdor_pass_t *P;
+	struct timespec t0;
+	int rc;
+
+	pass_free(ctx->pass);	/* never reuse anything from an earlier pass */
+	ctx->pass = NULL;
+	deg_free(ctx->deg);
+	ctx->deg = NULL;
+	ctx->passes++;
+	ctx->reason[0] = '\0';
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	rc = degraded_pass(ctx);
+	if (rc == 1) {
+		ctx->deg_t0 = t0;
+		return 1;
+	}
+	snprintf(why, sizeof(why), "%s", rc < 0 ? ctx->reason : "");
+	P = xcalloc(1, sizeof(*P));
+	if (!P) {
+		OSM_LOG(&osm->log, OSM_LOG_ERROR, "hdor: out of memory\n");
+		return -1;
+	}
+	P->t0 = t0;
+	if (analyse(ctx, P)) {
+		/* a fabric that fails as a degraded KNS and as a complete one: the first reason */
+		OSM_LOG(&osm->log, OSM_LOG_ERROR, "hdor: not a KNS fabric: %s\n", rc < 0 ? why : ctx->reason);
+		pass_free(P);
+		return -1;
+	}
+	P->us_analysis = usec_since(&P->t0);
+	ctx->pass = P;
+	return 0;
+}
+
 static int hdor_build_lid_matrices(void *context)
 {
 	hdor_ctx_t *ctx = context;
 	osm_opensm_t *osm;
 	hdor_pass_t *P;
+	int rc;
 
 	if (!ctx || !hdor_layout_ok(ctx->osm)) {
 		hdor_layout_complain();
 		return -1;
 	}
 	osm = ctx->osm;
-	pass_free(ctx->pass);	/* never reuse anything from an earlier pass */
-	ctx->pass = NULL;
-	ctx->passes++;
-	ctx->reason[0] = '\0';
-	P = xcalloc(1, sizeof(*P));
-	if (!P) {
-		OSM_LOG(&osm->log, OSM_LOG_ERROR, "hdor: out of memory\n");
+	rc = prepare(ctx);
+	if (rc < 0)
 		return -1;
-	}
-	clock_gettime(CLOCK_MONOTONIC, &P->t0);
-	if (analyse(ctx, P)) {
-		OSM_LOG(&osm->log, OSM_LOG_ERROR, "hdor: not a KNS fabric: %s\n", ctx->reason);
-		pass_free(P);
-		return -1;
-	}
-	P->us_analysis = usec_since(&P->t0);
-	ctx->pass = P;
+	if (rc == 1)
+		return 1;	/* degraded: OpenSM builds its min-hop matrices */
+	P = ctx->pass;
 	if (!getenv("HDOR_OPENSM_HOPS")) {
 		int closed = closed_form_ok(P);
-		int rc = closed ? fill_hops(P) : fill_hops_bfs(P);
+		int hr = closed ? fill_hops(P) : fill_hops_bfs(P);
 		P->us_hops = usec_since(&P->t0) - P->us_analysis;
-		if (rc == 0) {
+		if (hr == 0) {
 			P->own_hops = 1;
 			OSM_LOG(&osm->log, OSM_LOG_VERBOSE,
 				"hdor: hop matrices of %d switches filled %s\n", P->nsw,
@@ -1603,11 +3337,35 @@ static int hdor_build_lid_matrices(void *context)
 	return 1;		/* OpenSM builds its min-hop matrices */
 }
 
+static int degraded_tables(hdor_ctx_t *ctx)
+{
+	osm_opensm_t *osm = ctx->osm;
+	hdor_deg_t *D = ctx->deg;
+	char path[4096];
+	uint64_t t_route = usec_since(&ctx->deg_t0), t1;
+
+	ctx->deg = NULL;
+	deg_write_tables(D);
+	qos_publish(ctx, D->qos);
+	D->qos = NULL;
+	t1 = usec_since(&ctx->deg_t0);
+	if (write_dump_degraded(ctx, D, path, sizeof(path)))
+		OSM_LOG(&osm->log, OSM_LOG_ERROR, "hdor: cannot write %s: %s\n", path, strerror(errno));
+	OSM_LOG(&osm->log, OSM_LOG_INFO,
+		"hdor: routed k=%u n=%u s=%u: %u switches, %u LIDs, %" PRIu64 " us (pass %lu; degraded KNS: %u failed link(s), %u failed node(s); %u VL(s) used of %u the ports offer, SLs 0-%u; %u pair(s) detoured, extra links max %u mean %.3f; analysis and routing %" PRIu64 " us, dump %" PRIu64 " us)\n",
+		D->K->k, D->K->n, D->K->s, D->nrouters + D->nswitches, D->nowned, usec_since(&ctx->deg_t0),
+		ctx->passes, D->dead_links, D->dead_nodes, D->vls, D->vlcap, ctx->qos ? ctx->qos->maxsl : 0,
+		D->detoured, D->extra_max, D->extra_mean, t_route, usec_since(&ctx->deg_t0) - t1);
+	deg_free(D);
+	return 0;
+}
+
 static int hdor_build_fwd_tables(void *context)
 {
 	hdor_ctx_t *ctx = context;
 	osm_opensm_t *osm;
 	hdor_pass_t *P;
+	hdor_kns_t *K;
 	char path[4096];
 	int w;
 
@@ -1616,22 +3374,15 @@ static int hdor_build_fwd_tables(void *context)
 		return -1;
 	}
 	osm = ctx->osm;
+	if (!ctx->deg && (!ctx->pass || !ctx->pass->ready)) {
+		/* build_lid_matrices did not run in this pass: analyse now */
+		if (prepare(ctx) < 0)
+			return -1;
+	}
+	if (ctx->deg)
+		return degraded_tables(ctx);
 	P = ctx->pass;
 	ctx->pass = NULL;
-	if (!P || !P->ready) {
-		/* build_lid_matrices did not run in this pass: analyse now */
-		pass_free(P);
-		P = xcalloc(1, sizeof(*P));
-		if (!P)
-			return -1;
-		clock_gettime(CLOCK_MONOTONIC, &P->t0);
-		ctx->passes++;
-		if (analyse(ctx, P)) {
-			OSM_LOG(&osm->log, OSM_LOG_ERROR, "hdor: not a KNS fabric: %s\n", ctx->reason);
-			pass_free(P);
-			return -1;
-		}
-	}
 	{
 		uint64_t t = usec_since(&P->t0);
 		for (w = 0; w < P->nsw; w++)
@@ -1647,8 +3398,31 @@ static int hdor_build_fwd_tables(void *context)
 		" us, %s hop matrices %" PRIu64 " us, tables %" PRIu64 " us, dump %" PRIu64 " us)\n",
 		P->k, P->n, P->s, P->nsw, P->nlids, usec_since(&P->t0), ctx->passes, P->us_analysis,
 		P->own_hops ? "own" : "OpenSM's", P->us_hops, P->us_tables, P->us_dump);
+	/* remember this complete KNS for the passes after a failure (docs/hdor.md section 6) */
+	K = kns_remember(ctx, P);
+	if (!K)
+		OSM_LOG(&osm->log, OSM_LOG_ERROR, "hdor: out of memory: the KNS is not remembered; "
+			"a later failure will be declined\n");
+	kns_free(ctx->kns);
+	ctx->kns = K;
+	qos_publish(ctx, NULL);
 	pass_free(P);
 	return 0;
+}
+
+/* everything the context holds (destroy and the plugin's delete may both run) */
+static void ctx_release(hdor_ctx_t *ctx)
+{
+	pass_free(ctx->pass);
+	ctx->pass = NULL;
+	deg_free(ctx->deg);
+	ctx->deg = NULL;
+	kns_free(ctx->kns);
+	ctx->kns = NULL;
+	qos_free(ctx->qos);
+	ctx->qos = NULL;
+	qos_free(ctx->qos_old);
+	ctx->qos_old = NULL;
 }
 
 static void hdor_destroy(void *context)
@@ -1656,8 +3430,7 @@ static void hdor_destroy(void *context)
 	hdor_ctx_t *ctx = context;
 	if (!ctx)
 		return;
-	pass_free(ctx->pass);
-	ctx->pass = NULL;
+	ctx_release(ctx);
 	if (ctx->owned_by_engine)
 		free(ctx);
 }
@@ -1668,8 +3441,12 @@ static void hdor_fill_engine(osm_routing_engine_t *re, hdor_ctx_t *ctx)
 	re->build_lid_matrices = hdor_build_lid_matrices;
 	re->ucast_build_fwd_tables = hdor_build_fwd_tables;
 	re->destroy = hdor_destroy;
+	/* path SLs and SL2VL tables for a degraded KNS (OpenSM's own on a complete one; OpenSM
+	 * calls update_sl2vl only with `qos TRUE`) */
+	re->path_sl = hdor_path_sl;
+	re->update_sl2vl = hdor_update_sl2vl;
 	/* everything else stays NULL: OpenSM's defaults (multicast spanning tree on the hop
-	 * matrices, SL from QoS) */
+	 * matrices) */
 }
 
 #ifdef HDOR_INTREE
@@ -1744,7 +3521,7 @@ static void hdor_delete(void *plugin_data)
 	hdor_ctx_t *ctx = plugin_data;
 	if (!ctx)
 		return;
-	pass_free(ctx->pass);
+	ctx_release(ctx);
 	free(ctx);
 }
 

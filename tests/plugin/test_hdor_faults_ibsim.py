@@ -1,0 +1,197 @@
+"""The fault-tolerant hdor C engine on real ibsim + OpenSM (docs/hdor.md section 6; marker `ibsim`).
+
+One OpenSM (daemon, `qos TRUE` so that update_sl2vl is called) keeps running while cables,
+indirect switches and routers go down through ibsim's console (Unlink) and come back (ReLink). At
+every step the tables OpenSM programmed (opensm-lfts.dump), the coordinates dump, the SL2VL tables
+(opensm-sl2vl.dump) and the path SLs the SA answers (saquery PathRecords) must equal the Python
+reference's, `hdor.compute(now, baseline=(step 0, its result), vls=8)`, computed from the step's
+ibnetdiscover; the engine is hdor at every step (no fallback) and restoring gives the original
+tables back."""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from hdor_walk import libhdor  # noqa: F401
+from support import ibtool
+from ibtool.formats import ibnetdiscover, lft, pathrecord, sl2vl
+from ibtool.routing import hdor
+from ibtool.sim import faults
+from ibtool.sim.live import LiveFabric
+from ibtool.sim.runner import collect_path_sls
+
+pytestmark = [pytest.mark.ibsim, pytest.mark.usefixtures("libhdor")]
+
+CONFIGURED = re.compile(r"(\S+) tables configured on all switches")
+ROUTED = re.compile(r"hdor: routed k=\d+ n=\d+ s=\d+: .*")
+DECLINE = re.compile(r"hdor: not a KNS fabric: (.+)")
+
+
+class Scenario:
+    """A live KNS under hdor; `step()` applies console commands and checks the new routing."""
+
+    def __init__(self, tmp: Path, *kns_args: str):
+        out = tmp / "plan"
+        ibtool("topo", "kns", *kns_args, "--out", out, check=0)
+        self.net = out / "topology.net"
+        self.plan = ibnetdiscover.read(self.net)
+        self.ids = [ibnetdiscover.node_id(self.plan, i) for i in range(self.plan.num_nodes)]
+        self.tmp = tmp
+        self.lf = LiveFabric(self.net, tmp / "live", ["hdor"], timeout=180,
+                             conf_options=[("qos", "TRUE"), ("sweep_interval", "1")],
+                             opensm_args=["-D", "0x43"])
+        self.n = 0
+
+    def __enter__(self):
+        self.lf.__enter__()
+        assert self.lf.outcome.get("engine") == "hdor", self.lf.outcome
+        self.settle(0)
+        self.fab0 = self.discover()
+        self.base = hdor.compute(self.fab0)
+        self.tables0 = lft.read(self.osm / "opensm-lfts.dump")
+        return self
+
+    def __exit__(self, *exc):
+        self.lf.__exit__(*exc)
+
+    @property
+    def osm(self) -> Path:
+        return self.lf.work / "osm"
+
+    def log(self) -> str:
+        return self.lf.opensm_log.read_text(errors="replace")
+
+    def settle(self, before: int, timeout: float = 120):
+        """Wait until OpenSM configured tables again (more than `before` times), reached SUBNET UP
+        (the dumps are written just before) and stayed quiet for 3 s."""
+        deadline = time.monotonic() + timeout
+        while True:
+            text = self.log()
+            n = len(CONFIGURED.findall(text))
+            last = max(m.end() for m in CONFIGURED.finditer(text)) if n else 0
+            if n > before and "SUBNET UP" in text[last:]:
+                time.sleep(3)
+                if len(CONFIGURED.findall(self.log())) == n:
+                    return
+                continue
+            assert time.monotonic() < deadline, f"no new tables within {timeout} s:\n{text[-3000:]}"
+            time.sleep(0.2)
+
+    def discover(self):
+        self.n += 1
+        out = self.tmp / f"step-{self.n}.ibnetdiscover"
+        self.lf.client(["ibnetdiscover"], out)
+        return ibnetdiscover.read(out)
+
+    def target(self, spec: str) -> str:
+        node, port = faults.target(self.plan, spec, "test")
+        return f'"{self.ids[node]}"' + (f"[{port}]" if port else "")
+
+    def step(self, down=(), up=(), sls=True) -> hdor.HdorResult:
+        before = len(CONFIGURED.findall(self.log()))
+        for spec in down:
+            self.lf.console(f"Unlink {self.target(spec)}")
+        for spec in up:
+            self.lf.console(f"ReLink {self.target(spec)}")
+        self.settle(before)
+        text = self.log()
+        engines = CONFIGURED.findall(text)
+        assert engines[-1] == "hdor", (engines[-5:], DECLINE.findall(text)[-3:])
+        fab = self.discover()
+        ref = hdor.compute(fab, baseline=(self.fab0, self.base), vls=8)
+        got = lft.read(self.osm / "opensm-lfts.dump")
+        assert hdor.compare_tables(got, ref.tables) == []
+        assert (self.osm / "opensm-hdor.dump").read_text().splitlines() == hdor.dump_lines(ref, fab)
+        self.check_sl2vl(ref)
+        if sls:
+            self.check_path_sls(ref, fab)
+        return ref
+
+    def check_sl2vl(self, ref: hdor.HdorResult):
+        """Every SL2VL table OpenSM programmed is the reference's (rows it does not list: VL 0;
+        on a complete KNS, VL 0 for SL 0, the only SL used)."""
+        got = sl2vl.read(self.osm / "opensm-sl2vl.dump")
+        assert got, "empty opensm-sl2vl.dump"
+        want = ref.sl2vl or {}
+        for g, rows in got.items():
+            for (i, o), vls in rows.items():
+                if ref.sl2vl is None:
+                    assert vls[0] == 0, (hex(g), i, o, vls)
+                elif got.kind[g] == "Switch":
+                    assert tuple(vls) == tuple(want.get(g, {}).get((i, o), (0,) * 16)), (hex(g), i, o, vls)
+                else:
+                    assert tuple(vls) == (0,) * 16, (hex(g), i, o, vls)
+        for g, rows in want.items():
+            for (i, o) in rows:
+                assert (i, o) in got.get(g, {}), f"SL2VL row {g:#x} {i}->{o} not programmed"
+
+    def check_path_sls(self, ref: hdor.HdorResult, fab):
+        out = self.tmp / f"step-{self.n}.saquery"
+        collect_path_sls(SimpleNamespace(work=self.lf.scratch, env=self.lf.env), out, fab, 120)
+        got = pathrecord.read(out)
+        want = ref.path_sls
+        assert got, "no PathRecords"
+        for pair, sl in got.items():
+            if want is None:
+                assert sl == 0, (pair, sl)
+            elif pair in want:
+                assert sl == want[pair], (pair, sl, want[pair])
+        if want:
+            missing = [p for p in want if p not in got]
+            assert not missing, f"{len(missing)} pairs without a PathRecord, e.g. {missing[:3]}"
+
+    def same_as_start(self):
+        got = lft.read(self.osm / "opensm-lfts.dump")
+        assert hdor.compare_tables(got, self.tables0) == []
+        assert hdor.compare_tables(got, self.base.tables) == []
+
+
+def router_links(plan, router: str) -> list[str]:
+    node = plan.index(router)
+    return [f"{router} {port}" for port, peer, _ in plan.neighbors(node) if plan.types[peer] == 2]
+
+
+def test_kns_4_2_link_switch_router_failures_and_restore(tmp_path):
+    with Scenario(tmp_path, "--k", "4", "--n", "2") as sc:
+        links = router_links(sc.plan, "R[0,0]")
+        r = sc.step(down=[links[0]])
+        assert r.vls == 2 and r.extra_hops["detoured"] > 0
+        assert ROUTED.findall(sc.log())[-1].count("degraded KNS")
+        sc.step(up=[links[0]])
+        sc.same_as_start()
+        sc.step(down=["S[0,1]"])  # an indirect switch: a whole line loses its dimension-0 switch
+        sc.step(down=[router_links(sc.plan, "R[2,3]")[1]])  # and a cable elsewhere
+        sc.step(up=["S[0,1]", router_links(sc.plan, "R[2,3]")[1]])
+        sc.same_as_start()
+        sc.step(down=["R[1,2]"])  # a router: its HCA is gone, the rest stays routed
+        sc.step(up=["R[1,2]"])
+        sc.same_as_start()
+
+
+def test_kns_3_3_failures_and_random_multi_fault(tmp_path):
+    with Scenario(tmp_path, "--k", "3", "--n", "3") as sc:
+        sc.step(down=[router_links(sc.plan, "R[1,1,1]")[2]], sls=False)
+        sc.step(down=["S[1,0,2]"], sls=False)
+        rnd = random.Random(3)
+        more = rnd.sample([lk for r in ("R[0,2,1]", "R[2,0,0]", "R[2,2,2]") for lk in router_links(sc.plan, r)], 3)
+        r = sc.step(down=more)
+        assert r.vls >= 2
+        sc.step(up=[*more, "S[1,0,2]", router_links(sc.plan, "R[1,1,1]")[2]], sls=False)
+        sc.same_as_start()
+
+
+def test_kns_4_2_s2_tree_failures(tmp_path):
+    with Scenario(tmp_path, "--k", "4", "--n", "2", "--s", "2", "--radix", "8") as sc:
+        sws = [sc.plan.names[i] for i in range(sc.plan.num_nodes)
+               if sc.plan.types[i] == 2 and not sc.plan.names[i].startswith("R")]
+        links = router_links(sc.plan, "R[0,1]")
+        sc.step(down=[links[0]], sls=False)
+        sc.step(down=[sorted(sws)[5]])  # a switch inside one dimension's tree
+        sc.step(up=[links[0], sorted(sws)[5]], sls=False)
+        sc.same_as_start()
