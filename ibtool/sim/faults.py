@@ -222,8 +222,14 @@ def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: f
     down_links: set[int] = set()
     down_nodes: set[int] = set()
     summary = {"net": str(net), "engines": engines, "scenario": True, "path_sls": path_sls, "steps": []}
+    conf = [("sweep_interval", str(scenario.sweep_interval))]
+    if any(e in SL_ENGINES for e in engines):
+        # OpenSM calls an engine's update_sl2vl only with QoS on: without it the switches keep
+        # their SL2VL tables (every SL on VL 0) and the SLs of the detours separate nothing
+        conf.append(("qos", "TRUE"))
+    summary["opensm_conf"] = dict(conf)
     with LiveFabric(net, out / ".live", engines, timeout=timeout, opensm_args=["-D", hex(log_flags)],
-                    conf_options=[("sweep_interval", str(scenario.sweep_interval))]) as lf:
+                    conf_options=conf) as lf:
         osm = lf.work / "osm"
 
         log = {"pos": 0, "engines": [], "up_after": False}
