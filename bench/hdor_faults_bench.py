@@ -59,7 +59,7 @@ def scenario_run(net: Path, engine: str, steps: list[dict], out: Path) -> dict:
     sc.write_text(yaml.safe_dump({"sweep_interval": 2, "settle": 900, "steps": steps}))
     p = subprocess.run([*IBTOOL, "sim", "run", str(net), "--engine", engine, "--faults", str(sc), "--out", str(out),
                         "--no-path-sls", "--log-flags", "0x07", "--timeout", "1200", "--json"],
-                       capture_output=True, text=True, cwd=ROOT, timeout=7200)
+                       capture_output=True, text=True, cwd=ROOT, timeout=7200, check=False)
     try:
         return json.loads((out / "summary.json").read_text())
     except (OSError, ValueError):
@@ -69,7 +69,7 @@ def scenario_run(net: Path, engine: str, steps: list[dict], out: Path) -> dict:
 def one_shot(net: Path, engine: str, out: Path, discover: bool) -> dict:
     args = [*IBTOOL, "sim", "run", str(net), "--engine", engine, "--out", str(out), "--timeout", str(CAP),
             "--log-flags", "0x07", "--json"] + ([] if discover else ["--no-discover"])
-    subprocess.run(args, capture_output=True, text=True, cwd=ROOT, timeout=CAP * 3 + 600)
+    subprocess.run(args, capture_output=True, text=True, cwd=ROOT, timeout=CAP * 3 + 600, check=False)
     try:
         s = json.loads((out / "summary.json").read_text())
     except (OSError, ValueError):
@@ -81,7 +81,7 @@ def one_shot(net: Path, engine: str, out: Path, discover: bool) -> dict:
 def credit_loop(run: Path) -> dict:
     p = subprocess.run([*IBTOOL, "verify", "routes", "--fabric", str(run / "ibnetdiscover.out"), "--lfts",
                         str(run / "dump_fts.out"), "--no-balance", "--json"], capture_output=True, text=True,
-                       cwd=ROOT, timeout=3600)
+                       cwd=ROOT, timeout=3600, check=False)
     try:
         d = json.loads(p.stdout)["routes"]["deadlock"]
     except (ValueError, KeyError):

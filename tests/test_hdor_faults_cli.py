@@ -7,8 +7,8 @@ import json
 
 import numpy as np
 import pytest
-
 from support import ibtool
+
 from ibtool.formats import ibnetdiscover, lft, pathrecord, sl2vl
 from ibtool.routing import hdor
 

@@ -10,12 +10,13 @@ deadlock freedom per VL under the SL2VL tables OpenSM dumped and the SLs the SA 
 hdor reference of the degraded pass (baseline: step 0), routes a fault did not touch unchanged.
 Once every fault is repaired the tables are step 0's again."""
 
+import itertools
 import json
 
 import pytest
 import yaml
-
 from support import ibtool
+
 from ibtool.sim import faults
 from ibtool.topologies.kns import kns
 
@@ -58,7 +59,7 @@ def scenario(f, kind: str) -> list[dict]:
     else:  # a router far from the SM's (R[0..0], node 0)
         single = [f.names[max(x for x in range(f.num_nodes) if role[x] == "router")]]
     steps = [{"down": [single[0]]}]
-    steps += [{"down": [b], "up": [a]} for a, b in zip(single, single[1:])]
+    steps += [{"down": [b], "up": [a]} for a, b in itertools.pairwise(single)]
     return steps + [{"name": "all up", "up": [single[-1]]}]
 
 

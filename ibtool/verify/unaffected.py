@@ -78,7 +78,7 @@ def compare(before: Bound, now: Bound) -> tuple[dict, np.ndarray]:
     ar0, alids = np.nonzero(keep & bad)
     mask[to_now[ar0], alids] = True
     sec = {"ok": not len(moved), "entries_compared": int(keep.sum()), "unaffected": int(unaff.sum()),
-           "affected": int((keep & bad).sum()), "changed_unaffected": int(len(moved)), "examples": examples}
+           "affected": int((keep & bad).sum()), "changed_unaffected": len(moved), "examples": examples}
     return sec, mask
 
 
