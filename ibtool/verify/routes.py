@@ -225,8 +225,12 @@ class VLMap:
         self.table = np.zeros((nsl, len(b.sw_nodes), maxp, maxp), dtype=np.int8)
         self.ca = np.zeros(f.num_nodes, dtype=np.int8)
         unknown = []
+        # OpenSM names a CA's block by its port GUID (one block per port), a switch by its node GUID
+        by_port = {f.port_guid(c, p): c for (c, p) in f.port_lids if f.types[c] == CA}
         for g, rows in sl2vl.items():
             i = f.by_guid(g)
+            if i is None:
+                i = by_port.get(g)
             if i is None:
                 unknown.append(g)
                 continue
