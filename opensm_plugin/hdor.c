@@ -11,10 +11,13 @@
  *   - in-tree (HDOR_INTREE, defined by the in-tree wrapper opensm/osm_ucast_hdor.c): a built-in
  *     engine, osm_ucast_hdor_setup() is listed in static_routing_modules[].
  *
- * Every pass recomputes everything from OpenSM's current subnet (nothing is cached across passes)
- * and frees what it allocated at the end of the pass.  The fabric is fully analysed and validated
- * before anything is written, so a decline (return -1) leaves the LFTs and hop matrices clean for
- * the next engine in routing_engine.
+ * Every pass recomputes everything from OpenSM's current subnet and frees what it allocated at
+ * the end of the pass.  The fabric is fully analysed and validated before anything is written, so
+ * a decline (return -1) leaves the LFTs and hop matrices clean for the next engine in
+ * routing_engine.  Kept across passes (docs/hdor.md section 6): the last complete KNS routed, by
+ * GUID (never an OpenSM object), so that a later pass with failed links or nodes is routed as a
+ * degraded KNS; and the path-SL/SL2VL table of the last degraded pass, read by the path_sl (SA
+ * threads) and update_sl2vl hooks.
  */
 #include <opensm/osm_config.h>
 
@@ -1261,11 +1264,22 @@ static int closed_form_ok(const hdor_pass_t *P)
 
 #define HDOR_BFS_HOPS_MAX_SWITCHES 16384
 
-/* any other fabric hdor routes (s > 1, stray router-router cables): an all-pairs BFS over the
- * switch links (nsw^2 bytes), then the same rows; returns 0, or -1 (OpenSM builds them) */
-static int fill_hops_bfs(hdor_pass_t *P)
+/* a switch graph for hop matrices: switch i is sw[i] with LID lid[i], its links to other
+ * switches are (port[j], idx[j]) for j in off[i] .. off[i+1]-1 */
+typedef struct {
+	int n;
+	osm_switch_t **sw;
+	uint16_t *lid;
+	uint32_t *off;
+	uint8_t *port;
+	int *idx;
+} hgraph_t;
+
+/* an all-pairs BFS over the switch links (n^2 bytes), then every switch's rows as OpenSM's
+ * min-hop matrix would hold them; returns 0, or -1 (OpenSM builds them) */
+static int fill_hops_graph(const hgraph_t *g)
 {
-	size_t N = (size_t)P->nsw;
+	size_t N = (size_t)g->n;
 	uint8_t *D = NULL;
 	int *q = NULL, w, d, ret = -1;
 	uint32_t l;
@@ -1273,30 +1287,27 @@ static int fill_hops_bfs(hdor_pass_t *P)
 	if (N > HDOR_BFS_HOPS_MAX_SWITCHES || !(D = malloc(N * N)) || !(q = malloc(N * sizeof(int))))
 		goto out;
 	memset(D, OSM_NO_PATH, N * N);
-	for (w = 0; w < P->nsw; w++) {
+	for (w = 0; w < g->n; w++) {
 		uint8_t *row = D + (size_t)w * N;
 		int qh = 0, qt = 0;
 		row[w] = 0;
 		q[qt++] = w;
 		while (qh < qt) {
 			int x = q[qh++];
-			for (l = P->sw[x].loff; l < P->sw[x].loff + P->sw[x].ln; l++) {
-				const hlink_t *lk = &P->links[l];
-				if (lk->kind == N_SWITCH && row[lk->idx] == OSM_NO_PATH && row[x] < 254) {
-					row[lk->idx] = (uint8_t)(row[x] + 1);
-					q[qt++] = lk->idx;
+			for (l = g->off[x]; l < g->off[x + 1]; l++)
+				if (row[g->idx[l]] == OSM_NO_PATH && row[x] < 254) {
+					row[g->idx[l]] = (uint8_t)(row[x] + 1);
+					q[qt++] = g->idx[l];
 				}
-			}
 		}
 	}
-	for (w = 0; w < P->nsw; w++) {
-		osm_switch_t *sw = P->sw[w].sw;
-		hsw_t *W = &P->sw[w];
+	for (w = 0; w < g->n; w++) {
+		osm_switch_t *sw = g->sw[w];
 		unsigned np = sw->num_ports;
 		if (!sw->hops || sw->num_hops <= sw->max_lid_ho)
 			goto out;
-		for (d = 0; d < P->nsw; d++) {
-			uint16_t lid = P->sw[d].base_lid;
+		for (d = 0; d < g->n; d++) {
+			uint16_t lid = g->lid[d];
 			uint8_t *row, best = w == d ? 0 : OSM_NO_PATH;
 			if (!lid || lid > sw->max_lid_ho)
 				continue;
@@ -1307,12 +1318,10 @@ static int fill_hops_bfs(hdor_pass_t *P)
 				sw->hops[lid] = row;
 			}
 			memset(row, OSM_NO_PATH, np);
-			for (l = W->loff; l < W->loff + W->ln; l++) {
-				const hlink_t *lk = &P->links[l];
-				if (lk->kind != N_SWITCH || lk->port >= np ||
-				    D[(size_t)lk->idx * N + d] == OSM_NO_PATH)
+			for (l = g->off[w]; l < g->off[w + 1]; l++) {
+				if (g->port[l] >= np || D[(size_t)g->idx[l] * N + d] == OSM_NO_PATH)
 					continue;
-				set_hop(row, lk->port, 1u + D[(size_t)lk->idx * N + d], &best);
+				set_hop(row, g->port[l], 1u + D[(size_t)g->idx[l] * N + d], &best);
 			}
 			row[0] = best;
 		}
@@ -1321,6 +1330,45 @@ static int fill_hops_bfs(hdor_pass_t *P)
 out:
 	free(D);
 	free(q);
+	return ret;
+}
+
+static void graph_free(hgraph_t *g)
+{
+	free(g->sw);
+	free(g->lid);
+	free(g->off);
+	free(g->port);
+	free(g->idx);
+}
+
+/* any other fabric hdor routes (s > 1, stray router-router cables): fill_hops_graph */
+static int fill_hops_bfs(hdor_pass_t *P)
+{
+	hgraph_t g = { P->nsw, NULL, NULL, NULL, NULL, NULL };
+	int w, ret = -1;
+	uint32_t l, m = 0;
+
+	g.sw = xcalloc(P->nsw, sizeof(*g.sw));
+	g.lid = xcalloc(P->nsw, sizeof(uint16_t));
+	g.off = xcalloc(P->nsw + 1, sizeof(uint32_t));
+	g.port = xcalloc(P->nlinks, 1);
+	g.idx = xcalloc(P->nlinks, sizeof(int));
+	if (g.sw && g.lid && g.off && g.port && g.idx) {
+		for (w = 0; w < P->nsw; w++) {
+			g.sw[w] = P->sw[w].sw;
+			g.lid[w] = P->sw[w].base_lid;
+			g.off[w] = m;
+			for (l = P->sw[w].loff; l < P->sw[w].loff + P->sw[w].ln; l++)
+				if (P->links[l].kind == N_SWITCH) {
+					g.port[m] = P->links[l].port;
+					g.idx[m++] = P->links[l].idx;
+				}
+		}
+		g.off[P->nsw] = m;
+		ret = fill_hops_graph(&g);
+	}
+	graph_free(&g);
 	return ret;
 }
 
@@ -1445,22 +1493,42 @@ static void put_coords(FILE *f, const uint8_t *c, unsigned n, int skip)
 	fputc(']', f);
 }
 
-static int write_dump(hdor_ctx_t *ctx, hdor_pass_t *P, char *path, size_t pathsz)
+/* opensm-hdor.dump is written to a temporary file in dump_files_dir, then renamed */
+static FILE *dump_open(hdor_ctx_t *ctx, char *path, size_t pathsz, char *tmp, size_t tmpsz)
 {
 	const char *dir = ctx->osm->subn.opt.dump_files_dir;
-	char tmp[4200];
-	FILE *f;
-	int *ord, i, nind = P->nsw - P->nr, ret = -1;
-	unsigned n = P->n;
-
 	if (!dir || !*dir)
 		dir = ".";
 	snprintf(path, pathsz, "%s/%s", dir, HDOR_DUMP_FILE);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	snprintf(tmp, tmpsz, "%s.tmp", path);
+	return fopen(tmp, "w");
+}
+
+static int dump_close(FILE *f, const char *tmp, const char *path)
+{
+	int ret = -1;
+	if (fflush(f) == 0 && !ferror(f))
+		ret = 0;
+	if (fclose(f))
+		ret = -1;
+	if (!ret && rename(tmp, path))
+		ret = -1;
+	if (ret)
+		unlink(tmp);
+	return ret;
+}
+
+static int write_dump(hdor_ctx_t *ctx, hdor_pass_t *P, char *path, size_t pathsz)
+{
+	char tmp[4200];
+	FILE *f;
+	int *ord, i, nind = P->nsw - P->nr, ret;
+	unsigned n = P->n;
+
 	ord = xcalloc((size_t)P->nsw + P->nca, sizeof(int));
 	if (!ord)
 		return -1;
-	f = fopen(tmp, "w");
+	f = dump_open(ctx, path, pathsz, tmp, sizeof(tmp));
 	if (!f) {
 		free(ord);
 		return -1;
@@ -1542,14 +1610,7 @@ static int write_dump(hdor_ctx_t *ctx, hdor_pass_t *P, char *path, size_t pathsz
 			fputc('\n', f);
 		}
 	}
-	if (fflush(f) == 0 && !ferror(f))
-		ret = 0;
-	if (fclose(f))
-		ret = -1;
-	if (!ret && rename(tmp, path))
-		ret = -1;
-	if (ret)
-		unlink(tmp);
+	ret = dump_close(f, tmp, path);
 	free(ord);
 	return ret;
 }
@@ -1592,7 +1653,9 @@ struct hdor_kns {
 /* path SLs and SL2VL rows of a degraded pass, read by the path_sl and update_sl2vl hooks */
 struct hdor_qos {
 	uint32_t npath;
-	uint32_t *pkey;		/* dlid << 16 | slid, ascending; pairs with SL 0 are not listed */
+	uint64_t *pkey;		/* dlid << 16 | slid, ascending; pairs with SL 0 are not listed */
+	uint32_t nl;
+	uint16_t *base;		/* LID -> the base LID of its port (routes do not depend on the SLID) */
 	uint8_t *psl;
 	uint32_t nrow;
 	uint64_t *rkey;		/* guid-ordered switch index << 16 | in << 8 | out, ascending */
@@ -1651,7 +1714,15 @@ struct hdor_deg {
 	hdor_qos_t *qos;
 	uint32_t nrouters, nswitches, nhcas;
 	uint32_t dead_nodes, dead_links;
+	int own_hops;
+	uint64_t us_hops;
 };
+
+static void free_all(void **p, size_t n)
+{
+	while (n--)
+		free(p[n]);
+}
 
 static void kns_free(hdor_kns_t *K)
 {
@@ -1661,25 +1732,14 @@ static void kns_free(hdor_kns_t *K)
 	if (K->desc)
 		for (i = 0; i < K->nn; i++)
 			free(K->desc[i]);
-	free(K->desc);
-	free(K->guid);
-	free(K->type);
-	free(K->role);
-	free(K->np);
-	free(K->poff);
-	free(K->peer);
-	free(K->pport);
-	free(K->dim);
-	free(K->grp);
-	free(K->lev);
-	free(K->coord);
-	free(K->gdim);
-	free(K->gsoff);
-	free(K->gsw);
-	free(K->row);
-	free(K->lnode);
-	free(K->lport);
-	free(K->lft);
+	{
+		void *all[] = {
+			K->desc, K->guid, K->type, K->role, K->np, K->poff, K->peer, K->pport, K->dim,
+			K->grp, K->lev, K->coord, K->gdim, K->gsoff, K->gsw, K->row, K->lnode, K->lport,
+			K->lft
+		};
+		free_all(all, sizeof(all) / sizeof(all[0]));
+	}
 	free(K);
 }
 
@@ -1687,11 +1747,10 @@ static void qos_free(hdor_qos_t *Q)
 {
 	if (!Q)
 		return;
-	free(Q->pkey);
-	free(Q->psl);
-	free(Q->rkey);
-	free(Q->rvl);
-	free(Q->rguid);
+	{
+		void *all[] = { Q->pkey, Q->psl, Q->base, Q->rkey, Q->rvl, Q->rguid };
+		free_all(all, sizeof(all) / sizeof(all[0]));
+	}
 	free(Q);
 }
 
@@ -1716,52 +1775,36 @@ static void deg_free(hdor_deg_t *D)
 	if (D->cnt && D->K)
 		for (i = 0; i < (uint32_t)D->K->nrow; i++)
 			free(D->cnt[i]);
-	free(D->cnt);
-	free(D->ncnt);
-	free(D->capcnt);
-	free(D->ig);
-	free(D->cur);
-	free(D->ok);
-	free(D->onode);
-	free(D->oport);
-	free(D->tab);
-	free(D->aff);
-	free(D->gof);
-	free(D->glocal);
-	free(D->gdim);
-	free(D->gsoff);
-	free(D->gsw);
-	free(D->gmoff);
-	free(D->gmem);
-	free(D->rgoff);
-	free(D->rgl);
-	free(D->bln);
-	free(D->bv);
-	free(D->fdim);
-	free(D->via);
-	free(D->fixln);
-	free(D->exitof);
-	free(D->dist);
-	free(D->q);
-	free(D->done);
-	free(D->fixed);
-	free(D->cand);
-	free(D->has);
+	{
+		void *all[] = {
+			D->cnt, D->ncnt, D->capcnt, D->ig, D->cur, D->ok, D->onode, D->oport, D->tab,
+			D->aff, D->gof, D->glocal, D->gdim, D->gsoff, D->gsw, D->gmoff, D->gmem,
+			D->rgoff, D->rgl, D->bln, D->bv, D->fdim, D->via, D->fixln, D->exitof, D->dist,
+			D->q, D->done, D->fixed, D->cand, D->has
+		};
+		free_all(all, sizeof(all) / sizeof(all[0]));
+	}
 	qos_free(D->qos);
 	free(D);
 }
 
-static int kns_find(const hdor_kns_t *K, uint64_t guid)
+/* the index of key in the ascending array a[0..n-1], or -1 */
+static int find_u64(const uint64_t *a, uint32_t n, uint64_t key)
 {
-	uint32_t lo = 0, hi = K->nn;
+	uint32_t lo = 0, hi = n;
 	while (lo < hi) {
 		uint32_t mid = (lo + hi) / 2;
-		if (K->guid[mid] < guid)
+		if (a[mid] < key)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return (lo < K->nn && K->guid[lo] == guid) ? (int)lo : -1;
+	return (lo < n && a[lo] == key) ? (int)lo : -1;
+}
+
+static int kns_find(const hdor_kns_t *K, uint64_t guid)
+{
+	return find_u64(K->guid, K->nn, guid);
 }
 
 static const char *kind_word(uint8_t type)
@@ -2118,8 +2161,8 @@ static int cmp_rank(const void *a, const void *b)
 static int deg_structure(hdor_ctx_t *ctx, hdor_deg_t *D)
 {
 	hdor_kns_t *K = D->K;
-	uint32_t nn = K->nn, i, j, tot;
-	int g, *stamp = NULL, ret = -1;
+	uint32_t nn = K->nn, i, j, tot, *fill = NULL;
+	int g, pass, *stamp = NULL, ret = -1;
 
 	D->gof = xcalloc(nn, sizeof(int));
 	D->glocal = xcalloc(nn, sizeof(int));
@@ -2163,34 +2206,18 @@ static int deg_structure(hdor_ctx_t *ctx, hdor_deg_t *D)
 		}
 	D->gsoff[D->ng] = tot;
 	/* members: routers with a working link into the component (count, then fill) */
-	for (g = 0; g < D->ng; g++) {
-		uint32_t cnt = 0;
-		for (i = D->gsoff[g]; i < D->gsoff[g + 1]; i++) {
-			int x = D->gsw[i];
-			unsigned p;
-			for (p = 1; p < K->np[x]; p++) {
-				int y = K->peer[K->poff[x] + p];
-				if (y >= 0 && K->role[y] == R_ROUTER && works(D, x, p) && stamp[y] != g + 1) {
-					stamp[y] = g + 1;
-					cnt++;
-					D->rgoff[y + 1]++;
-				}
-			}
+	for (pass = 0; pass < 2; pass++) {
+		if (pass) {
+			D->gmem = xcalloc(D->gmoff[D->ng] + 1, sizeof(int));
+			for (i = 0; i < nn; i++)
+				D->rgoff[i + 1] += D->rgoff[i];
+			D->rgl = xcalloc(D->rgoff[nn] + 1, sizeof(int));
+			D->ig = xcalloc(D->ng + 1, sizeof(*D->ig));
+			fill = xcalloc(nn, sizeof(uint32_t));
+			if (!D->gmem || !D->rgl || !D->ig || !fill)
+				goto oom;
+			memset(stamp, 0, nn * sizeof(int));
 		}
-		D->gmoff[g + 1] = D->gmoff[g] + cnt;
-	}
-	D->gmem = xcalloc(D->gmoff[D->ng] + 1, sizeof(int));
-	for (i = 0; i < nn; i++)
-		D->rgoff[i + 1] += D->rgoff[i];
-	D->rgl = xcalloc(D->rgoff[nn] + 1, sizeof(int));
-	D->ig = xcalloc(D->ng + 1, sizeof(*D->ig));
-	if (!D->gmem || !D->rgl || !D->ig)
-		goto oom;
-	memset(stamp, 0, nn * sizeof(int));
-	{
-		uint32_t *fill = xcalloc(nn, sizeof(uint32_t));
-		if (!fill)
-			goto oom;
 		for (g = 0; g < D->ng; g++) {
 			uint32_t m = D->gmoff[g];
 			for (i = D->gsoff[g]; i < D->gsoff[g + 1]; i++) {
@@ -2198,16 +2225,22 @@ static int deg_structure(hdor_ctx_t *ctx, hdor_deg_t *D)
 				unsigned p;
 				for (p = 1; p < K->np[x]; p++) {
 					int y = K->peer[K->poff[x] + p];
-					if (y >= 0 && K->role[y] == R_ROUTER && works(D, x, p) && stamp[y] != g + 1) {
-						stamp[y] = g + 1;
-						D->gmem[m++] = y;
+					if (y < 0 || K->role[y] != R_ROUTER || !works(D, x, p) || stamp[y] == g + 1)
+						continue;
+					stamp[y] = g + 1;
+					if (pass) {
+						D->gmem[m] = y;
 						D->rgl[D->rgoff[y] + fill[y]++] = g;
-					}
+					} else
+						D->rgoff[y + 1]++;
+					m++;
 				}
 			}
-			qsort(D->gmem + D->gmoff[g], m - D->gmoff[g], sizeof(int), cmp_int);
+			if (pass)
+				qsort(D->gmem + D->gmoff[g], m - D->gmoff[g], sizeof(int), cmp_int);
+			else
+				D->gmoff[g + 1] = m;
 		}
-		free(fill);
 	}
 	/* a router's groups by dimension, then group order (insertion sort: n is small) */
 	for (i = 0; i < nn; i++) {
@@ -2222,9 +2255,11 @@ static int deg_structure(hdor_ctx_t *ctx, hdor_deg_t *D)
 	}
 	ret = 0;
 	free(stamp);
+	free(fill);
 	return ret;
 oom:
 	free(stamp);
+	free(fill);
 	return decline(ctx, "out of memory");
 }
 
@@ -2787,6 +2822,13 @@ static int deg_sls(hdor_ctx_t *ctx, hdor_deg_t *D)
 	src = xcalloc(D->nl, sizeof(uint32_t));
 	if (!src)
 		goto oom;
+	Q->nl = D->nl;
+	Q->base = xcalloc(D->nl, sizeof(uint16_t));
+	if (!Q->base)
+		goto oom;
+	for (dlid = 1; dlid < D->nl; dlid++)
+		Q->base[dlid] = (uint16_t)(D->onode[dlid] >= 0 && D->onode[dlid - 1] == D->onode[dlid] &&
+					   D->oport[dlid - 1] == D->oport[dlid] ? Q->base[dlid - 1] : dlid);
 	/* sources: the base LIDs of linked CA ports, ascending */
 	for (dlid = 1; dlid < D->nl; dlid++) {
 		int c = D->onode[dlid];
@@ -2857,7 +2899,7 @@ static int deg_sls(hdor_ctx_t *ctx, hdor_deg_t *D)
 				}
 				if (Q->npath == cap) {
 					uint32_t nc = cap ? 2 * cap : 1024;
-					uint32_t *nk = realloc(Q->pkey, nc * sizeof(uint32_t));
+					uint64_t *nk = realloc(Q->pkey, nc * sizeof(uint64_t));
 					uint8_t *ns;
 					if (!nk)
 						goto oom;
@@ -2870,7 +2912,7 @@ static int deg_sls(hdor_ctx_t *ctx, hdor_deg_t *D)
 				}
 				if (sl > Q->maxsl)
 					Q->maxsl = sl;
-				Q->pkey[Q->npath] = dlid << 16 | slid;
+				Q->pkey[Q->npath] = (uint64_t)dlid << 16 | slid;
 				Q->psl[Q->npath++] = (uint8_t)sl;
 			}
 			ln0 = walk(D, c, p, dlid, 0, hops0, &nh0);
@@ -3076,18 +3118,13 @@ out:
 static int write_dump_degraded(hdor_ctx_t *ctx, hdor_deg_t *D, char *path, size_t pathsz)
 {
 	const hdor_kns_t *K = D->K;
-	const char *dir = ctx->osm->subn.opt.dump_files_dir;
 	char tmp[4200];
 	FILE *f;
 	uint32_t i, lid;
 	unsigned n = K->n, e;
-	int role, ret = -1;
+	int role;
 
-	if (!dir || !*dir)
-		dir = ".";
-	snprintf(path, pathsz, "%s/%s", dir, HDOR_DUMP_FILE);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	f = fopen(tmp, "w");
+	f = dump_open(ctx, path, pathsz, tmp, sizeof(tmp));
 	if (!f)
 		return -1;
 	fprintf(f, "# hdor k=%u n=%u routers=%u switches=%u hcas=%u lids=%u vls=%u detoured=%u extra_max=%u extra_mean=%.3f\n",
@@ -3135,15 +3172,7 @@ static int write_dump_degraded(hdor_ctx_t *ctx, hdor_deg_t *D, char *path, size_
 			fputc('\n', f);
 		}
 	}
-	if (fflush(f) == 0 && !ferror(f))
-		ret = 0;
-	if (fclose(f))
-		ret = -1;
-	if (!ret && rename(tmp, path))
-		ret = -1;
-	if (ret)
-		unlink(tmp);
-	return ret;
+	return dump_close(f, tmp, path);
 }
 
 /* the tables of a degraded pass into OpenSM's new_lft */
@@ -3167,6 +3196,51 @@ static void deg_write_tables(hdor_deg_t *D)
 	}
 }
 
+/* the hop matrices of a degraded KNS: fill_hops_graph over the surviving switches and working
+ * links (the exact min-hop counts OpenSM would compute); 0, or -1 (OpenSM builds them) */
+static int deg_fill_hops(hdor_deg_t *D)
+{
+	const hdor_kns_t *K = D->K;
+	hgraph_t g = { 0, NULL, NULL, NULL, NULL, NULL };
+	int *gi = xcalloc(K->nn, sizeof(int)), ret = -1;
+	uint32_t i, m = 0;
+
+	g.sw = xcalloc(K->nrow, sizeof(*g.sw));
+	g.lid = xcalloc(K->nrow, sizeof(uint16_t));
+	g.off = xcalloc(K->nrow + 1, sizeof(uint32_t));
+	g.port = xcalloc(K->poff[K->nn], 1);
+	g.idx = xcalloc(K->poff[K->nn], sizeof(int));
+	if (!gi || !g.sw || !g.lid || !g.off || !g.port || !g.idx)
+		goto out;
+	for (i = 0; i < K->nn; i++)
+		if (D->cur[i] && K->type[i] == N_SWITCH) {
+			if (!D->cur[i]->sw)
+				goto out;
+			gi[i] = g.n;
+			g.sw[g.n] = D->cur[i]->sw;
+			g.lid[g.n++] = cl_ntoh16(osm_node_get_base_lid(D->cur[i], 0));
+		}
+	for (i = 0; i < K->nn; i++) {
+		unsigned p;
+		if (!D->cur[i] || K->type[i] != N_SWITCH)
+			continue;
+		g.off[gi[i]] = m;
+		for (p = 1; p < K->np[i]; p++) {
+			int y = K->peer[K->poff[i] + p];
+			if (y >= 0 && K->type[y] == N_SWITCH && works(D, (int)i, p)) {
+				g.port[m] = (uint8_t)p;
+				g.idx[m++] = gi[y];
+			}
+		}
+	}
+	g.off[g.n] = m;
+	ret = fill_hops_graph(&g);
+out:
+	free(gi);
+	graph_free(&g);
+	return ret;
+}
+
 /* make Q (NULL on a complete KNS) what the hooks read; the SA threads may still read the
  * previous table, so it is freed one pass later */
 static void qos_publish(hdor_ctx_t *ctx, hdor_qos_t *Q)
@@ -3182,19 +3256,16 @@ static uint8_t hdor_path_sl(void *context, uint8_t hint, const ib_net16_t slid, 
 {
 	hdor_ctx_t *ctx = context;
 	const hdor_qos_t *Q = ctx ? __atomic_load_n(&ctx->qos, __ATOMIC_ACQUIRE) : NULL;
-	uint32_t key, lo = 0, hi;
+	uint64_t key;
+	int i;
 	if (!Q)
 		return hint;
-	key = (uint32_t)cl_ntoh16(dlid) << 16 | cl_ntoh16(slid);
-	hi = Q->npath;
-	while (lo < hi) {
-		uint32_t mid = (lo + hi) / 2;
-		if (Q->pkey[mid] < key)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return (lo < Q->npath && Q->pkey[lo] == key) ? Q->psl[lo] : 0;
+	key = cl_ntoh16(slid);
+	if (key < Q->nl)
+		key = Q->base[key];	/* every LID of the source port's LMC range: the same route */
+	key |= (uint64_t)cl_ntoh16(dlid) << 16;
+	i = find_u64(Q->pkey, Q->npath, key);
+	return i >= 0 ? Q->psl[i] : 0;
 }
 
 /* update_sl2vl: on a degraded KNS every SL2VL table is hdor's (entries not set: VL 0) */
@@ -3315,8 +3386,17 @@ static int hdor_build_lid_matrices(void *context)
 	rc = prepare(ctx);
 	if (rc < 0)
 		return -1;
-	if (rc == 1)
-		return 1;	/* degraded: OpenSM builds its min-hop matrices */
+	if (rc == 1) {
+		/* degraded: the hop matrices over the working links (OpenSM's own when that fails) */
+		hdor_deg_t *D = ctx->deg;
+		uint64_t t = usec_since(&ctx->deg_t0);
+		if (!getenv("HDOR_OPENSM_HOPS") && deg_fill_hops(D) == 0) {
+			D->own_hops = 1;
+			D->us_hops = usec_since(&ctx->deg_t0) - t;
+			return 0;
+		}
+		return 1;
+	}
 	P = ctx->pass;
 	if (!getenv("HDOR_OPENSM_HOPS")) {
 		int closed = closed_form_ok(P);
@@ -3352,10 +3432,11 @@ static int degraded_tables(hdor_ctx_t *ctx)
 	if (write_dump_degraded(ctx, D, path, sizeof(path)))
 		OSM_LOG(&osm->log, OSM_LOG_ERROR, "hdor: cannot write %s: %s\n", path, strerror(errno));
 	OSM_LOG(&osm->log, OSM_LOG_INFO,
-		"hdor: routed k=%u n=%u s=%u: %u switches, %u LIDs, %" PRIu64 " us (pass %lu; degraded KNS: %u failed link(s), %u failed node(s); %u VL(s) used of %u the ports offer, SLs 0-%u; %u pair(s) detoured, extra links max %u mean %.3f; analysis and routing %" PRIu64 " us, dump %" PRIu64 " us)\n",
+		"hdor: routed k=%u n=%u s=%u: %u switches, %u LIDs, %" PRIu64 " us (pass %lu; degraded KNS: %u failed link(s), %u failed node(s); %u VL(s) used of %u the ports offer, SLs 0-%u; %u pair(s) detoured, extra links max %u mean %.3f; analysis and routing %" PRIu64 " us, %s hop matrices %" PRIu64 " us, dump %" PRIu64 " us)\n",
 		D->K->k, D->K->n, D->K->s, D->nrouters + D->nswitches, D->nowned, usec_since(&ctx->deg_t0),
 		ctx->passes, D->dead_links, D->dead_nodes, D->vls, D->vlcap, ctx->qos ? ctx->qos->maxsl : 0,
-		D->detoured, D->extra_max, D->extra_mean, t_route, usec_since(&ctx->deg_t0) - t1);
+		D->detoured, D->extra_max, D->extra_mean, t_route - D->us_hops, D->own_hops ? "own" : "OpenSM's",
+		D->us_hops, usec_since(&ctx->deg_t0) - t1);
 	deg_free(D);
 	return 0;
 }

@@ -26,7 +26,13 @@ from itertools import product
 
 from ibtool.errors import InputError
 from ibtool.fabric import Fabric
-from ibtool.topologies import Param, topology
+from ibtool.topologies import EngineFile, Param, topology
+
+
+def kns_engine_files(f: Fabric) -> list[EngineFile]:
+    """`qos TRUE`: OpenSM calls hdor's update_sl2vl hook (the SL2VL tables of a degraded KNS,
+    docs/hdor.md section 6) only with QoS on; a complete KNS routes identically either way."""
+    return [EngineFile("qos", "", "TRUE")]
 
 
 def coord_name(prefix: str, coords) -> str:
@@ -46,6 +52,7 @@ def tree_arity(k: int, s: int) -> int:
     reference="paper 000, sections 2.2, 3.2, 3.4 (KNS on the CELLIA cluster)",
     example="ibtool topo kns --k 6 --n 2 --radix 8 --out cellia   # CELLIA: 36 HCAs, 36 routers + 12 switches",
     engine="hdor,minhop",
+    engine_files=kns_engine_files,
     params=[
         Param("k", int, None, "routers per dimension (k >= 2)"),
         Param("n", int, None, "dimensions (n >= 1)"),
