@@ -10,7 +10,7 @@
 (b) KNS 8-ary 3-direct: seconds from a cable failure (ibsim's Unlink) to OpenSM logging new tables
     configured on every switch, hdor vs minhop, over 3 single cable failures (down, up, down ...).
 
-    .venv/bin/python bench/hdor_faults_bench.py [OUT] [--quick]    # or: bench/run.py --only hdor_faults
+    .venv/bin/python bench/hdor_faults_bench.py [OUT] [--quick] [--only a|b]   # or: bench/run.py --only hdor_faults
 --quick: KNS 6-ary 3-direct for (a), 4-ary 3-direct for (b).
 """
 
@@ -133,15 +133,16 @@ def failover(out: Path, k: int, n: int) -> list[dict]:
     return rows
 
 
-def main(out: Path, quick: bool = False) -> list[dict]:
+def main(out: Path, quick: bool = False, parts: str = "ab") -> list[dict]:
     out.mkdir(parents=True, exist_ok=True)
-    a = degraded_step(out, *((6, 3) if quick else (12, 3)))
-    b = failover(out, *((4, 3) if quick else (8, 3)))
+    a = degraded_step(out, *((6, 3) if quick else (12, 3))) if "a" in parts else None
+    b = failover(out, *((4, 3) if quick else (8, 3))) if "b" in parts else None
     return [{"degraded_routing": a, "failover": b}]
 
 
 if __name__ == "__main__":
     args = sys.argv[1:]
-    pos = [a for a in args if not a.startswith("--")]
-    res = main(Path(pos[0]) if pos else ROOT / "bench" / "out" / "hdor_faults", "--quick" in args)
+    pos = [a for i, a in enumerate(args) if not a.startswith("--") and (i == 0 or args[i - 1] != "--only")]
+    only = args[args.index("--only") + 1] if "--only" in args else "ab"
+    res = main(Path(pos[0]) if pos else ROOT / "bench" / "out" / "hdor_faults", "--quick" in args, only)
     print(json.dumps(res, indent=2))
