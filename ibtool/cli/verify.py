@@ -361,8 +361,11 @@ def all_cmd(run_dir, plan, nnm, expect, permutations, as_json, html_out):
         # each step against its own expected.net (the plan without what was down then), and
         # against step 0 (before any fault): the reference and the routes a fault did not touch
         before = _before_faults(steps[0].parent, nnm, expect)
-        reps = [(st.parent, _verify_run(st.parent, None, nnm, expect, permutations, lambda m: None,
-                                        before if st.parent != steps[0].parent else None)) for st in steps]
+        reps = []
+        for st in steps:
+            say(f"verifying {st.parent.name}")
+            reps.append((st.parent, _verify_run(st.parent, None, nnm, expect, permutations, lambda m: None,
+                                                before if st.parent != steps[0].parent else None)))
         rep = {"schema": report.SCHEMA, "ok": all(r["ok"] for _, r in reps), "inputs": {"run": str(run_dir)},
                "steps": {d.name: r for d, r in reps}}
         if html_out:
