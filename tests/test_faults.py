@@ -140,3 +140,16 @@ def test_verify_all_expect_hdor_fails_a_step_that_is_not_the_scheme(plan, tmp_pa
     assert v.returncode == 1
     assert not step1["routes: dimension order"]["ok"]
     assert not step1["routes: deadlock freedom"]["ok"] and "path SLs" in step1["routes: deadlock freedom"]["summary"]
+
+
+@pytest.mark.ibsim
+def test_a_step_brings_up_before_it_takes_down(plan, tmp_path):
+    """ibsim's ReLink of a router brings back every cable of it: a step "up R[1,1], down S[1,1]"
+    must end with S[1,1] down (up first), as expected.net says (found by the 3^3 random matrix)."""
+    sc = tmp_path / "faults.yaml"
+    sc.write_text("steps:\n  - down: ['R[1,1]']\n  - up: ['R[1,1]']\n    down: ['S[1,1]']\n")
+    run = tmp_path / "run"
+    ibtool("sim", "run", plan, "--engine", "hdor", "--no-path-sls", "--faults", sc, "--out", run)
+    found = ibnetdiscover.read(run / "step-2" / "ibnetdiscover.out")
+    assert "S[1,1]" not in found.names and "R[1,1]" in found.names
+    assert ibnetdiscover.read(run / "step-2" / "expected.net").link_set() == found.link_set()

@@ -306,13 +306,8 @@ def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: f
             before = len(configured())
             wall = time.time() - 0.5  # file times lag the clock a little (coarse kernel timestamps)
             t0 = time.monotonic()
-            for spec in step.down:
-                node, port = target(plan, spec, f"step {k}")
-                lf.console(f'Unlink "{ids[node]}"' + (f"[{port}]" if port else ""))
-                if port:
-                    down_links.add(link_of[node, port])
-                else:
-                    down_nodes.add(node)
+            # up first: ReLink of a switch brings back every cable of it, also one to a switch this
+            # step takes down
             for spec in step.up:
                 node, port = target(plan, spec, f"step {k}")
                 lf.console(f'ReLink "{ids[node]}"' + (f"[{port}]" if port else ""))
@@ -320,6 +315,13 @@ def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: f
                     down_links.discard(link_of[node, port])
                 else:
                     down_nodes.discard(node)
+            for spec in step.down:
+                node, port = target(plan, spec, f"step {k}")
+                lf.console(f'Unlink "{ids[node]}"' + (f"[{port}]" if port else ""))
+                if port:
+                    down_links.add(link_of[node, port])
+                else:
+                    down_nodes.add(node)
             for spec, counters in step.errors.items():
                 node, port = target(plan, spec, f"step {k}")
                 for key, value in counters.items():
