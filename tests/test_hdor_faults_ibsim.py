@@ -8,7 +8,11 @@ then restore them all. At every step hdor must configure the tables (no fallback
 verify all` must pass every step: topology against the plan without what is down, delivery,
 deadlock freedom per VL under the SL2VL tables OpenSM dumped and the SLs the SA hands out, the
 hdor reference of the degraded pass (baseline: step 0), routes a fault did not touch unchanged.
-Once every fault is repaired the tables are step 0's again."""
+Once every fault is repaired the tables are step 0's again.
+
+Runtime (2 cores shared with other sessions, load 9-12, 2026-11-23): about 1 h 40 min for the 12
+runs, most of it one `saquery` per HCA pair per step (702 on 3^3): 3^3 single cables 14-28 min,
+3^3 switches 14 min, 4^2 single cables 6 min, 4^2 s=2 single cables 6 min, the rest 0.5-6 min."""
 
 import itertools
 import json
@@ -84,7 +88,8 @@ def test_hdor_keeps_routing_through_faults(shape, kind, tmp_path):
     sc = tmp_path / "faults.yaml"
     sc.write_text(yaml.safe_dump({"sweep_interval": 2, "settle": 60, "steps": steps}))
     run = tmp_path / "run"
-    ibtool("sim", "run", net, "--engine", "hdor", "--faults", sc, "--out", run, timeout=3600)
+    r = ibtool("sim", "run", net, "--engine", "hdor", "--faults", sc, "--out", run, timeout=3600)
+    assert (run / "summary.json").is_file(), f"sim run exit {r.returncode}: {r.stderr[-2000:]}"
     summary = json.loads((run / "summary.json").read_text())
     assert len(summary["steps"]) == len(steps) + 1
     problems = [f"step {s['step']} ({s['faults']}): tables by {s['engine']}"
