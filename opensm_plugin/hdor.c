@@ -1647,8 +1647,9 @@ struct hdor_kns {
 	uint32_t nlid;		/* LIDs 0..nlid-1 */
 	int *lnode;		/* LID -> base node, -1 */
 	uint8_t *lport;
-	uint8_t *lft;		/* nrow * nlid: the fault-free tables */
+	uint8_t *lft;		/* nlid * nrow: the fault-free tables (by LID: the loops go over switches) */
 };
+#define KLFT(K, r, lid) ((K)->lft[(size_t)(lid) * (K)->nrow + (r)])
 
 /* path SLs and SL2VL rows of a degraded pass, read by the path_sl and update_sl2vl hooks */
 struct hdor_qos {
@@ -1685,8 +1686,8 @@ struct hdor_deg {
 	int *onode;		/* current LID owners (base node, port), -1 */
 	uint8_t *oport;
 	uint32_t nowned;
-	uint8_t *tab;		/* K->nrow * nl: the new tables */
-	uint8_t *aff;		/* K->nrow * nl: 0 unknown, 1 unaffected, 2 affected */
+	uint8_t *tab;		/* nl * K->nrow: the new tables (DTAB) */
+	uint8_t *aff;		/* nl * K->nrow (by LID: the loops go over switches): 0 unknown, 1 no, 2 affected */
 	/* groups: components of the remembered groups' surviving switches */
 	int ng;
 	int *gof, *glocal;	/* base node -> component, local index */
@@ -1702,7 +1703,8 @@ struct hdor_deg {
 	hcnt_t **cnt;
 	uint32_t *ncnt, *capcnt;
 	/* per LID scratch (base nodes) */
-	int *bln, *bv, *fdim, *via, *fixln, *exitof, *dist, *q;
+	int *bln, *bv, *fdim, *via, *fixln, *fixlist, *exitof, *dist, *q, *ffl, *ffx;
+	uint32_t *ffs;
 	uint8_t *done, *fixed;
 	pmask_t *cand;
 	uint8_t *has;
@@ -1723,6 +1725,8 @@ static void free_all(void **p, size_t n)
 	while (n--)
 		free(p[n]);
 }
+
+#define DTAB(D, r, lid) ((D)->tab[(size_t)(lid) * (D)->K->nrow + (r)])
 
 static void kns_free(hdor_kns_t *K)
 {
@@ -1779,8 +1783,8 @@ static void deg_free(hdor_deg_t *D)
 		void *all[] = {
 			D->cnt, D->ncnt, D->capcnt, D->ig, D->cur, D->ok, D->onode, D->oport, D->tab,
 			D->aff, D->gof, D->glocal, D->gdim, D->gsoff, D->gsw, D->gmoff, D->gmem,
-			D->rgoff, D->rgl, D->bln, D->bv, D->fdim, D->via, D->fixln, D->exitof, D->dist,
-			D->q, D->done, D->fixed, D->cand, D->has
+			D->rgoff, D->rgl, D->bln, D->bv, D->fdim, D->via, D->fixln, D->fixlist, D->ffl,
+			D->ffx, D->ffs, D->exitof, D->dist, D->q, D->done, D->fixed, D->cand, D->has
 		};
 		free_all(all, sizeof(all) / sizeof(all[0]));
 	}
@@ -2009,11 +2013,11 @@ static hdor_kns_t *kns_remember(hdor_ctx_t *ctx, hdor_pass_t *P)
 	memset(K->lft, OSM_NO_PATH, (size_t)K->nrow * K->nlid);
 	for (w = 0; w < P->nsw; w++) {
 		osm_switch_t *sw = P->sw[w].sw;
-		uint8_t *row = K->lft + (size_t)K->row[sw2b[w]] * K->nlid;
+		int r = K->row[sw2b[w]];
 		uint32_t top = lft_top(sw);
 		for (lid = 1; lid < K->nlid && lid <= top; lid++)
 			if (P->lt[lid].kind != T_NONE)
-				row[lid] = sw->new_lft[lid];
+				KLFT(K, r, lid) = sw->new_lft[lid];
 	}
 	ok = 1;
 out:
@@ -2265,14 +2269,14 @@ oom:
 
 static inline uint8_t t0(const hdor_kns_t *K, int b, uint32_t lid)
 {
-	return lid < K->nlid ? K->lft[(size_t)K->row[b] * K->nlid + lid] : OSM_NO_PATH;
+	return lid < K->nlid ? KLFT(K, K->row[b], lid) : OSM_NO_PATH;
 }
 
 /* the fault-free route from switch b to LID lid uses a failed link or node (lid is owned) */
 static int affected(hdor_deg_t *D, int b, uint32_t lid, int depth)
 {
 	const hdor_kns_t *K = D->K;
-	uint8_t *a = &D->aff[(size_t)K->row[b] * D->nl + lid], port = t0(K, b, lid);
+	uint8_t *a = &D->aff[(size_t)lid * K->nrow + K->row[b]], port = t0(K, b, lid);
 	int r;
 	if (*a)
 		return *a == 2;
@@ -2290,33 +2294,43 @@ static int affected(hdor_deg_t *D, int b, uint32_t lid, int depth)
 	return r;
 }
 
-/* the fault-free route of an unaffected entry: links to the LID's port, the first router it
- * reaches (b itself for a router), the dimension of the group it enters first */
-static void fault_free_route(const hdor_deg_t *D, int b, uint32_t lid, int *len, int *exitr, int *dim0)
+/* the fault-free route of an unaffected entry: links to the LID's port (-1: none), the first
+ * router it reaches (b itself for a router), the dimension of the group it enters first; the
+ * suffixes are shared, so lengths and exits are kept per switch for the current LID (D->ffs) */
+static void ff_memo(hdor_deg_t *D, int b, uint32_t lid, int depth)
 {
 	const hdor_kns_t *K = D->K;
-	int x = b, links = 0, hop, p0 = kpeer(K, b, t0(K, b, lid));
-	*exitr = K->role[b] == R_ROUTER ? b : -1;
-	*dim0 = p0 >= 0 ? K->dim[p0] : -1;
-	*len = -1;
-	for (hop = 0; hop < HDOR_MAX_HOPS; hop++) {
-		uint8_t port = t0(K, x, lid);
-		int p;
-		if (port == 0) {
-			*len = links;
-			return;
-		}
-		if (port == OSM_NO_PATH || (p = kpeer(K, x, port)) < 0)
-			return;
-		links++;
-		if (K->type[p] != N_SWITCH) {
-			*len = links;
-			return;
-		}
-		if (*exitr < 0 && K->role[p] == R_ROUTER)
-			*exitr = p;
-		x = p;
+	uint8_t port = t0(K, b, lid);
+	int p, len, ex = K->role[b] == R_ROUTER ? b : -1;
+	if (D->ffs[b] == lid)
+		return;
+	if (port == 0)
+		len = 0;
+	else if (port == OSM_NO_PATH || (p = kpeer(K, b, port)) < 0)
+		len = -1;
+	else if (K->type[p] != N_SWITCH)
+		len = 1;
+	else if (depth >= HDOR_MAX_HOPS)
+		len = -1;
+	else {
+		ff_memo(D, p, lid, depth + 1);
+		len = D->ffl[p] < 0 ? -1 : D->ffl[p] + 1;
+		if (ex < 0)
+			ex = D->ffx[p];
 	}
+	D->ffs[b] = lid;
+	D->ffl[b] = len;
+	D->ffx[b] = ex;
+}
+
+static void fault_free_route(hdor_deg_t *D, int b, uint32_t lid, int *len, int *exitr, int *dim0)
+{
+	const hdor_kns_t *K = D->K;
+	int p0 = kpeer(K, b, t0(K, b, lid));
+	*dim0 = p0 >= 0 ? K->dim[p0] : -1;
+	ff_memo(D, b, lid, 0);
+	*len = D->ffl[b];
+	*exitr = D->ffx[b];
 }
 
 static int member_slot(const hdor_deg_t *D, int gi, int M)
@@ -2537,7 +2551,7 @@ static int route_lid(hdor_ctx_t *ctx, hdor_deg_t *D, uint32_t lid, hheap_t *heap
 {
 	const hdor_kns_t *K = D->K;
 	int c = D->onode[lid], T, fin, x, nh = 0, g;
-	uint32_t i;
+	uint32_t i, fcnt[HDOR_MAX_HOPS + 3], nf, fp = 0;
 
 	if (K->type[c] == N_CA) {
 		if (!works(D, c, D->oport[lid]))
@@ -2582,16 +2596,34 @@ static int route_lid(hdor_ctx_t *ctx, hdor_deg_t *D, uint32_t lid, hheap_t *heap
 	D->bv[T] = 0;
 	D->fdim[T] = -1;
 	heap_push(heap, &nh, (hheap_t){ 0, 0, T });
+	/* the fixed routers' keys (links, 0, GUID) never change: a counting sort by links (routers
+	 * visited in GUID order) gives them in key order, and only relaxed routers use the heap */
+	memset(fcnt, 0, sizeof(fcnt));
 	for (i = 0; i < K->nn; i++)
 		if (D->fixed[i] && (int)i != T) {
 			D->bln[i] = D->fixln[i];
 			D->bv[i] = 0;
-			heap_push(heap, &nh, (hheap_t){ D->fixln[i], 0, (int)i });
+			fcnt[D->fixln[i] + 2]++;	/* fixln is -1 .. HDOR_MAX_HOPS */
 		}
-	while (nh) {
-		hheap_t e = heap_pop(heap, &nh);
-		int X = e.b;
+	for (i = 1; i < HDOR_MAX_HOPS + 3; i++)
+		fcnt[i] += fcnt[i - 1];
+	nf = fcnt[HDOR_MAX_HOPS + 2];
+	for (i = 0; i < K->nn; i++)
+		if (D->fixed[i] && (int)i != T)
+			D->fixlist[fcnt[D->fixln[i] + 1]++] = (int)i;
+	while (nh || fp < nf) {
+		hheap_t e;
+		int X;
 		uint32_t a;
+		if (fp < nf) {
+			e = (hheap_t){ D->fixln[D->fixlist[fp]], 0, D->fixlist[fp] };
+			if (!nh || heap_lt(&e, &heap[0]))
+				fp++;
+			else
+				e = heap_pop(heap, &nh);
+		} else
+			e = heap_pop(heap, &nh);
+		X = e.b;
 		if (D->done[X] || D->bln[X] != e.ln || D->bv[X] != e.v)
 			continue;
 		D->done[X] = 1;
@@ -2778,7 +2810,7 @@ static int walk(const hdor_deg_t *D, int c, unsigned port, uint32_t dlid, int ta
 	unsigned pin = K->pport[K->poff[c] + port];
 	*nh = 0;
 	for (i = 0; i < HDOR_MAX_HOPS; i++) {
-		uint8_t out = tab ? (dlid < D->nl ? D->tab[(size_t)K->row[x] * D->nl + dlid] : OSM_NO_PATH) : t0(K, x, dlid);
+		uint8_t out = tab ? (dlid < D->nl ? DTAB(D, K->row[x], dlid) : OSM_NO_PATH) : t0(K, x, dlid);
 		int nx;
 		if (out == OSM_NO_PATH || out == 0)
 			return -1;
@@ -3033,6 +3065,10 @@ static int deg_route(hdor_ctx_t *ctx, hdor_deg_t *D)
 	D->fdim = xcalloc(nn, sizeof(int));
 	D->via = xcalloc(nn, sizeof(int));
 	D->fixln = xcalloc(nn, sizeof(int));
+	D->fixlist = xcalloc(nn, sizeof(int));
+	D->ffl = xcalloc(nn, sizeof(int));
+	D->ffx = xcalloc(nn, sizeof(int));
+	D->ffs = xcalloc(nn, sizeof(uint32_t));
 	D->exitof = xcalloc(D->ng + 1, sizeof(int));
 	D->dist = xcalloc(nn, sizeof(int));
 	D->q = xcalloc(nn, sizeof(int));
@@ -3046,7 +3082,7 @@ static int deg_route(hdor_ctx_t *ctx, hdor_deg_t *D)
 	/* each group relaxes each member once: pushes <= memberships + fixed routers + T */
 	heap = xcalloc((size_t)D->rgoff[nn] + nn + 64, sizeof(*heap));
 	if (!D->tab || !D->aff || !D->bln || !D->bv || !D->fdim || !D->via || !D->fixln || !D->exitof ||
-	    !D->dist || !D->q || !D->done || !D->fixed || !D->cand || !D->has || !D->cnt || !D->ncnt ||
+	    !D->fixlist || !D->ffl || !D->ffx || !D->ffs || !D->dist || !D->q || !D->done || !D->fixed || !D->cand || !D->has || !D->cnt || !D->ncnt ||
 	    !D->capcnt || !heap) {
 		decline(ctx, "out of memory");
 		goto out;
@@ -3054,12 +3090,10 @@ static int deg_route(hdor_ctx_t *ctx, hdor_deg_t *D)
 	D->dist_target = -1;
 	/* start from the fault-free tables; LIDs without an owner now get no entry */
 	for (i = 0; i < nn; i++) {
-		uint8_t *row;
 		if (K->type[i] != N_SWITCH)
 			continue;
-		row = D->tab + (size_t)K->row[i] * D->nl;
 		for (lid = 0; lid < D->nl; lid++)
-			row[lid] = D->onode[lid] >= 0 ? t0(K, (int)i, lid) : OSM_NO_PATH;
+			DTAB(D, K->row[i], lid) = D->onode[lid] >= 0 ? t0(K, (int)i, lid) : OSM_NO_PATH;
 	}
 	for (lid = 1; lid < D->nl; lid++) {
 		int any = 0;
@@ -3067,7 +3101,7 @@ static int deg_route(hdor_ctx_t *ctx, hdor_deg_t *D)
 			continue;
 		for (i = 0; i < nn; i++)
 			if (D->cur[i] && K->type[i] == N_SWITCH && affected(D, (int)i, lid, 0)) {
-				D->tab[(size_t)K->row[i] * D->nl + lid] = OSM_NO_PATH;
+				DTAB(D, K->row[i], lid) = OSM_NO_PATH;
 				D->has[K->row[i]] = 0;
 				any = 1;
 			}
@@ -3087,7 +3121,7 @@ static int deg_route(hdor_ctx_t *ctx, hdor_deg_t *D)
 				decline(ctx, "out of memory");
 				goto out;
 			}
-			D->tab[(size_t)r * D->nl + lid] = (uint8_t)port;
+			DTAB(D, r, lid) = (uint8_t)port;
 		}
 	}
 	if (deg_sls(ctx, D))
@@ -3145,13 +3179,11 @@ static int write_dump_degraded(hdor_ctx_t *ctx, hdor_deg_t *D, char *path, size_
 		}
 	for (i = 0; i < K->nn; i++) {
 		uint32_t hist[256];
-		const uint8_t *row;
 		if (!D->cur[i] || K->role[i] != R_ROUTER)
 			continue;
-		row = D->tab + (size_t)K->row[i] * D->nl;
 		memset(hist, 0, sizeof(hist));
 		for (lid = 0; lid < D->nl; lid++)
-			hist[row[lid]]++;
+			hist[DTAB(D, K->row[i], lid)]++;
 		for (e = 0; e < n; e++) {
 			unsigned p, np = 0, first = 1;
 			for (p = 1; p < K->np[i]; p++) {
@@ -3182,16 +3214,15 @@ static void deg_write_tables(hdor_deg_t *D)
 	uint32_t i, lid;
 	for (i = 0; i < K->nn; i++) {
 		osm_switch_t *sw;
-		const uint8_t *row;
 		uint32_t top;
 		if (!D->cur[i] || K->type[i] != N_SWITCH || !(sw = D->cur[i]->sw))
 			continue;
-		row = D->tab + (size_t)K->row[i] * D->nl;
 		top = lft_top(sw);
 		for (lid = 1; lid <= top && lid < D->nl; lid++) {
-			sw->new_lft[lid] = row[lid];
-			if (row[lid] != OSM_NO_PATH)
-				osm_switch_count_path(sw, row[lid]);
+			uint8_t port = DTAB(D, K->row[i], lid);
+			sw->new_lft[lid] = port;
+			if (port != OSM_NO_PATH)
+				osm_switch_count_path(sw, port);
 		}
 	}
 }
@@ -3348,6 +3379,9 @@ static int prepare(hdor_ctx_t *ctx)
 	ctx->passes++;
 	ctx->reason[0] = '\0';
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (osm->subn.opt.use_ucast_cache && ctx->passes == 1)
+		OSM_LOG(&osm->log, OSM_LOG_ERROR, "hdor: use_ucast_cache (-A) is on: after a failure OpenSM may "
+			"reuse cached tables without calling hdor (no detours, no path SLs); turn it off\n");
 	rc = degraded_pass(ctx);
 	if (rc == 1) {
 		ctx->deg_t0 = t0;
