@@ -308,20 +308,15 @@ def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: f
             t0 = time.monotonic()
             # up first: ReLink of a switch brings back every cable of it, also one to a switch this
             # step takes down
-            for spec in step.up:
-                node, port = target(plan, spec, f"step {k}")
-                lf.console(f'ReLink "{ids[node]}"' + (f"[{port}]" if port else ""))
-                if port:
-                    down_links.discard(link_of[node, port])
-                else:
-                    down_nodes.discard(node)
-            for spec in step.down:
-                node, port = target(plan, spec, f"step {k}")
-                lf.console(f'Unlink "{ids[node]}"' + (f"[{port}]" if port else ""))
-                if port:
-                    down_links.add(link_of[node, port])
-                else:
-                    down_nodes.add(node)
+            for verb, specs in (("ReLink", step.up), ("Unlink", step.down)):
+                for spec in specs:
+                    node, port = target(plan, spec, f"step {k}")
+                    lf.console(f'{verb} "{ids[node]}"' + (f"[{port}]" if port else ""))
+                    gone, key = (down_links, link_of[node, port]) if port else (down_nodes, node)
+                    if verb == "Unlink":
+                        gone.add(key)
+                    else:
+                        gone.discard(key)
             for spec, counters in step.errors.items():
                 node, port = target(plan, spec, f"step {k}")
                 for key, value in counters.items():
