@@ -44,55 +44,116 @@ def group():
               help="LFT file to write, for `opensm -R file -U FILE` (conf key lfts_file).")
 @click.option("--dump", type=OutPath(),
               help="Also write the coordinates dump (the opensm-hdor.dump format of docs/hdor.md).")
+@click.option("--baseline", "baseline_path", type=click.Path(path_type=Path),
+              help="The same KNS while complete (ibnetdiscover output with LIDs, e.g. RUN/step-0/ibnetdiscover.out "
+                   "of `sim run --faults`): --fabric is then routed as that KNS with failed elements "
+                   "(docs/hdor.md section 6: detours on higher VLs, untouched routes unchanged).")
+@click.option("--vls", default=8, show_default=True, type=click.IntRange(1, 15),
+              help="Data VLs the ports offer: a degraded KNS that needs more is declined (exit 1).")
+@click.option("--sl2vl", "sl2vl_out", type=OutPath(),
+              help="Write the SL2VL tables hdor programs (opensm-sl2vl.dump format; all VL 0 without faults).")
+@click.option("--path-sls", "path_sls_out", type=OutPath(),
+              help="Write the SL of every HCA-to-HCA path (`saquery -p` format; all SL 0 without faults).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def hdor_cmd(fabric_path, out, dump, as_json):
+def hdor_cmd(fabric_path, out, dump, baseline_path, vls, sl2vl_out, path_sls_out, as_json):
     """Hybrid-DOR tables for a KNS fabric, as the hdor OpenSM engine computes them (docs/hdor.md).
 
     Writes every switch's table for every LID, with ` portguid` on each entry so OpenSM remaps
-    LIDs that moved. A fabric that is not a complete KNS exits 1 with the reason.
+    LIDs that moved. A fabric that is not a complete KNS exits 1 with the reason, unless
+    --baseline names the complete KNS it was: then failed cables, switches and routers are routed
+    around as the C engine does after a fault, and --sl2vl / --path-sls write the VLs and SLs that
+    keep the detours deadlock-free (check them with `ibtool verify routes --sl2vl --path-sls`).
 
     \b
-    Example:
+    Examples:
       ibtool sim run kns/topology.net --engine minhop --out run
       ibtool route hdor --fabric run/ibnetdiscover.out --out hdor.lft --dump hdor.dump
       ibtool sim run kns/topology.net --engine file --conf lfts_file=$PWD/hdor.lft --out run2
+    \b
+    After a cable failure (`sim run --fail`):
+      ibtool sim run kns/topology.net --engine hdor --fail "R[1,1] 3" --out faults
+      ibtool route hdor --fabric faults/step-1/ibnetdiscover.out \\
+          --baseline faults/step-0/ibnetdiscover.out --out hdor.lft --sl2vl sl2vl.dump --path-sls paths.out
+      ibtool verify routes --fabric faults/step-1/ibnetdiscover.out --lfts hdor.lft \\
+          --sl2vl sl2vl.dump --path-sls paths.out
     """
+    from ibtool.formats import pathrecord, sl2vl
     from ibtool.routing import hdor
 
-    _output_file(out, "--out")
-    if dump:
-        _output_file(dump, "--dump")
+    for path, option in ((out, "--out"), (dump, "--dump"), (sl2vl_out, "--sl2vl"), (path_sls_out, "--path-sls")):
+        if path:
+            _output_file(path, option)
     say = (lambda m: None) if as_json else (lambda m: click.echo(f"  {m}", err=True))
     t0 = time.monotonic()
-    f = ibnetdiscover.read(fabric_path)
-    if not f.port_lids:
-        raise InputError("--fabric: no LIDs in this file (a plan? give the ibnetdiscover output of the running "
-                         "fabric, e.g. RUN/ibnetdiscover.out of `ibtool sim run`)", path=str(fabric_path))
+    f = _lid_fabric(fabric_path, "--fabric")
+    f0 = _lid_fabric(baseline_path, "--baseline") if baseline_path else None
+    base = None
+    if f0 is not None:  # before any progress line: a bad baseline is a one-line error
+        try:
+            base = (f0, hdor.compute(f0))
+        except hdor.NotKNS as e:
+            raise InputError(f"--baseline: not a complete KNS: {e.reason}", path=str(baseline_path)) from None
     say(f"read {f.num_nodes} nodes, {f.num_links} links from {fabric_path}")
+    if base:
+        say(f"baseline: KNS {base[1].k}-ary {base[1].n}-direct from {baseline_path}")
     t1 = time.monotonic()
-    r = hdor.compute(f)
+    r = hdor.compute(f, baseline=base, vls=vls)
     t2 = time.monotonic()
     say(f"routed in {t2 - t1:.2f} s; writing {len(r.tables.lft)} tables x {r.tables.max_lid} LIDs")
     _write("--out", out, lambda: lft.write_file_engine(r.tables, out, hdor.port_guids(f)))
     if dump:
         _write("--dump", dump, lambda: hdor.write_dump(r, f, dump))
+    if sl2vl_out:
+        _write("--sl2vl", sl2vl_out, lambda: sl2vl.write(r.sl2vl or {}, f, sl2vl_out))
+    if path_sls_out:
+        sls = r.path_sls if r.path_sls is not None else _zero_sls(f)
+        _write("--path-sls", path_sls_out, lambda: pathrecord.write(sls, path_sls_out))
     t3 = time.monotonic()
     spread = r.spread_summary()
+    nsl = len(set((r.path_sls or {0: 0}).values()))
     summary = {"fabric": str(fabric_path), "k": r.k, "n": r.n, "s": r.s, "routers": len(r.routers),
                "switches": len(r.switches), "hcas": len(r.hcas), "lids": r.lids, "lft_file": str(out),
                "dump": str(dump) if dump else None, "spread": spread,
+               "baseline": str(baseline_path) if baseline_path else None, "faults": r.faults, "vls": r.vls,
+               "sls": nsl, "extra_hops": r.extra_hops,
+               "sl2vl_file": str(sl2vl_out) if sl2vl_out else None,
+               "path_sls_file": str(path_sls_out) if path_sls_out else None,
                "timings": {"read_s": round(t1 - t0, 3), "route_s": round(t2 - t1, 3), "write_s": round(t3 - t2, 3)}}
     if as_json:
         click.echo(json.dumps(summary, indent=2))
         return
     click.echo(f"hdor: KNS {r.k}-ary {r.n}-direct {r.s}-indirect: {len(r.routers)} routers, {len(r.switches)} "
                f"switches, {len(r.hcas)} HCAs, {r.lids} LIDs; LFT file {out}" + (f", dump {dump}" if dump else ""))
+    if r.faults:
+        ex = r.extra_hops
+        click.echo(f"degraded: {_faults_text(r.faults)}; {r.vls} VLs, {nsl} SLs; {ex.get('detoured', 0)} HCA pairs "
+                   f"detoured, extra links max {ex.get('max', 0)} mean {ex.get('mean', 0)}")
     if spread["pairs"]:
         click.echo(f"spread: {spread['pairs']} router-dimension pairs with parallel links, "
                    f"{spread['min_lids']}..{spread['max_lids']} LIDs per port, "
                    f"max imbalance {spread['max_imbalance']}")
     else:
         click.echo("spread: no parallel router-switch links")
+
+
+def _lid_fabric(path: Path, option: str):
+    f = ibnetdiscover.read(path)
+    if not f.port_lids:
+        raise InputError(f"{option}: no LIDs in this file (a plan? give the ibnetdiscover output of the running "
+                         "fabric, e.g. RUN/ibnetdiscover.out of `ibtool sim run`)", path=str(path))
+    return f
+
+
+def _zero_sls(f) -> dict:
+    """Every HCA-to-HCA pair (source port base LID, destination LID) on SL 0: a complete KNS."""
+    from ibtool.fabric import CA
+    ca = [(lid, lmc) for (x, p), (lid, lmc) in f.port_lids.items() if f.types[x] == CA and f.peer(x, p)]
+    return {(s, d): 0 for s, _ in ca for lid, lmc in ca for d in range(lid, lid + (1 << lmc)) if d != s}
+
+
+def _faults_text(faults: dict) -> str:
+    gone = [x for v in faults.values() for x in v]
+    return "failed " + ", ".join(gone[:4]) + (f" and {len(gone) - 4} more" if len(gone) > 4 else "")
 
 
 # ---------------------------------------------------------------- route fr (paper 004, issue 15)

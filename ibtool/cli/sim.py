@@ -49,10 +49,11 @@ def _kv(ctx, param, values):
               help="An opensm.conf to start from; ibtool's keys are appended.")
 @click.option("--opensm-arg", "opensm_args", multiple=True, help="Extra OpenSM command-line argument (repeatable).")
 @click.option("--no-discover", is_flag=True, help="Skip ibnetdiscover and dump_fts.")
-@click.option("--path-sls", is_flag=True,
+@click.option("--path-sls/--no-path-sls", default=None,
               help="Keep OpenSM up as the SA after routing and save every HCA's PathRecords (saquery -p) in "
                    "saquery-paths.out: the SL of each path, which `verify` needs for engines that use virtual "
-                   "lanes (dfsssp, lash, nue, torus-2QoS).")
+                   "lanes (dfsssp, lash, nue, torus-2QoS). With faults: at every step, on by default for "
+                   "engines that program SLs (hdor too); --no-path-sls skips it (faster, VL check without SLs).")
 @click.option("--faults", type=click.Path(path_type=Path),
               help="A fault scenario (YAML: steps of cables/switches down, up, port errors; docs/faults.md): "
                    "one OpenSM keeps running, each step's tables are collected into OUT/step-N/.")
@@ -95,10 +96,10 @@ def run_cmd(net, engine, out, timeout, log_flags, conf_options, opensm_config, o
     if not 0 <= flags <= 0xFF:  # OpenSM's log flags are one byte (OSM_LOG_ERROR 0x01 .. OSM_LOG_SYS 0x80)
         raise InputError(f"--log-flags: {log_flags} is outside 0x00..0xff")
     if faults or fail or random_faults:
-        return _scenario(net, out, engines, timeout, faults, fail, random_faults, seed, as_json)
+        return _scenario(net, out, engines, timeout, faults, fail, random_faults, seed, as_json, path_sls, flags)
     opts = RunOptions(engines=engines, timeout=timeout, log_flags=flags, conf_options=conf_options,
                       conf_base=opensm_config, opensm_args=list(opensm_args), discover=not no_discover,
-                      path_sls=path_sls)
+                      path_sls=bool(path_sls))
     progress = None if as_json else (lambda m: click.echo(f"  {m}", err=True))
     s = run(net, out, opts, progress)
     if as_json:
@@ -118,7 +119,7 @@ def run_cmd(net, engine, out, timeout, log_flags, conf_options, opensm_config, o
         raise SystemExit(1)
 
 
-def _scenario(net, out, engines, timeout, faults, fail, random_faults, seed, as_json):
+def _scenario(net, out, engines, timeout, faults, fail, random_faults, seed, as_json, path_sls, flags):
     """`sim run` with faults: a live fabric, one OpenSM, a step at a time (ibtool.sim.faults)."""
     from ibtool.formats import ibnetdiscover
     from ibtool.sim import faults as fault_scenarios
@@ -137,7 +138,7 @@ def _scenario(net, out, engines, timeout, faults, fail, random_faults, seed, as_
     else:
         sc = fault_scenarios.random_scenario(plan, random_faults, seed)
     progress = None if as_json else (lambda m: click.echo(f"  {m}", err=True))
-    s = fault_scenarios.run(Path(net), out, engines, sc, timeout, progress)
+    s = fault_scenarios.run(Path(net), out, engines, sc, timeout, progress, path_sls=path_sls, log_flags=flags)
     if as_json:
         click.echo(json.dumps(s, indent=2))
     else:

@@ -199,7 +199,8 @@ def coords_cmd(fabric, dump, plan, nnm, as_json, html_out):
 
 
 def _routes(fabric: Path, lfts: Path, sl2vl_path: Path | None, expect: str | None, permutations: int, say,
-            f=None, ref=None, balance: bool = True, path_sls: Path | None = None, engine: str | None = None) -> dict:
+            f=None, ref=None, balance: bool = True, path_sls: Path | None = None, engine: str | None = None,
+            baseline=None) -> dict:
     from ibtool.formats import lft, pathrecord, sl2vl
     from ibtool.verify import routes
     f = f or read_fabric(fabric)
@@ -219,7 +220,7 @@ def _routes(fabric: Path, lfts: Path, sl2vl_path: Path | None, expect: str | Non
             say(str(e))
     try:
         return routes.verify(f, t, s, expect, ref, permutations=permutations, progress=say, balance=balance,
-                             path_sls=psl, engine=engine)
+                             path_sls=psl, engine=engine, baseline=baseline)
     except InputError as e:
         if e.path is None:  # about the fabric itself (duplicate LIDs, too many switches): name its file
             raise InputError(str(e), path=str(fabric)) from None
@@ -240,10 +241,16 @@ def _routes(fabric: Path, lfts: Path, sl2vl_path: Path | None, expect: str | Non
                                "without --path-sls a VL0 cycle is reported as 'VL0 only: SLs not available'.")
 @click.option("--expect", type=click.Choice(["hdor"]),
               help="Also require exactly the hdor reference tables and dimension-ordered routes.")
+@click.option("--before-fabric", type=click.Path(path_type=Path),
+              help="The fabric before a failure (ibnetdiscover output), with --before-lfts: routes that touch no "
+                   "failed element must be unchanged; with --expect hdor the reference is the degraded pass from "
+                   "that complete KNS (docs/hdor.md section 6).")
+@click.option("--before-lfts", type=click.Path(path_type=Path), help="The forwarding tables before the failure.")
 @_permutations
 @click.option("--no-balance", is_flag=True, help="Skip link loads (routes per link, all-to-all, permutations).")
 @_opts
-def routes_cmd(fabric, lfts, sl2vl_path, path_sls, engine, expect, permutations, no_balance, as_json, html_out):
+def routes_cmd(fabric, lfts, sl2vl_path, path_sls, engine, expect, before_fabric, before_lfts, permutations,
+               no_balance, as_json, html_out):
     """Trace every (source port, destination LID) pair through the forwarding tables.
 
     Reports undelivered pairs (black hole, loop, wrong port) with their paths, route lengths
@@ -256,11 +263,28 @@ def routes_cmd(fabric, lfts, sl2vl_path, path_sls, engine, expect, permutations,
       ibtool verify routes --fabric run/ibnetdiscover.out --lfts run/dump_fts.out --expect hdor
       ibtool verify routes --fabric run/ibnetdiscover.out --lfts run/dump_fts.out \\
           --sl2vl run/osm/opensm-sl2vl.dump --path-sls run/saquery-paths.out
+      ibtool verify routes --fabric faults/step-1/ibnetdiscover.out --lfts faults/step-1/dump_fts.out \\
+          --before-fabric faults/step-0/ibnetdiscover.out --before-lfts faults/step-0/dump_fts.out --expect hdor
     """
+    if bool(before_fabric) != bool(before_lfts):
+        raise InputError("--before-fabric and --before-lfts go together")
+    baseline = ref = None
+    if before_fabric:
+        from ibtool.formats import lft
+        f0 = read_fabric(before_fabric)
+        baseline = (f0, lft.read(before_lfts))
+        if expect == "hdor":
+            from ibtool.routing import hdor
+            try:
+                ref = hdor.compute(read_fabric(fabric), baseline=(f0, hdor.compute(f0)))
+            except hdor.NotKNS as e:
+                _say(as_json)(str(e))
     r = _routes(fabric, lfts, sl2vl_path, expect, permutations, _say(as_json), balance=not no_balance,
-                path_sls=path_sls, engine=engine)
+                path_sls=path_sls, engine=engine, ref=ref, baseline=baseline)
     rep = report.build({"fabric": str(fabric), "lfts": str(lfts), "sl2vl": str(sl2vl_path) if sl2vl_path else None,
-                        "path_sls": str(path_sls) if path_sls else None, "expect": expect}, {"routes": r})
+                        "path_sls": str(path_sls) if path_sls else None, "expect": expect,
+                        "before_fabric": str(before_fabric) if before_fabric else None,
+                        "before_lfts": str(before_lfts) if before_lfts else None}, {"routes": r})
     _emit(rep, as_json, html_out)
 
 
@@ -334,8 +358,14 @@ def all_cmd(run_dir, plan, nnm, expect, permutations, as_json, html_out):
     run_dir = Path(run_dir)
     steps = sorted(run_dir.glob("step-*/summary.json"), key=lambda p: int(p.parent.name[5:]) if p.parent.name[5:].isdigit() else -1)
     if steps and not (run_dir / "ibnetdiscover.out").is_file():
-        # each step against its own expected.net (the plan without what was down then)
-        reps = [(st.parent, _verify_run(st.parent, None, nnm, expect, permutations, lambda m: None)) for st in steps]
+        # each step against its own expected.net (the plan without what was down then), and
+        # against step 0 (before any fault): the reference and the routes a fault did not touch
+        before = _before_faults(steps[0].parent, nnm, expect)
+        reps = []
+        for st in steps:
+            say(f"verifying {st.parent.name}")
+            reps.append((st.parent, _verify_run(st.parent, None, nnm, expect, permutations, lambda m: None,
+                                                before if st.parent != steps[0].parent else None)))
         rep = {"schema": report.SCHEMA, "ok": all(r["ok"] for _, r in reps), "inputs": {"run": str(run_dir)},
                "steps": {d.name: r for d, r in reps}}
         if html_out:
@@ -357,8 +387,45 @@ def all_cmd(run_dir, plan, nnm, expect, permutations, as_json, html_out):
     _emit(rep, as_json, html_out)
 
 
-def _verify_run(run_dir: Path, plan, nnm, expect, permutations, say) -> dict:
-    """Every check of `verify all` on one run directory; the report."""
+def _lfts_of(run_dir: Path) -> Path:
+    lfts = run_dir / "dump_fts.out"
+    if not lfts.is_file() or lfts.stat().st_size == 0:
+        lfts = run_dir / "osm" / "opensm-lfts.dump"
+    return lfts
+
+
+def _before_faults(step0: Path, nnm, expect) -> dict | None:
+    """Step 0 of a fault scenario, for the steps after it: its fabric and tables, and — when hdor
+    routed it (or --expect hdor) — the hdor reference of it and of its plan, the remembered KNS the
+    degraded passes start from (docs/hdor.md section 6)."""
+    from ibtool.formats import lft
+    from ibtool.routing import hdor
+    from ibtool.routing.lids import assign_lids
+    disc, lfts = step0 / "ibnetdiscover.out", _lfts_of(step0)
+    if not disc.is_file() or not lfts.is_file():
+        return None
+    f0 = ibnetdiscover.read(disc, node_name_map.read(nnm) if nnm else None)
+    out = {"fabric": f0, "tables": lft.read(lfts), "ref": None, "plan": None}
+    if (expect or ("hdor" if _read_summary(step0 / "summary.json").get("engine") == "hdor" else None)) != "hdor":
+        return out
+    try:
+        out["ref"] = (f0, hdor.compute(f0))
+    except hdor.NotKNS:
+        return out  # each step then says why it has no reference
+    plan0 = step0 / "expected.net"
+    if plan0.is_file():
+        p0 = ibnetdiscover.read(plan0)
+        assign_lids(p0)
+        try:
+            out["plan"] = (p0, hdor.compute(p0))
+        except hdor.NotKNS:
+            pass
+    return out
+
+
+def _verify_run(run_dir: Path, plan, nnm, expect, permutations, say, before: dict | None = None) -> dict:
+    """Every check of `verify all` on one run directory; the report. before: _before_faults() of
+    the scenario's step 0 when this is a later step."""
     disc = run_dir / "ibnetdiscover.out"
     if not disc.is_file():
         raise InputError("no ibnetdiscover.out here (not an `ibtool sim run` output directory?)", path=str(run_dir))
@@ -369,9 +436,7 @@ def _verify_run(run_dir: Path, plan, nnm, expect, permutations, say) -> dict:
         plan = _plan_of(run_dir, summary["net"])
         if plan is None:
             skipped = f"skipped: plan {summary['net']} not found"
-    lfts = run_dir / "dump_fts.out"
-    if not lfts.is_file() or lfts.stat().st_size == 0:
-        lfts = run_dir / "osm" / "opensm-lfts.dump"
+    lfts = _lfts_of(run_dir)
     sl = run_dir / "osm" / "opensm-sl2vl.dump"
     psl = run_dir / "saquery-paths.out"
     if not sl.is_file():
@@ -405,13 +470,15 @@ def _verify_run(run_dir: Path, plan, nnm, expect, permutations, say) -> dict:
         from ibtool.formats import hdor_dump
         from ibtool.verify import coords
         say("coordinates")
-        c = coords.verify(f, hdor_dump.read(dump) if dump.is_file() else None, p, to_plan)
+        c = coords.verify(f, hdor_dump.read(dump) if dump.is_file() else None, p, to_plan,
+                          baseline=before and before["ref"], plan_baseline=before and before["plan"])
         ref = c.get("_reference")
         sections["coords"] = c
     if lfts.is_file():
         sections["routes"] = _routes(disc, lfts, sl if sl.is_file() else None, expect if expect == "hdor" else None,
                                      permutations, say, f=f, ref=ref, path_sls=psl if psl.is_file() else None,
-                                     engine=engine)
+                                     engine=engine, baseline=(before["fabric"], before["tables"])
+                                     if before and expect == "hdor" else None)
     else:
         raise InputError("no dump_fts.out nor osm/opensm-lfts.dump: no forwarding tables to verify", path=str(run_dir))
     if (run_dir / "perfquery.out").is_file():

@@ -77,3 +77,13 @@ def read(path: str | Path) -> PathSLs:
     if not out:
         raise InputError("no PathRecords with LIDs found (not `saquery -p` output?)", path=path)
     return out
+
+
+def write(sls: dict, path: str | Path) -> None:
+    """(SLID, DLID) -> SL as `saquery -p` prints PathRecords (the fields the reader takes), by
+    destination then source LID."""
+    from ibtool.formats import atomic_write
+    with atomic_write(path) as fh:
+        for (s, d) in sorted(sls, key=lambda k: (k[1], k[0])):
+            fh.write(f"PathRecord dump:\n\t\tdlid....................{d}\n\t\tslid....................{s}\n"
+                     f"\t\tsl......................{sls[(s, d)]:#x}\n")

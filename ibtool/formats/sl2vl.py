@@ -74,3 +74,35 @@ def read(path: str | Path) -> SL2VL:
     if not out:
         raise InputError("no SL2VL tables found (not an opensm-sl2vl.dump?)", path=path)
     return out
+
+
+def write(tables: SL2VL, fabric, path: str | Path) -> None:
+    """Every switch's table as OpenSM dumps it (opensm-sl2vl.dump), for the ports that are cabled:
+    rows `tables` does not list are VL 0 for every SL (hdor's degraded pass lists only the entries
+    it sets). CA ports are all VL 0, a block per port named by its port GUID (as OpenSM's)."""
+    from ibtool.fabric import SWITCH
+    from ibtool.formats import atomic_write
+    head = "#in out : 0  1  2  3  4  5  6  7  8  9  10 11 12 13 14 15\n" + "#" + "-" * 56 + "\n"
+    zero = (0,) * 16
+
+    def row(i: int, o: int, vls) -> str:
+        return f"{i:<3d} {o:<3d} : " + "".join(f"{v:<2d} " for v in vls) + "\n"
+
+    with atomic_write(path) as fh:
+        for x in sorted(range(fabric.num_nodes), key=lambda i: fabric.guids[i]):
+            g = fabric.guids[x]
+            cabled = [p for p, _, _ in fabric.neighbors(x)]
+            if not cabled:
+                continue
+            mine = tables.get(g, {})
+            if fabric.types[x] == SWITCH:
+                lid = fabric.port_lids.get((x, 0), (0, 0))[0]
+                fh.write(f'Switch {g:#018x}, base LID {lid}, "{fabric.names[x]}"\n' + head)
+                for i in [0, *cabled]:
+                    fh.write("".join(row(i, o, mine.get((i, o), zero)) for o in cabled if o != i))
+            else:  # one block per port, named by its port GUID, as OpenSM writes them
+                for p in cabled:
+                    lid = fabric.port_lids.get((x, p), (0, 0))[0]
+                    fh.write(f'Channel Adapter {fabric.port_guid(x, p):#018x}, base LID {lid}, '
+                             f'"{fabric.names[x]}"\n' + head + row(0, 0, zero))
+            fh.write("#" + "-" * 56 + "\n\n")

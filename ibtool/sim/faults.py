@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import random
 import re
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,9 +41,14 @@ from ibtool.fabric import SWITCH, Fabric
 from ibtool.formats import atomic_write, ibnetdiscover, open_input, output_dir
 from ibtool.sim import opensm
 from ibtool.sim.live import LiveFabric
-from ibtool.sim.runner import complete_top_lid
+from ibtool.sim.runner import collect_path_sls, complete_top_lid
 
 _CONFIGURED = re.compile(r"(\S+) tables configured on all switches")
+# engines that hand each path its own SL (OpenSM's path_sl hook): their steps need the PathRecords
+SL_ENGINES = {"hdor", "dfsssp", "lash", "nue", "torus-2QoS"}
+# OpenSM's dumps of a sweep (log flag 0x40), rewritten every sweep: copied into each step
+DUMPS = ("opensm-sl2vl.dump", "opensm-hdor.dump", "opensm-lfts.dump")
+QUIET = 0.5  # s without new tables after the last ones of a step before it is collected
 _KEYS = {"down", "up", "errors", "name"}
 
 
@@ -201,8 +207,12 @@ def _expected(plan: Fabric, down_links: set[int], down_nodes: set[int], sm_node:
 
 
 def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: float = 300,
-        progress=None) -> dict:
+        progress=None, path_sls: bool | None = None, log_flags: int = 0x47) -> dict:
+    """path_sls: collect every HCA pair's PathRecord (its SL) at each step; default: when the engine
+    programs SLs (SL_ENGINES). log_flags: OpenSM's -D (0x40 writes the SL2VL dump each step needs)."""
     say = progress or (lambda m: None)
+    if path_sls is None:
+        path_sls = any(e in SL_ENGINES for e in engines)
     plan = ibnetdiscover.read(net)
     out = output_dir(out)
     ids = [ibnetdiscover.node_id(plan, i) for i in range(plan.num_nodes)]
@@ -211,36 +221,78 @@ def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: f
         link_of[plan.link_a[li], plan.link_pa[li]] = link_of[plan.link_b[li], plan.link_pb[li]] = li
     down_links: set[int] = set()
     down_nodes: set[int] = set()
-    summary = {"net": str(net), "engines": engines, "scenario": True, "steps": []}
-    with LiveFabric(net, out / ".live", engines, timeout=timeout,
-                    conf_options=[("sweep_interval", str(scenario.sweep_interval))]) as lf:
-        def configured() -> list[str]:
-            return _CONFIGURED.findall(lf.opensm_log.read_text(errors="replace"))
+    summary = {"net": str(net), "engines": engines, "scenario": True, "path_sls": path_sls, "steps": []}
+    conf = [("sweep_interval", str(scenario.sweep_interval))]
+    if any(e in SL_ENGINES for e in engines):
+        # OpenSM calls an engine's update_sl2vl only with QoS on: without it the switches keep
+        # their SL2VL tables (every SL on VL 0) and the SLs of the detours separate nothing
+        conf.append(("qos", "TRUE"))
+    summary["opensm_conf"] = dict(conf)
+    with LiveFabric(net, out / ".live", engines, timeout=timeout, opensm_args=["-D", hex(log_flags)],
+                    conf_options=conf) as lf:
+        osm = lf.work / "osm"
 
-        def collect(k: int, step: Step | None, t_fault: float | None, before: int) -> dict:
+        log = {"pos": 0, "engines": [], "up_after": False}
+
+        def configured() -> list[str]:
+            """The engines that configured tables so far (the log read on from where it was left)."""
+            with open(lf.opensm_log, "rb") as fh:
+                fh.seek(log["pos"])
+                chunk = fh.read()
+            whole = chunk[:chunk.rfind(b"\n") + 1]
+            log["pos"] += len(whole)
+            for line in whole.decode(errors="replace").splitlines():
+                m = _CONFIGURED.search(line)
+                if m:
+                    log["engines"].append(m.group(1))
+                    log["up_after"] = False
+                elif "SUBNET UP" in line:  # logged after the sweep's dumps are written
+                    log["up_after"] = True
+            return log["engines"]
+
+        def collect(k: int, step: Step | None, t_fault: float | None, before: int, wall: float) -> dict:
             d = output_dir(out / f"step-{k}")
             waited = None
             if t_fault is not None:
                 deadline = t_fault + scenario.settle
-                while len(configured()) <= before and time.monotonic() < deadline:
-                    time.sleep(0.1)
-                waited = round(time.monotonic() - t_fault, 3) if len(configured()) > before else None
+                seen = before
+                while time.monotonic() < deadline:
+                    n = len(configured())
+                    if n > seen:  # new tables; a step of several changes may take more than one sweep
+                        seen, waited = n, round(time.monotonic() - t_fault, 3)
+                        quiet = time.monotonic() + QUIET
+                    if waited is not None and time.monotonic() >= quiet and log["up_after"]:
+                        break  # the sweep's end: its dumps (SL2VL) are on disk, the SA answers
+                    time.sleep(0.05)
             engine = (configured() or [None])[-1]
             text = lf.opensm_log.read_text(errors="replace")
             state = opensm.routing_outcome(text, engines)
+            # this sweep's dumps only: an engine that declined wrote no new opensm-hdor.dump
+            (d / "osm").mkdir(exist_ok=True)
+            for name in DUMPS:
+                src, dst = osm / name, d / "osm" / name
+                dst.unlink(missing_ok=True)
+                if src.is_file() and src.stat().st_mtime >= wall:
+                    shutil.copyfile(src, dst)
             expected = _expected(plan, down_links, down_nodes)
             ibnetdiscover.write(expected, d / "expected.net")
             lf.client(["ibnetdiscover"], d / "ibnetdiscover.out", timeout)
             lf.client(["dump_fts"], d / "dump_fts.out", timeout)
-            top = complete_top_lid(SimpleNamespace(work=lf.scratch, env=lf.env), d / "dump_fts.out",
-                                   ibnetdiscover.read(d / "ibnetdiscover.out"), timeout)
+            found = ibnetdiscover.read(d / "ibnetdiscover.out")
+            sim = SimpleNamespace(work=lf.scratch, env=lf.env)
+            top = complete_top_lid(sim, d / "dump_fts.out", found, timeout)
+            paths = None
+            if path_sls and state.subnet_up:
+                (d / "saquery-paths.out").unlink(missing_ok=True)
+                paths = collect_path_sls(sim, d / "saquery-paths.out", found, timeout)
             s = {"net": "expected.net", "step": k, "faults": step.describe() if step else "none (before any fault)",
                  "down": sorted(f"{plan.names[plan.link_a[li]]} {plan.link_pa[li]}" for li in down_links)
                  + sorted(plan.names[n] for n in down_nodes),
                  "engines": engines, "engine": engine, "subnet_up": state.subnet_up,
                  "fallback": engine is not None and engine not in engines,
                  "seconds_to_tables": waited, "timed_out": t_fault is not None and waited is None,
-                 "dump_fts_top_lid": top}
+                 "routing_step_s": state.routing_step_s, "dump_fts_top_lid": top, "path_sls": paths,
+                 "dumps": sorted(p.name for p in (d / "osm").iterdir())}
             s["ok"] = bool(s["subnet_up"] and engine in engines and not s["timed_out"])
             with atomic_write(d / "summary.json") as fh:
                 json.dump(s, fh, indent=2)
@@ -248,29 +300,28 @@ def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: f
             return s
 
         say(f"step 0: {lf.outcome.get('engine')} configured the tables")
-        summary["steps"].append(collect(0, None, None, 0))
+        configured()
+        summary["steps"].append(collect(0, None, None, 0, 0.0))
         for k, step in enumerate(scenario.steps, 1):
             before = len(configured())
+            wall = time.time() - 0.5  # file times lag the clock a little (coarse kernel timestamps)
             t0 = time.monotonic()
-            for spec in step.down:
-                node, port = target(plan, spec, f"step {k}")
-                lf.console(f'Unlink "{ids[node]}"' + (f"[{port}]" if port else ""))
-                if port:
-                    down_links.add(link_of[node, port])
-                else:
-                    down_nodes.add(node)
-            for spec in step.up:
-                node, port = target(plan, spec, f"step {k}")
-                lf.console(f'ReLink "{ids[node]}"' + (f"[{port}]" if port else ""))
-                if port:
-                    down_links.discard(link_of[node, port])
-                else:
-                    down_nodes.discard(node)
+            # up first: ReLink of a switch brings back every cable of it, also one to a switch this
+            # step takes down
+            for verb, specs in (("ReLink", step.up), ("Unlink", step.down)):
+                for spec in specs:
+                    node, port = target(plan, spec, f"step {k}")
+                    lf.console(f'{verb} "{ids[node]}"' + (f"[{port}]" if port else ""))
+                    gone, key = (down_links, link_of[node, port]) if port else (down_nodes, node)
+                    if verb == "Unlink":
+                        gone.add(key)
+                    else:
+                        gone.discard(key)
             for spec, counters in step.errors.items():
                 node, port = target(plan, spec, f"step {k}")
                 for key, value in counters.items():
                     lf.console(f'PerformanceSet "{ids[node]}"[{port}] PortCounters.{key}={value}')
-            s = collect(k, step, t0 if (step.down or step.up) else None, before)
+            s = collect(k, step, t0 if (step.down or step.up) else None, before, wall)
             say(f"step {k}: {step.describe()}: {s['engine'] or 'no engine'} configured the tables"
                 + (f" in {s['seconds_to_tables']} s" if s["seconds_to_tables"] is not None else "")
                 + (" (FALLBACK)" if s["fallback"] else "") + (" (TIMED OUT)" if s["timed_out"] else ""))

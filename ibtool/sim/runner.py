@@ -343,6 +343,7 @@ def _wait_subnet_up(p: subprocess.Popen, log: Path, timeout: float) -> bool:
 
 
 MAX_PATH_QUERIES = 20_000
+QUERY_TRIES = 4
 
 
 def collect_path_sls(sim: Fabricsim, out: Path, fabric: Fabric, timeout: float, local: tuple[str, ...] = (),
@@ -359,8 +360,12 @@ def collect_path_sls(sim: Fabricsim, out: Path, fabric: Fabric, timeout: float, 
                          f"{limit} (a fabric of up to {int(limit ** 0.5)} HCA ports)")
 
     def query(pair: tuple[int, int]) -> bytes:
-        p = subprocess.run([saquery, *local, "-p", "--slid", str(pair[0]), "--dlid", str(pair[1])], cwd=sim.work,
-                           env=sim.env(), capture_output=True, timeout=timeout, check=False)
+        for attempt in range(QUERY_TRIES):  # the SA may not answer while OpenSM sweeps again (a fault step)
+            p = subprocess.run([saquery, *local, "-p", "--slid", str(pair[0]), "--dlid", str(pair[1])], cwd=sim.work,
+                               env=sim.env(), capture_output=True, timeout=timeout, check=False)
+            if p.returncode == 0:
+                break
+            time.sleep(0.5 * (attempt + 1))
         if p.returncode != 0:
             msg = p.stderr.decode(errors="replace").strip().splitlines()
             raise EnvironmentProblem(f"saquery -p --slid {pair[0]} --dlid {pair[1]} failed (exit {p.returncode}): "

@@ -156,15 +156,17 @@ def reference_vs_plan(plan: Fabric, plan_ref, fabric: Fabric, ref, to_plan: dict
             "routers_compared": len(pairs), "problems": problems}
 
 
-def verify(fabric: Fabric, dump=None, plan: Fabric | None = None, to_plan: dict[int, int] | None = None) -> dict:
-    """The 'coords' section of the report."""
+def verify(fabric: Fabric, dump=None, plan: Fabric | None = None, to_plan: dict[int, int] | None = None,
+           baseline=None, plan_baseline=None) -> dict:
+    """The 'coords' section of the report. baseline / plan_baseline: (fabric, hdor result) of the
+    complete KNS before a fault (step 0), for a degraded fabric / plan (docs/hdor.md section 6)."""
     from ibtool.routing import hdor
     from ibtool.routing.lids import assign_lids
     out: dict = {"ok": True}
     if not fabric.port_lids:  # coordinates do not depend on LIDs; the reference wants some
         assign_lids(fabric)
     try:
-        ref = hdor.compute(fabric)
+        ref = hdor.compute(fabric, baseline=baseline)
     except hdor.NotKNS as e:
         return {"ok": False, "error": f"the discovered fabric is not a KNS: {e.reason}"}
     out.update({"k": ref.k, "n": ref.n, "s": ref.s, "routers": len(ref.routers), "switches": len(ref.switches),
@@ -173,10 +175,16 @@ def verify(fabric: Fabric, dump=None, plan: Fabric | None = None, to_plan: dict[
         out["dump_vs_reference"] = dump_vs_reference(fabric, ref, dump)
         out["ok"] &= out["dump_vs_reference"]["ok"]
     if plan is not None and to_plan is not None:
+        if not plan.port_lids and plan_baseline is not None:  # a degraded plan keeps the complete one's LIDs
+            full = plan_baseline[0]
+            for (x, port), v in full.port_lids.items():
+                y = plan.by_guid(full.guids[x])
+                if y is not None:
+                    plan.port_lids[(y, port)] = v
         if not plan.port_lids:
             assign_lids(plan)
         try:
-            plan_ref = hdor.compute(plan)
+            plan_ref = hdor.compute(plan, baseline=plan_baseline)
         except hdor.NotKNS as e:  # a finding of this section: the other checks still report
             out["reference_vs_plan"] = {"ok": False, "relabeling": None,
                                         "problems": [f"the plan is not a KNS: {e.reason}"]}

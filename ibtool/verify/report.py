@@ -139,9 +139,17 @@ def _checks(name: str, s: dict) -> list[dict]:
                             "summary": "identical to the reference" if e["tables_equal"] else
                             f"{e['table_differences']} switches differ from the reference"})
                 dv = e["dimension_order"]
+                acc = dv.get("accepted_on_detours")
                 out.append({"name": "routes: dimension order", "ok": dv["violations"] == 0,
                             "summary": f"{dv['violations']} of {dv['checked_pairs']} router/HCA routes leave "
-                                       f"dimension order"})
+                                       f"dimension order" + (f" (besides {acc} on detours around the failures, their "
+                                                             f"HCA pairs on a path SL other than 0)" if acc else "")})
+        u = s.get("unaffected")
+        if u is not None:
+            out.append({"name": "routes: unaffected unchanged", "ok": u["ok"],
+                        "summary": f"{u['unaffected']} entries whose route touches no failed element: "
+                                   + ("all unchanged" if u["ok"] else f"{u['changed_unaffected']} changed, e.g. "
+                                      f"{u['examples'][0]}") + f" ({u['affected']} affected)"})
         return out
     if name == "health":
         f = s["findings"]

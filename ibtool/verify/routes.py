@@ -225,8 +225,12 @@ class VLMap:
         self.table = np.zeros((nsl, len(b.sw_nodes), maxp, maxp), dtype=np.int8)
         self.ca = np.zeros(f.num_nodes, dtype=np.int8)
         unknown = []
+        # OpenSM names a CA's block by its port GUID (one block per port), a switch by its node GUID
+        by_port = {f.port_guid(c, p): c for (c, p) in f.port_lids if f.types[c] == CA}
         for g, rows in sl2vl.items():
             i = f.by_guid(g)
+            if i is None:
+                i = by_port.get(g)
             if i is None:
                 unknown.append(g)
                 continue
@@ -661,6 +665,15 @@ def _walk(b: Bound, lids: np.ndarray, dist, t: Tally | None, seen, pw, edges: li
             chk = router[o] & ok & ((b.types[b.own_node[L]] == CA) | router[b.own_node[L]])
             dimt["checked"] += int(wt[chk].sum())
             bad = chk & dv
+            if dimt.get("detoured") is not None:  # a fault step: the scheme's detours may turn back
+                acc = bad & dimt["detoured"][b.row[o], L]
+                if dimt.get("sls") is not None:  # and the CA pairs behind it are not left on SL 0 (VL 0)
+                    for j in np.flatnonzero(acc & (b.types[b.own_node[L]] == CA)):
+                        srcs = dimt["cas"].get(int(o[j]), ())
+                        if any(dimt["sls"].get((s, int(L[j])), 0) == 0 for s in srcs if s != L[j]):
+                            acc[j] = False
+                dimt["accepted"] += int(wt[acc].sum())
+                bad &= ~acc
             dimt["violations"] += int(wt[bad].sum())
             if dimt["example"] is None and bad.any():
                 j = int(np.flatnonzero(bad)[0])
@@ -706,14 +719,18 @@ def _hdor_dims(fabric: Fabric, reference):
 
 def verify(fabric: Fabric, tables: Tables, sl2vl=None, expect: str | None = None, reference=None,
            permutations: int = 16, seed: int = 1, progress=None, balance: bool = True, path_sls=None,
-           engine: str | None = None) -> dict:
+           engine: str | None = None, baseline: tuple[Fabric, Tables] | None = None) -> dict:
     """All route checks; returns the 'routes' section of the report (see docs/verify.md).
 
     balance=False skips the link loads (routes per link, all-to-all, permutations): delivery,
     lengths, dimension order and deadlock freedom only. path_sls ((SLID, DLID) -> SL, e.g. from
     `saquery -p`) gives each HCA-to-HCA route its SL, and with sl2vl the VL of each hop; `engine`
     names the engine that made the tables, so that one known to spread routes over VLs without
-    path SLs gets "VL0 only: SLs not available" instead of a credit loop it may not have."""
+    path SLs gets "VL0 only: SLs not available" instead of a credit loop it may not have.
+    baseline: (fabric, tables) before a fault (step 0 of `sim run --faults`): routes that touch
+    no failed element must be unchanged (ibtool.verify.unaffected), and with expect="hdor" a
+    dimension-order violation is accepted on a detoured route (the scheme moves it to a higher VL:
+    the per-VL deadlock check is what proves that safe), not on any other."""
     say = progress or (lambda m: None)
     t0 = time.monotonic()
     b = bind(fabric, tables)
@@ -748,7 +765,19 @@ def verify(fabric: Fabric, tables: Tables, sl2vl=None, expect: str | None = None
         deadlock.update(free=None, checked=False, note=f"VL0 only: SLs not available ({engine} spreads routes "
                         f"over virtual lanes; `ibtool sim run --path-sls` collects them)")
     dims = _hdor_dims(fabric, reference) if expect == "hdor" and reference is not None else None
-    dimt = {"checked": 0, "violations": 0, "example": None}
+    dimt = {"checked": 0, "violations": 0, "example": None, "accepted": 0, "detoured": None}
+    unaffected = None
+    if baseline is not None:
+        from ibtool.verify import unaffected as unaff
+        say("routes a fault did not touch, against the tables before it")
+        unaffected, dimt["detoured"] = unaff.compare(bind(*baseline), b)
+        if path_sls is not None:
+            dimt["sls"] = path_sls
+            dimt["cas"] = {}
+            for (c, p), (lid, _) in fabric.port_lids.items():
+                peer = fabric.peer(c, p)
+                if fabric.types[c] == CA and peer is not None:
+                    dimt["cas"].setdefault(peer[0], []).append(lid)
     bal = None
     if balance or dims is not None:
         say("link loads" if balance else "dimension order")
@@ -763,8 +792,12 @@ def verify(fabric: Fabric, tables: Tables, sl2vl=None, expect: str | None = None
     if expect == "hdor":
         res["expect"] = _expect_hdor(fabric, tables, b, reference, dimt["checked"], dimt["violations"],
                                      dimt["example"])
+        if baseline is not None:
+            res["expect"]["dimension_order"]["accepted_on_detours"] = dimt["accepted"]
+    if unaffected is not None:
+        res["unaffected"] = unaffected
     res["ok"] = bool(delivery_ok(res) and deadlock["free"] is not False and not b.missing_tables
-                     and (expect != "hdor" or res["expect"]["ok"]))
+                     and (expect != "hdor" or res["expect"]["ok"]) and (unaffected is None or unaffected["ok"]))
     return res
 
 

@@ -1,0 +1,112 @@
+"""Issue 16's done-when matrix on real ibsim + OpenSM with the hdor plugin: KNS 4-ary 2-direct, 3-ary
+3-direct and 4-ary 2-direct 2-indirect, each with every single router-switch cable failure, every
+single indirect switch failure, a failed router and 5 seeded random multi-fault scenarios.
+
+One `sim run --faults` per (shape, kind) keeps the runtime down: single faults follow each other
+(step k takes fault k down and brings fault k-1 back), random scenarios pile their faults up and
+then restore them all. At every step hdor must configure the tables (no fallback), and `ibtool
+verify all` must pass every step: topology against the plan without what is down, delivery,
+deadlock freedom per VL under the SL2VL tables OpenSM dumped and the SLs the SA hands out, the
+hdor reference of the degraded pass (baseline: step 0), routes a fault did not touch unchanged.
+Once every fault is repaired the tables are step 0's again.
+
+Runtime (2 cores shared with other sessions, load 9-12, 2026-11-23): about 1 h 40 min for the 12
+runs, most of it one `saquery` per HCA pair per step (702 on 3^3): 3^3 single cables 14-28 min,
+3^3 switches 14 min, 4^2 single cables 6 min, 4^2 s=2 single cables 6 min, the rest 0.5-6 min."""
+
+import itertools
+import json
+
+import pytest
+import yaml
+from support import ibtool
+
+from ibtool.sim import faults
+from ibtool.topologies.kns import kns
+
+SHAPES = {"k4n2": (4, 2, 1), "k3n3": (3, 3, 1), "k4n2s2": (4, 2, 2)}
+KINDS = ("links", "switches", "router", "random")
+RANDOM_SEEDS = range(1, 6)
+RANDOM_FAULTS = 3
+
+
+@pytest.fixture(scope="module", params=list(SHAPES))
+def shape(request, tmp_path_factory):
+    k, n, s = SHAPES[request.param]
+    d = tmp_path_factory.mktemp(request.param)
+    ibtool("topo", "kns", "--k", k, "--n", n, "--s", s, "--radix", 8 if s == 1 else 36, "--out", d / "plan", check=0)
+    return request.param, kns(k, n, s=s, radix=8 if s == 1 else 36), d / "plan" / "topology.net"
+
+
+def scenario(f, kind: str) -> list[dict]:
+    """The steps of one run (names as in the plan: the builder names the plan's devices)."""
+    role = f.roles
+    if kind == "random":
+        steps = []
+        restore: list[str] = []
+        for seed in RANDOM_SEEDS:
+            sc = faults.random_scenario(f, RANDOM_FAULTS, seed)
+            downs = [s.down[0] for s in sc.steps]
+            steps.append({"name": f"seed {seed}: {downs[0]}", "down": [downs[0]], "up": restore})
+            steps += [{"name": f"seed {seed}: {d}", "down": [d]} for d in downs[1:]]
+            restore = downs
+        return steps + [{"name": "all up", "up": restore}]
+    if kind == "links":
+        single = []
+        for li in range(f.num_links):
+            ends = [(f.link_a[li], f.link_pa[li]), (f.link_b[li], f.link_pb[li])]
+            if {role[x] for x, _ in ends} == {"router", "switch"}:
+                x, p = next(e for e in ends if role[e[0]] == "router")
+                single.append(f"{f.names[x]} {p}")
+    elif kind == "switches":
+        single = [f.names[x] for x in range(f.num_nodes) if role[x] == "switch"]
+    else:  # a router far from the SM's (R[0..0], node 0)
+        single = [f.names[max(x for x in range(f.num_nodes) if role[x] == "router")]]
+    steps = [{"down": [single[0]]}]
+    steps += [{"down": [b], "up": [a]} for a, b in itertools.pairwise(single)]
+    return steps + [{"name": "all up", "up": [single[-1]]}]
+
+
+def _entries(path):
+    return sorted(ln.split(":")[0].strip() + "@" + block for block, ln in _lines(path))
+
+
+def _lines(path):
+    block = ""
+    for ln in path.read_text().splitlines():
+        if ln.startswith("Unicast lids"):
+            block = ln.split(" guid ")[1].split()[0]
+        elif ln.startswith("0x"):
+            yield block, ln
+
+
+@pytest.mark.ibsim
+@pytest.mark.parametrize("kind", KINDS)
+def test_hdor_keeps_routing_through_faults(shape, kind, tmp_path):
+    name, f, net = shape
+    steps = scenario(f, kind)
+    sc = tmp_path / "faults.yaml"
+    sc.write_text(yaml.safe_dump({"sweep_interval": 2, "settle": 60, "steps": steps}))
+    run = tmp_path / "run"
+    r = ibtool("sim", "run", net, "--engine", "hdor", "--faults", sc, "--out", run, timeout=3600)
+    assert (run / "summary.json").is_file(), f"sim run exit {r.returncode}: {r.stderr[-2000:]}"
+    summary = json.loads((run / "summary.json").read_text())
+    assert len(summary["steps"]) == len(steps) + 1
+    problems = [f"step {s['step']} ({s['faults']}): tables by {s['engine']}"
+                + (" (FALLBACK)" if s["fallback"] else "") + (" (TIMED OUT)" if s["timed_out"] else "")
+                for s in summary["steps"] if s["engine"] != "hdor" or s["fallback"] or s["timed_out"]]
+    v = ibtool("verify", "all", run, "--json", "--permutations", "0", timeout=3600)
+    rep = json.loads(v.stdout)
+    for k, s in enumerate(summary["steps"]):
+        r = rep["steps"][f"step-{k}"]
+        bad = [c for c in r["checks"] if not c["ok"]]
+        if bad:
+            problems.append(f"step {k} ({s['faults']}): verify {bad[0]['name']}: {bad[0]['summary'][:200]}")
+        if s["down"]:  # degraded: the per-VL check ran with OpenSM's SL2VL tables and the SA's SLs
+            dl = next((c for c in r["checks"] if c["name"] == "routes: deadlock freedom"), {"summary": ""})
+            if "path SLs + SL2VL dump" not in dl["summary"]:
+                problems.append(f"step {k} ({s['faults']}): deadlock check not per VL with SLs: {dl['summary'][:120]}")
+    # every fault repaired: the original tables
+    if _entries(run / f"step-{len(steps)}" / "dump_fts.out") != _entries(run / "step-0" / "dump_fts.out"):
+        problems.append("all faults repaired: the tables differ from step 0's")
+    assert not problems, f"{name} {kind}: {len(problems)} problems:\n" + "\n".join(problems[:12])
