@@ -395,7 +395,10 @@ def test_done_when_a_campaign_interrupted_three_times_ends_like_an_uninterrupted
     for sig in signals:
         proc = subprocess.Popen([*IBTOOL, *base, "-o", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 cwd=REPO)
-        time.sleep(rnd.uniform(1.0, 4.0))  # a random point: connecting, staging, mid-run, between runs
+        # a random point inside a run: once its hpcc ranks are up (a signal sent at a fixed delay
+        # once landed after the whole campaign had run on a quiet machine, proving nothing)
+        wait_for(lambda: any("hpcc" in x for x in marked()) or proc.poll() is not None, 120, "hpcc to start")
+        time.sleep(rnd.uniform(0.0, 1.0))
         if proc.poll() is None:
             proc.send_signal(sig)
         proc.communicate(timeout=120)
