@@ -18,6 +18,26 @@
  * GUID (never an OpenSM object), so that a later pass with failed links or nodes is routed as a
  * degraded KNS; and the path-SL/SL2VL table of the last degraded pass, read by the path_sl (SA
  * threads) and update_sl2vl hooks.
+ *
+ * Contents (the sections below are numbered as here; "docs" is docs/hdor.md):
+ *    1. types: per-pass data and the engine context
+ *    2. helpers: layout guard, allocation, declines, pointer hash, sorting
+ *    3. candidate port sets (interned per switch, with their spreading counters)
+ *    4. nodes and links of OpenSM's subnet
+ *    5. identification: routers, groups, members, checks 1-3 (docs section 1)
+ *    6. dimensions and coordinates (docs sections 2-3)
+ *    7. distances inside groups and candidate sets (docs section 4)
+ *    8. LID targets
+ *    9. the analysis: everything that can fail, before anything is written
+ *   10. hop matrices: from coordinates (s = 1), else by breadth-first search
+ *   11. forwarding tables (docs section 4)
+ *   12. the coordinates dump (docs section 5)
+ *   13. fault tolerance (docs section 6): the remembered KNS, degraded routing
+ *       13.1 compare with the remembered KNS   13.2 the degraded structure and routes
+ *       13.3 SLs and VLs                       13.4 dump, tables, hop matrices, the SL hooks
+ *   14. engine callbacks: build_lid_matrices, ucast_build_fwd_tables, destroy
+ *   15. in-tree variant (osm_ucast_hdor_setup)
+ *   16. plugin variant (the event plugin that registers the engine)
  */
 #include <opensm/osm_config.h>
 
@@ -53,7 +73,7 @@
 #define HDOR_MAX_N 16
 
 /* ------------------------------------------------------------------------------------------ */
-/* per-pass data                                                                              */
+/* 1. types: per-pass data and the engine context                                             */
 
 enum { N_SWITCH = 1, N_CA = 2 };
 enum { T_NONE = 0, T_ROUTER = 1, T_SWITCH = 2 };
@@ -170,7 +190,7 @@ typedef struct hdor_ctx {
 } hdor_ctx_t;
 
 /* ------------------------------------------------------------------------------------------ */
-/* helpers                                                                                    */
+/* 2. helpers: layout guard, allocation, declines, pointer hash, sorting                      */
 
 static int hdor_layout_ok(osm_opensm_t *osm)
 {
@@ -299,7 +319,7 @@ HDOR_CMP(cmp_sw_guid, sw, guid)
 HDOR_CMP(cmp_ca_guid, ca, guid)
 
 /* ------------------------------------------------------------------------------------------ */
-/* candidate sets                                                                             */
+/* 3. candidate port sets (interned per switch, with their spreading counters)                */
 
 static void mask_set(pmask_t *m, unsigned p)
 {
@@ -368,7 +388,7 @@ static inline uint8_t pick(hdor_pass_t *P, int id)
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* 1. nodes and links                                                                         */
+/* 4. nodes and links of OpenSM's subnet                                                      */
 
 static int collect(hdor_ctx_t *ctx, hdor_pass_t *P)
 {
@@ -470,7 +490,7 @@ static int collect(hdor_ctx_t *ctx, hdor_pass_t *P)
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* 2. identification: routers, groups, members, checks 1-3                                    */
+/* 5. identification: routers, groups, members, checks 1-3 (docs section 1)                   */
 
 static int identify(hdor_ctx_t *ctx, hdor_pass_t *P)
 {
@@ -665,7 +685,7 @@ static int identify(hdor_ctx_t *ctx, hdor_pass_t *P)
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* 3. dimensions (breadth-first from the seed router) and coordinates                         */
+/* 6. dimensions (breadth-first from the seed router) and coordinates (docs 2-3)              */
 
 static int uf_find(int *uf, int x)
 {
@@ -892,7 +912,7 @@ out:
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* 4. distances inside groups and candidate sets                                              */
+/* 7. distances inside groups and candidate sets (docs section 4)                             */
 
 /* BFS over the switches of group g from `src` (a member router when src_hops = 1: its switches
  * of g are at 1 hop; an indirect switch of g when src_hops = 0, its dist entry already 0);
@@ -1072,7 +1092,7 @@ static int candidate_sets(hdor_ctx_t *ctx, hdor_pass_t *P)
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* 5. LID targets                                                                             */
+/* 8. LID targets                                                                             */
 
 static int lid_targets(hdor_ctx_t *ctx, hdor_pass_t *P)
 {
@@ -1130,7 +1150,7 @@ static int lid_targets(hdor_ctx_t *ctx, hdor_pass_t *P)
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* the analysis: everything that can fail, before anything is written                         */
+/* 9. the analysis: everything that can fail, before anything is written                      */
 
 static int analyse(hdor_ctx_t *ctx, hdor_pass_t *P)
 {
@@ -1142,7 +1162,7 @@ static int analyse(hdor_ctx_t *ctx, hdor_pass_t *P)
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* hop matrices from coordinates (s = 1): the exact switch-to-switch hop counts               */
+/* 10. hop matrices: from coordinates (s = 1), else by breadth-first search                   */
 
 static inline void set_hop(uint8_t *row, uint8_t port, unsigned h, uint8_t *best)
 {
@@ -1373,7 +1393,7 @@ static int fill_hops_bfs(hdor_pass_t *P)
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* forwarding tables                                                                          */
+/* 11. forwarding tables (docs section 4)                                                     */
 
 /* the highest LID of sw's new_lft that may be written: max_lid_ho, within lft_size */
 static uint32_t lft_top(const osm_switch_t *sw)
@@ -1478,7 +1498,7 @@ static void route_switch(hdor_pass_t *P, int w)
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* the coordinates dump                                                                       */
+/* 12. the coordinates dump (docs section 5)                                                  */
 
 static void put_coords(FILE *f, const uint8_t *c, unsigned n, int skip)
 {
@@ -1616,7 +1636,7 @@ static int write_dump(hdor_ctx_t *ctx, hdor_pass_t *P, char *path, size_t pathsz
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* 6. fault tolerance (docs/hdor.md section 6): the remembered KNS, degraded routing, SLs/VLs  */
+/* 13. fault tolerance (docs section 6): the remembered KNS, degraded routing                 */
 
 #define HDOR_INF (1 << 30)
 #define HDOR_MAX_SLS 16
@@ -2033,7 +2053,7 @@ out:
 	return K;
 }
 
-/* ---------------------------------------------------------------- compare with the remembered KNS */
+/* ---------------- 13.1 compare with the remembered KNS */
 
 static inline int kpeer(const hdor_kns_t *K, int b, unsigned port)
 {
@@ -2146,7 +2166,7 @@ static int deg_match(hdor_ctx_t *ctx, hdor_deg_t *D)
 	return 1;
 }
 
-/* ---------------------------------------------------------------- the degraded structure */
+/* ---------------- 13.2 the degraded structure and routes */
 
 static inline int rank_lt(const hdor_kns_t *K, int a, int b)
 {
@@ -2735,7 +2755,7 @@ static int spread_pick(hdor_deg_t *D, int r, const pmask_t *m)
 	return -1;
 }
 
-/* ---------------------------------------------------------------- SLs and VLs */
+/* ---------------- 13.3 SLs and VLs */
 
 /* open-addressing map (SL, switch, in, out) -> VL of the SL2VL entries set so far */
 typedef struct {
@@ -3147,7 +3167,7 @@ out:
 	return ret;
 }
 
-/* ---------------------------------------------------------------- dump, hooks */
+/* ---------------- 13.4 dump, tables, hop matrices, the SL hooks */
 
 static int write_dump_degraded(hdor_ctx_t *ctx, hdor_deg_t *D, char *path, size_t pathsz)
 {
@@ -3329,7 +3349,7 @@ static void hdor_update_sl2vl(void *context, osm_physp_t *port, uint8_t in_port,
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* engine callbacks                                                                           */
+/* 14. engine callbacks                                                                       */
 
 static uint64_t usec_since(const struct timespec *t0)
 {
@@ -3566,7 +3586,7 @@ static void hdor_fill_engine(osm_routing_engine_t *re, hdor_ctx_t *ctx)
 
 #ifdef HDOR_INTREE
 /* ------------------------------------------------------------------------------------------ */
-/* in-tree variant: listed in static_routing_modules[] of osm_opensm.c                        */
+/* 15. in-tree variant: listed in static_routing_modules[] of osm_opensm.c                    */
 
 int osm_ucast_hdor_setup(struct osm_routing_engine *re, osm_opensm_t *osm);
 int osm_ucast_hdor_setup(struct osm_routing_engine *re, osm_opensm_t *osm)
@@ -3588,7 +3608,7 @@ int osm_ucast_hdor_setup(struct osm_routing_engine *re, osm_opensm_t *osm)
 
 #else
 /* ------------------------------------------------------------------------------------------ */
-/* plugin variant: an event plugin whose create() registers the external routing engine       */
+/* 16. plugin variant: an event plugin whose create() registers the engine                    */
 
 static int hdor_setup(osm_routing_engine_t *re, osm_opensm_t *osm)
 {
