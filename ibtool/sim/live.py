@@ -11,6 +11,7 @@ up (engine switching in a benchmark campaign, fault injection, counter collectio
         subprocess.run(["perfquery"], env=lf.env(), cwd=lf.scratch)   # or run one yourself
         lf.console('Unlink "S-0002c90200000001"[3]')       # an ibsim console command; returns its output
         lf.restart_opensm(["updn"])   # stop OpenSM, start it again with other engines, wait for them
+                                      # (OpenSM's cache directory survives, as on a host)
     # leaving the block stops OpenSM, then ibsim, whatever happened (Ctrl-C and SIGTERM included)
 
 Interface:
@@ -30,7 +31,11 @@ Interface:
   start: ``opensm-<n>-<engines>.log``), ``.ibsim_log``: ibsim's console output.
 * ``.stop()``: what leaving the block does; safe to call twice.
 
-Each LiveFabric has its own IBSIM_SOCKNAME, OSM_TMP_DIR and OSM_CACHE_DIR, so several can run at once.
+Each LiveFabric has its own IBSIM_SOCKNAME, OSM_TMP_DIR and OSM_CACHE_DIR (``work/osm/cache``,
+emptied when the fabric starts, kept across ``restart_opensm`` like a host's /var/cache/opensm: the
+guid2lid of OpenSM and the KNS hdor remembers), so several can run at once. OpenSM is started with
+``-F work/opensm-<n>.conf``, so a ``work/hdor.conf`` is the KNS description hdor reads
+(``hdor_conf=`` copies one there at start; docs/plugin.md).
 """
 
 from __future__ import annotations
@@ -70,7 +75,8 @@ def last_error(*texts: str) -> str | None:
 
 class LiveFabric:
     def __init__(self, net: str | Path, work: str | Path, engines: list[str] | tuple[str, ...] = ("minhop",),
-                 timeout: float = 120, conf_options=(), opensm_args=(), plugin_dir: Path = opensm.PLUGIN_DIR):
+                 timeout: float = 120, conf_options=(), opensm_args=(), plugin_dir: Path = opensm.PLUGIN_DIR,
+                 hdor_conf: str | Path | None = None):
         self.net = Path(net)
         if not self.net.is_file():
             raise InputError("no such net file", path=str(net))
@@ -80,6 +86,9 @@ class LiveFabric:
         self.conf_options = list(conf_options)
         self.opensm_args = list(opensm_args)
         self.plugin_dir = Path(plugin_dir)
+        self.hdor_conf = Path(hdor_conf) if hdor_conf else None
+        if self.hdor_conf and not self.hdor_conf.is_file():
+            raise InputError("no such file", path=str(hdor_conf))
         self.sockname = f"ibtool-live-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.scratch = self.work / "scratch"
         self.fifo = self.work / "ibsim.console"
@@ -112,6 +121,11 @@ class LiveFabric:
         fabric = ibnetdiscover.read(self.net)
         for d in (self.work, self.scratch, self.work / "osm", self.work / "osm" / "cache"):
             d.mkdir(parents=True, exist_ok=True)
+        for stale in (self.work / "osm" / "cache").iterdir():
+            stale.unlink()  # a guid2lid (or a KNS hdor remembers) of another fabric in this work dir
+        (self.work / "hdor.conf").unlink(missing_ok=True)
+        if self.hdor_conf:
+            (self.work / "hdor.conf").write_bytes(self.hdor_conf.read_bytes())
         if self.fifo.exists():
             self.fifo.unlink()
         os.mkfifo(self.fifo)
@@ -156,8 +170,6 @@ class LiveFabric:
         self.engines = list(engines)
         env_extra = {"OSM_TMP_DIR": str((self.work / "osm").resolve()),
                      "OSM_CACHE_DIR": str((self.work / "osm" / "cache").resolve())}
-        for stale in (self.work / "osm" / "cache").iterdir():
-            stale.unlink()  # a guid2lid of the previous start would pin its LIDs
         if any(e in opensm.PLUGIN_ENGINES for e in engines):
             for e in engines:
                 if e in opensm.PLUGIN_ENGINES and not (self.plugin_dir / f"lib{e}.so").exists():
