@@ -3604,9 +3604,9 @@ static int collect_kns(hdor_ctx_t *ctx, hdor_pass_t *P, const hdor_kns_t *K)
 				node = (osm_node_t *)it;
 		}
 		if (node && node_kind(node) != K->type[i]) {
-			declinec(ctx, HD_CONF_MISMATCH, "0x%016" PRIx64 " '%s' is a %s, not a %s as in the KNS",
-				 K->ident[i], ndesc(node), node_kind(node) == N_SWITCH ? "switch" : "non-switch",
-				 kind_word(K->type[i]));
+			declinec(ctx, HD_CONF_MISMATCH, "0x%016" PRIx64 " '%s' is a%s, the KNS has a%s there",
+				 K->ident[i], ndesc(node), node_kind(node) == N_SWITCH ? " switch" : "n hca",
+				 K->type[i] == N_SWITCH ? " switch" : "n hca");
 			goto out;
 		}
 		if (K->type[i] == N_SWITCH) {
@@ -3777,6 +3777,29 @@ static void kns_lids(hdor_pass_t *P, const hdor_kns_t *K)
 	}
 }
 
+/* a switch object of our own for the table of switch w of P that OpenSM does not have (only
+ * what route_switch uses: new_lft, lft_size, max_lid_ho, num_ports, p_prof) */
+static osm_switch_t *shadow_switch(const hdor_pass_t *P, const hdor_kns_t *K, int w)
+{
+	int b = find_u64(K->guid, K->nn, P->sw[w].guid);
+	osm_switch_t *sw = xcalloc(1, sizeof(*sw));
+	if (!sw || b < 0)
+		return free(sw), NULL;
+	sw->num_ports = K->np[b];
+	sw->max_lid_ho = (uint16_t)P->max_lid;
+	sw->lft_size = (uint16_t)(P->max_lid + 1);
+	sw->new_lft = malloc(P->max_lid + 1);
+	sw->p_prof = xcalloc(K->np[b], sizeof(*sw->p_prof));
+	if (!sw->new_lft || !sw->p_prof) {
+		free(sw->new_lft);
+		free(sw->p_prof);
+		free(sw);
+		return NULL;
+	}
+	memset(sw->new_lft, OSM_NO_PATH, P->max_lid + 1);
+	return sw;
+}
+
 /* Kin routed by docs section 4 for the LIDs of now: a KNS with its fault-free tables (of the
  * switches there now), or NULL (ctx->reason).  compute: coordinates by docs sections 2-3 (first
  * sight), else Kin's.  Leaves the switches' new_lft as OpenSM prepared them. */
@@ -3796,9 +3819,15 @@ static hdor_kns_t *kns_build(hdor_ctx_t *ctx, const hdor_kns_t *Kin, int compute
 		goto out;
 	kns_lids(P, Kin);
 	P->ready = 1;
+	/* a switch that is not there gets a shadow object for its fault-free table (the detours'
+	 * statistics walk it, as a long-running hdor walks the table it had) */
 	for (w = 0; w < P->nsw; w++)
-		if (P->sw[w].sw)
-			route_switch(P, w);
+		if (!P->sw[w].sw && !(P->sw[w].sw = shadow_switch(P, Kin, w))) {
+			decline(ctx, "out of memory");
+			goto out;
+		}
+	for (w = 0; w < P->nsw; w++)
+		route_switch(P, w);
 	K = kns_remember(ctx, P, Kin);
 	if (!K)
 		decline(ctx, "out of memory");
@@ -3807,13 +3836,20 @@ static hdor_kns_t *kns_build(hdor_ctx_t *ctx, const hdor_kns_t *Kin, int compute
 	for (w = 0; w < P->nsw; w++) {
 		osm_switch_t *sw = P->sw[w].sw;
 		unsigned p;
-		if (!sw)
+		if (!sw || !P->sw[w].node)
 			continue;
 		memset(sw->new_lft, OSM_NO_PATH, lft_top(sw) + 1);
 		for (p = 0; p < sw->num_ports; p++)
 			osm_port_prof_construct(&sw->p_prof[p]);
 	}
 out:
+	for (w = 0; w < P->nsw; w++)
+		if (P->sw[w].sw && !P->sw[w].node) {
+			free(P->sw[w].sw->new_lft);
+			free(P->sw[w].sw->p_prof);
+			free(P->sw[w].sw);
+			P->sw[w].sw = NULL;
+		}
 	pass_free(P);
 	return K;
 }

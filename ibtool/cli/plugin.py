@@ -163,12 +163,22 @@ def build_cmd(intree):
               help="routing_engine list written into the conf (OpenSM tries them in order).")
 @click.option("--destdir", type=click.Path(path_type=Path),
               help="Stage every file under this root (packaging); ldconfig is not run.")
+@click.option("--kns-conf", "kns_conf", type=click.Path(path_type=Path),
+              help="A KNS description (hdor.conf, from `ibtool route hdor --kns-conf` or the plan of `ibtool topo "
+                   "kns`) to install beside --conf, where hdor reads it.")
 @click.option("--dry-run", is_flag=True, help="Print what would change; change nothing.")
-def install_cmd(prefix, conf, engines, destdir, dry_run):
+def install_cmd(prefix, conf, engines, destdir, kns_conf, dry_run):
     """Install libhdor.so where Debian's opensm finds it and enable it in opensm.conf.
 
     OpenSM dlopens lib<name>.so by bare name, so the library must be on the loader's default path
     (or in a directory registered with ldconfig); `event_plugin_name` exists only in the config file.
+    With --kns-conf the KNS description goes beside the conf (/etc/opensm/hdor.conf): hdor then
+    knows the KNS at its first sweep even when cables or switches are missing (docs/plugin.md).
+
+    \b
+    Examples:
+      ibtool plugin install --dry-run
+      ibtool plugin install --engines hdor,updn --kns-conf hdor.conf
     """
     names = opensm.parse_engines(engines)
     if "hdor" not in names:
@@ -195,6 +205,12 @@ def install_cmd(prefix, conf, engines, destdir, dry_run):
     except UnicodeDecodeError:
         raise InputError(f"--conf {cpath}: not a text file (not UTF-8); is it an opensm.conf?") from None
     new, changes = update_conf(old or "", names)
+    desc = None
+    if kns_conf is not None:  # a description hdor would refuse stops the install here, with its line
+        from ibtool.formats import hdor_conf
+        kc = hdor_conf.read(kns_conf)
+        desc = (_root(destdir, (conf.resolve() if not conf.is_absolute() else conf).parent / "hdor.conf"),
+                _read(kns_conf, "--kns-conf"), kc)
 
     # 1. the library
     data = _read(src, "library")
@@ -242,6 +258,24 @@ def install_cmd(prefix, conf, engines, destdir, dry_run):
                 _write(backup, old_bytes, mode)
                 click.echo(f"  saved the previous file as {backup}")
         _write(cpath, new.encode(), mode)
+    # 4. the KNS description, beside the conf
+    if desc is not None:
+        dpath, data, kc = desc
+        roles = {r: sum(1 for x in kc.nodes if x.role == r) for r in ("router", "switch", "hca")}
+        what = (f"KNS k={kc.k} n={kc.n} s={kc.s}: {roles['router']} routers, {roles['switch']} switches, "
+                f"{roles['hca']} HCAs, {len(kc.links)} cables" + (", with LIDs" if any(x.lids for x in kc.nodes) else ""))
+        if _read(dpath, "installed description") == data:
+            click.echo(f"unchanged {dpath} ({what})")
+        else:
+            click.echo(f"{pre}install {dpath} (from {kns_conf}: {what})")
+            if dry_run:
+                shown = data.decode(errors="replace").splitlines()
+                for ln in shown[:12]:
+                    click.echo(f"  | {ln}")
+                if len(shown) > 12:
+                    click.echo(f"  | ... ({len(shown) - 12} more lines)")
+            else:
+                _write(dpath, data)
     if not dry_run and destdir is None:
         click.echo("restart OpenSM to load it (systemctl restart opensm); check its log for "
                    "'hdor tables configured on all switches'")

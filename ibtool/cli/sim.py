@@ -64,9 +64,13 @@ def _kv(ctx, param, values):
               help="N steps, each one more random switch cable or switch down (never the SM's switch, "
                    "never cutting the switches in two).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of --random-faults.")
+@click.option("--hdor-conf", "hdor_conf", metavar="FILE|none",
+              help="The KNS description hdor reads (copied beside the run's opensm.conf as OUT/hdor.conf; "
+                   "docs/plugin.md). Default: the plan's hdor.conf beside NET when the engine is the plan's; "
+                   "'none': no description.")
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json.")
 def run_cmd(net, engine, out, timeout, log_flags, conf_options, opensm_config, opensm_args, no_discover, path_sls,
-            faults, fail, random_faults, seed, as_json):
+            faults, fail, random_faults, seed, hdor_conf, as_json):
     """Bring NET up in ibsim, route it once with OpenSM, discover it.
 
     \b
@@ -84,11 +88,18 @@ def run_cmd(net, engine, out, timeout, log_flags, conf_options, opensm_config, o
       ibtool sim run cellia/topology.net --engine hdor --out run
       ibtool sim run cellia/topology.net --engine dfsssp --path-sls --conf qos=TRUE --out run-dfsssp
     """
+    plan_conf = None
     if engine is None and opensm.plan_engines(net) is not None:
         engines = opensm.plan_engines(net)  # the plan's engine, with its options (root GUIDs ...)
         opensm_config = opensm_config or str(net.with_name("opensm.conf"))
+        if net.with_name("hdor.conf").is_file():
+            plan_conf = net.with_name("hdor.conf")
     else:
         engines = opensm.parse_engines(engine or "minhop")
+    if hdor_conf is not None:
+        plan_conf = None if hdor_conf == "none" else Path(hdor_conf)
+        if plan_conf is not None and not plan_conf.is_file():
+            raise InputError("--hdor-conf: no such file", path=hdor_conf)
     try:
         flags = int(log_flags, 0)
     except ValueError:
@@ -96,10 +107,11 @@ def run_cmd(net, engine, out, timeout, log_flags, conf_options, opensm_config, o
     if not 0 <= flags <= 0xFF:  # OpenSM's log flags are one byte (OSM_LOG_ERROR 0x01 .. OSM_LOG_SYS 0x80)
         raise InputError(f"--log-flags: {log_flags} is outside 0x00..0xff")
     if faults or fail or random_faults:
-        return _scenario(net, out, engines, timeout, faults, fail, random_faults, seed, as_json, path_sls, flags)
+        return _scenario(net, out, engines, timeout, faults, fail, random_faults, seed, as_json, path_sls, flags,
+                         plan_conf)
     opts = RunOptions(engines=engines, timeout=timeout, log_flags=flags, conf_options=conf_options,
                       conf_base=opensm_config, opensm_args=list(opensm_args), discover=not no_discover,
-                      path_sls=bool(path_sls))
+                      path_sls=bool(path_sls), hdor_conf=plan_conf)
     progress = None if as_json else (lambda m: click.echo(f"  {m}", err=True))
     s = run(net, out, opts, progress)
     if as_json:
@@ -119,7 +131,7 @@ def run_cmd(net, engine, out, timeout, log_flags, conf_options, opensm_config, o
         raise SystemExit(1)
 
 
-def _scenario(net, out, engines, timeout, faults, fail, random_faults, seed, as_json, path_sls, flags):
+def _scenario(net, out, engines, timeout, faults, fail, random_faults, seed, as_json, path_sls, flags, hdor_conf=None):
     """`sim run` with faults: a live fabric, one OpenSM, a step at a time (ibtool.sim.faults)."""
     from ibtool.formats import ibnetdiscover
     from ibtool.sim import faults as fault_scenarios
@@ -138,7 +150,8 @@ def _scenario(net, out, engines, timeout, faults, fail, random_faults, seed, as_
     else:
         sc = fault_scenarios.random_scenario(plan, random_faults, seed)
     progress = None if as_json else (lambda m: click.echo(f"  {m}", err=True))
-    s = fault_scenarios.run(Path(net), out, engines, sc, timeout, progress, path_sls=path_sls, log_flags=flags)
+    s = fault_scenarios.run(Path(net), out, engines, sc, timeout, progress, path_sls=path_sls, log_flags=flags,
+                            hdor_conf=hdor_conf)
     if as_json:
         click.echo(json.dumps(s, indent=2))
     else:

@@ -71,7 +71,8 @@ def write_plan(fabric, out: Path, engines: list[str], engine_files=(), layout=No
         for ef in engine_files:
             if ef.filename:
                 (tmp / ef.filename).write_text(ef.content)
-        options = [(ef.key, str(out.resolve() / ef.filename) if ef.filename else ef.content) for ef in engine_files]
+        options = [(ef.key, str(out.resolve() / ef.filename) if ef.filename else ef.content) for ef in engine_files
+                   if ef.key]
         (tmp / "opensm.conf").write_text(opensm.config(engines, options, fabric=fabric.name))
         # `build` (family and arguments) lets later steps rebuild the fabric with its labels
         summary = {**fabric.summary(), **({"build": build} if build else {})}
@@ -113,8 +114,15 @@ def _make_command(topo):
         if topo.layout:
             from ibtool.layout import place
             layout = place(fabric, topo.layout)
-        files = write_plan(fabric, out, engines, topo.engine_files(fabric) if topo.engine_files else (), layout,
-                           build={"family": topo.name, "args": kw})
+        engine_files = list(topo.engine_files(fabric)) if topo.engine_files else []
+        if "hdor" in engines:  # the KNS description hdor reads beside opensm.conf (docs/plugin.md)
+            from ibtool.formats import hdor_conf
+            from ibtool.routing import hdor_kns
+            from ibtool.topologies import EngineFile
+            conf = hdor_kns.plan_description(fabric)
+            if conf is not None:
+                engine_files.append(EngineFile("", "hdor.conf", hdor_conf.text(conf)))
+        files = write_plan(fabric, out, engines, engine_files, layout, build={"family": topo.name, "args": kw})
         s = fabric.summary()
         if as_json:
             click.echo(json.dumps({**s, "files": files, "seconds": round(time.monotonic() - t0, 3)}, indent=2))

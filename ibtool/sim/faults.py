@@ -207,9 +207,10 @@ def _expected(plan: Fabric, down_links: set[int], down_nodes: set[int], sm_node:
 
 
 def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: float = 300,
-        progress=None, path_sls: bool | None = None, log_flags: int = 0x47) -> dict:
+        progress=None, path_sls: bool | None = None, log_flags: int = 0x47, hdor_conf: Path | None = None) -> dict:
     """path_sls: collect every HCA pair's PathRecord (its SL) at each step; default: when the engine
-    programs SLs (SL_ENGINES). log_flags: OpenSM's -D (0x40 writes the SL2VL dump each step needs)."""
+    programs SLs (SL_ENGINES). log_flags: OpenSM's -D (0x40 writes the SL2VL dump each step needs).
+    hdor_conf: the KNS description hdor reads (beside OpenSM's opensm.conf)."""
     say = progress or (lambda m: None)
     if path_sls is None:
         path_sls = any(e in SL_ENGINES for e in engines)
@@ -229,7 +230,7 @@ def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: f
         conf.append(("qos", "TRUE"))
     summary["opensm_conf"] = dict(conf)
     with LiveFabric(net, out / ".live", engines, timeout=timeout, opensm_args=["-D", hex(log_flags)],
-                    conf_options=conf) as lf:
+                    conf_options=conf, hdor_conf=hdor_conf) as lf:
         osm = lf.work / "osm"
 
         log = {"pos": 0, "engines": [], "up_after": False}
