@@ -3324,6 +3324,12 @@ static int deg_route(hdor_ctx_t *ctx, hdor_deg_t *D)
 		declinec(ctx, HD_VLS, "the failures need %u VLs, the ports offer %u", D->vls, D->vlcap);
 		goto out;
 	}
+	if (D->vls > 1 && !ctx->osm->subn.opt.qos) {
+		/* the switches would keep SL2VL tables that are not hdor's: no VLs, a credit loop */
+		declinec(ctx, HD_VLS, "the failures need %u VLs, and OpenSM programs hdor's SL2VL tables only with "
+			 "qos TRUE (off)", D->vls);
+		goto out;
+	}
 	for (i = 0; i < nn; i++) {
 		if (!D->cur[i])
 			continue;

@@ -470,15 +470,21 @@ def _verify_run(run_dir: Path, plan, nnm, expect, permutations, say, before: dic
         from ibtool.formats import hdor_dump
         from ibtool.verify import coords
         say("coordinates")
+        desc = None
+        if (run_dir / "hdor.conf").is_file() and not before:  # the description hdor ran with (sim run --hdor-conf)
+            from ibtool.formats import hdor_conf
+            desc = hdor_conf.read(run_dir / "hdor.conf")
         c = coords.verify(f, hdor_dump.read(dump) if dump.is_file() else None, p, to_plan,
-                          baseline=before and before["ref"], plan_baseline=before and before["plan"])
+                          baseline=before and before["ref"], plan_baseline=before and before["plan"], description=desc)
         ref = c.get("_reference")
         sections["coords"] = c
     if lfts.is_file():
+        base = (before["fabric"], before["tables"]) if before and expect == "hdor" else None
+        if base is None and expect == "hdor" and ref is not None and ref.kns is not None:
+            base = ref.kns  # degraded from the first sweep: the KNS hdor routed against (docs/hdor.md section 7)
         sections["routes"] = _routes(disc, lfts, sl if sl.is_file() else None, expect if expect == "hdor" else None,
                                      permutations, say, f=f, ref=ref, path_sls=psl if psl.is_file() else None,
-                                     engine=engine, baseline=(before["fabric"], before["tables"])
-                                     if before and expect == "hdor" else None)
+                                     engine=engine, baseline=base)
     else:
         raise InputError("no dump_fts.out nor osm/opensm-lfts.dump: no forwarding tables to verify", path=str(run_dir))
     if (run_dir / "perfquery.out").is_file():

@@ -64,6 +64,7 @@ class HdorResult:
     path_sls: dict | None = None  # PathSLs (formats.pathrecord): (SLID, DLID) -> SL, every CA-to-CA pair
     faults: dict = field(default_factory=dict)  # failed links/nodes against the remembered KNS
     extra_hops: dict = field(default_factory=dict)  # CA-to-CA pairs whose path changed: count, max, mean links
+    kns: tuple | None = None  # degraded: (the complete KNS as a Fabric, its fault-free Tables) routed against
 
     def spread_summary(self) -> dict:
         """How evenly parallel router–group links share the LIDs (max - min per pair)."""

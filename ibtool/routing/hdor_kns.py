@@ -211,6 +211,14 @@ def _back(res: HdorResult, f: Fabric, renamed: Fabric) -> HdorResult:
     order = lambda xs: sorted(xs, key=lambda i: f.guids[i])  # noqa: E731
     out.routers, out.switches, out.hcas = order(res.routers), order(res.switches), order(res.hcas)
     out.groups = [order(gr) for gr in res.groups]
+    if res.kns is not None:  # the complete KNS with the replacements' GUIDs
+        bf, t0 = res.kns
+        guid_of = {bf.by_guid(a): b for a, b in g.items() if a != b and bf.by_guid(a) is not None}
+        t = Tables()
+        for guid, row in t0.lft.items():
+            new = g.get(guid, guid)
+            t.lft[new], t.names[new] = row, t0.names.get(guid, "")
+        out.kns = (_renamed(bf, guid_of), t)
     return out
 
 
@@ -232,7 +240,9 @@ def against(now: Fabric, bf: Fabric, coords: dict | None, dims: dict | None, vls
         br = _routed(bf, _coords_of(bf, br), _dims_of(bf, br))
         res = degraded(f, bf, br, vls)
     if res is None:  # nothing failed: the KNS's own tables, on the fabric of now
-        res = _routed(_relid(f, f), *_given(f, bf, br))
+        res = _routed(f, *_given(f, bf, br))
+    else:
+        res.kns = (bf, br.tables)
     return _back(res, now, f)
 
 
