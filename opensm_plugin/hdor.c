@@ -191,6 +191,7 @@ typedef struct hdor_ctx {
 	/* section 14: the description (hdor.conf) and the remembered state, read at the first pass */
 	int loaded;
 	int kns_dirty;		/* ctx->kns changed: write the remembered state after this pass */
+	int conf_dirty;		/* a device of hdor.conf was replaced: rewrite hdor.conf after this pass */
 	char conf_path[4096];	/* the hdor.conf in use ("" none) */
 	char state_path[4096];	/* the remembered state: OSM_CACHE_DIR/hdor-kns.conf */
 	char conf_bad[600];	/* why hdor.conf cannot be used ("" when it can) */
@@ -2232,6 +2233,76 @@ static inline int works(const hdor_deg_t *D, int b, unsigned port)
 	return port < D->K->np[b] && D->ok[D->K->poff[b] + port];
 }
 
+/* The devices of now that are not in K: each one that stands exactly where a device of K is
+ * missing -- every cable of it goes to a device of K, on the port the missing one's went to, from
+ * the port the missing one used -- takes its place (docs/hdor.md section 7): K keeps the old
+ * GUID as the node's place (its coordinates, its order) and knows the new one.  A device next to
+ * another new one is placed once that one is.  Never a phantom's place (first sight guessed its
+ * ports): that fabric is identified again.  0, or -1 (ctx->reason) when one is left unplaced. */
+static int replacements(hdor_ctx_t *ctx, hdor_deg_t *D, osm_node_t **unknown, uint32_t nu, int strict)
+{
+	hdor_kns_t *K = D->K;
+	uint32_t i, left = nu;
+	int progress = 1;
+
+	while (progress && left) {
+		progress = 0;
+		for (i = 0; i < nu; i++) {
+			osm_node_t *x = unknown[i];
+			unsigned p, np, links = 0;
+			int cand = -1, ok = 1;
+			if (!x)
+				continue;
+			np = osm_node_get_num_physp(x);
+			for (p = 1; p < np && ok; p++) {
+				osm_physp_t *ph = osm_node_get_physp_ptr(x, (uint8_t)p), *r;
+				int yb, B;
+				if (!ph || !(r = ph->p_remote_physp) || !osm_link_is_healthy(ph) || !r->p_node)
+					continue;
+				yb = kns_find(K, cl_ntoh64(osm_node_get_node_guid(r->p_node)));
+				if (yb < 0 || D->cur[yb] != r->p_node) {
+					ok = 0;	/* next to a device not placed (yet) */
+					break;
+				}
+				B = kpeer(K, yb, osm_physp_get_port_num(r));
+				if (B < 0 || K->pport[K->poff[yb] + osm_physp_get_port_num(r)] != p || (cand >= 0 && B != cand))
+					ok = 0;
+				cand = B;
+				links++;
+			}
+			if (!ok || !links || D->cur[cand] || K->type[cand] != node_kind(x) || K->guid[cand] >= HDOR_PHANTOM)
+				continue;
+			{
+				char was[40];
+				uint64_t guid = cl_ntoh64(osm_node_get_node_guid(x));
+				snprintf(was, sizeof(was), "0x%016" PRIx64, K->ident[cand]);
+				OSM_LOG(&ctx->osm->log, OSM_LOG_INFO, "hdor: %s 0x%016" PRIx64 " '%s' takes the place of %s "
+					"'%s' (the same neighbours on the same ports)\n", kind_word(K->type[cand]), guid, ndesc(x),
+					was, K->desc[cand]);
+				snprintf(ctx->note + strlen(ctx->note), sizeof(ctx->note) - strlen(ctx->note), "%s0x%016"
+					 PRIx64 " replaces %s", ctx->note[0] ? "; " : "", guid, was);
+				K->ident[cand] = guid;
+				D->cur[cand] = x;
+				if (kns_index(K))
+					return decline(ctx, "out of memory");
+				ctx->kns_dirty = 1;
+				ctx->conf_dirty = K->origin == K_CONF;
+			}
+			unknown[i] = NULL;
+			left--;
+			progress = 1;
+		}
+	}
+	for (i = 0; i < nu && strict; i++)
+		if (unknown[i]) {
+			int kind = node_kind(unknown[i]);
+			return decline(ctx, "%s 0x%016" PRIx64 " '%s' is not in the KNS",
+				       kind == N_SWITCH ? "switch" : kind == N_CA ? "hca" : "node",
+				       cl_ntoh64(osm_node_get_node_guid(unknown[i])), ndesc(unknown[i]));
+		}
+	return 0;
+}
+
 /* 0: nothing failed (D filled unless K is the plain KNS of a complete pass); 1: a degraded KNS
  * (D filled); 2: the LIDs moved (rebuild K's tables); -1: not K (ctx->reason) */
 static int deg_match(hdor_ctx_t *ctx, hdor_deg_t *D)
@@ -2249,14 +2320,36 @@ static int deg_match(hdor_ctx_t *ctx, hdor_deg_t *D)
 	D->oport = xcalloc(K->nlid, 1);
 	if (!D->cur || !D->ok || !D->onode || !D->oport)
 		return decline(ctx, "out of memory");
-	for (it = cl_qmap_head(tbl); it != cl_qmap_end(tbl); it = cl_qmap_next(it)) {
-		osm_node_t *node = (osm_node_t *)it;
-		uint64_t guid = cl_ntoh64(osm_node_get_node_guid(node));
-		int b = kns_find(K, guid), kind = node_kind(node);
-		if (b < 0 || kind != K->type[b])
-			return decline(ctx, "%s 0x%016" PRIx64 " '%s' is not in the KNS",
-				       kind == N_SWITCH ? "switch" : kind == N_CA ? "hca" : "node", guid, ndesc(node));
-		D->cur[b] = node;
+	{
+		osm_node_t **unknown = NULL;
+		uint32_t nu = 0;
+		int rc = 0;
+		for (it = cl_qmap_head(tbl); it != cl_qmap_end(tbl); it = cl_qmap_next(it)) {
+			osm_node_t *node = (osm_node_t *)it;
+			uint64_t guid = cl_ntoh64(osm_node_get_node_guid(node));
+			int b = kns_find(K, guid), kind = node_kind(node);
+			if (b >= 0 && kind != K->type[b])
+				return decline(ctx, "%s 0x%016" PRIx64 " '%s' is not in the KNS",
+					       kind == N_SWITCH ? "switch" : kind == N_CA ? "hca" : "node", guid, ndesc(node));
+			if (b >= 0) {
+				D->cur[b] = node;
+				continue;
+			}
+			if (nu % 64 == 0) {	/* a device not in the KNS: a replacement, or not that KNS */
+				osm_node_t **nw = realloc(unknown, (nu + 64) * sizeof(*unknown));
+				if (!nw) {
+					free(unknown);
+					return decline(ctx, "out of memory");
+				}
+				unknown = nw;
+			}
+			unknown[nu++] = node;	/* (the node table is in GUID order) */
+		}
+		if (nu)
+			rc = replacements(ctx, D, unknown, nu, 1);
+		free(unknown);
+		if (rc)
+			return -1;
 	}
 	for (i = 0; i < K->nn; i++) {
 		osm_node_t *node = D->cur[i];
@@ -3783,6 +3876,46 @@ static void kns_lids(hdor_pass_t *P, const hdor_kns_t *K)
 	}
 }
 
+/* the replacements among the devices of now (deg_match places them too; a KNS from a file must
+ * know them before its tables are built around the devices of now): 0, or -1 out of memory */
+static int kns_place(hdor_ctx_t *ctx)
+{
+	cl_qmap_t *tbl = &ctx->osm->subn.node_guid_tbl;
+	cl_map_item_t *it;
+	hdor_deg_t D;
+	osm_node_t **unknown = NULL;
+	uint32_t nu = 0;
+	int rc = 0;
+
+	memset(&D, 0, sizeof(D));
+	D.K = ctx->kns;
+	D.cur = xcalloc(D.K->nn, sizeof(*D.cur));
+	if (!D.cur)
+		return decline(ctx, "out of memory");
+	for (it = cl_qmap_head(tbl); it != cl_qmap_end(tbl); it = cl_qmap_next(it)) {
+		osm_node_t *node = (osm_node_t *)it;
+		int b = kns_find(D.K, cl_ntoh64(osm_node_get_node_guid(node)));
+		if (b >= 0) {
+			D.cur[b] = node;
+			continue;
+		}
+		if (nu % 64 == 0) {
+			osm_node_t **nw = realloc(unknown, (nu + 64) * sizeof(*unknown));
+			if (!nw) {
+				rc = decline(ctx, "out of memory");
+				break;
+			}
+			unknown = nw;
+		}
+		unknown[nu++] = node;
+	}
+	if (!rc && nu)
+		rc = replacements(ctx, &D, unknown, nu, 0);
+	free(unknown);
+	free(D.cur);
+	return rc;
+}
+
 /* a switch object of our own for the table of switch w of P that OpenSM does not have (only
  * what route_switch uses: new_lft, lft_size, max_lid_ho, num_ports, p_prof) */
 static osm_switch_t *shadow_switch(const hdor_pass_t *P, const hdor_kns_t *K, int w)
@@ -4421,7 +4554,8 @@ static hdor_kns_t *first_sight(hdor_ctx_t *ctx, hdor_pass_t *P, unsigned *nphr, 
 	uint64_t phantom = HDOR_PHANTOM;
 
 	*nphr = *nphs = *nphl = 0;
-#define NO(...) do { declinec(ctx, HD_FIRST_SIGHT, __VA_ARGS__); goto out; } while (0)
+#define NO(...) do { declinec(ctx, HD_NOT_KNS, __VA_ARGS__); goto out; } while (0)
+#define AMBIG(...) do { declinec(ctx, HD_FIRST_SIGHT, __VA_ARGS__); goto out; } while (0)
 #define OOM() do { decline(ctx, "out of memory"); goto out; } while (0)
 	for (r = 0; r < P->nr; r++)
 		if (P->rt[r].gn > n)
@@ -4646,7 +4780,7 @@ static hdor_kns_t *first_sight(hdor_ctx_t *ctx, hdor_pass_t *P, unsigned *nphr, 
 			pc[r * n + d] = val[uf_find(uf, r)];
 		}
 		if (left >= 0)
-			NO("the place of router 0x%016" PRIx64 " '%s' is not decided by the fabric (more than one "
+			AMBIG("the place of router 0x%016" PRIx64 " '%s' is not decided by the fabric (more than one "
 			   "missing device or cable could be there): give hdor the description hdor.conf",
 			   P->rt[left].guid, ndesc(P->sw[P->rt[left].sw].node));
 	}
@@ -4684,7 +4818,7 @@ static hdor_kns_t *first_sight(hdor_ctx_t *ctx, hdor_pass_t *P, unsigned *nphr, 
 		}
 		li = LINE(pc + m0 * n, d);
 		if (line_grp[d * lines + li] >= 0)
-			NO("the indirect networks of switches 0x%016" PRIx64 " and 0x%016" PRIx64 " are on one line "
+			AMBIG("the indirect networks of switches 0x%016" PRIx64 " and 0x%016" PRIx64 " are on one line "
 			   "(a network split in two?): give hdor the description hdor.conf",
 			   P->sw[P->gsw[P->grp[line_grp[d * lines + li]].soff]].guid, P->sw[P->gsw[G->soff]].guid);
 		line_grp[d * lines + li] = g;
@@ -4744,7 +4878,7 @@ static hdor_kns_t *first_sight(hdor_ctx_t *ctx, hdor_pass_t *P, unsigned *nphr, 
 		ph_sw[i] = -1;
 		if (line_grp[i] < 0) {
 			if (nsw_multi)
-				NO("an indirect network of dimension-class %u is missing whole, and networks here have "
+				AMBIG("an indirect network of dimension-class %u is missing whole, and networks here have "
 				   "several switches: give hdor the description hdor.conf", i / lines);
 			ph_sw[i] = sight_node(&S, phantom++, N_SWITCH, (uint8_t)(k + 1), NULL, "");
 			if (ph_sw[i] < 0)
@@ -4828,7 +4962,7 @@ static hdor_kns_t *first_sight(hdor_ctx_t *ctx, hdor_pass_t *P, unsigned *nphr, 
 								}
 							}
 							if (cand != 1)
-								NO("a router's cable into the indirect network of switch 0x%016" PRIx64
+								AMBIG("a router's cable into the indirect network of switch 0x%016" PRIx64
 								   " is missing, and %u of its switches could take it: give hdor the "
 								   "description hdor.conf", P->sw[P->gsw[GG->soff]].guid, cand);
 							sw = sw_node[pick_];
@@ -4849,7 +4983,7 @@ static hdor_kns_t *first_sight(hdor_ctx_t *ctx, hdor_pass_t *P, unsigned *nphr, 
 	/* "a few" faults: at most an eighth of the routers, of the lines, of the routers' cables */
 	if (*nphr > (full / 8 ? full / 8 : 1) || *nphs > (n * lines / 8 ? n * lines / 8 : 1) ||
 	    *nphl > (n * full / 8 ? n * full / 8 : 1))
-		NO("%u router(s), %u indirect network(s) and %u cable(s) missing: more than first sight "
+		AMBIG("%u router(s), %u indirect network(s) and %u cable(s) missing: more than first sight "
 		   "completes (an eighth of each)", *nphr, *nphs, *nphl);
 	/* phantom HCAs get their GUIDs last, in the order of their routers */
 	for (i = 0; i < S.nnd; i++)
@@ -4907,6 +5041,7 @@ static hdor_kns_t *first_sight(hdor_ctx_t *ctx, hdor_pass_t *P, unsigned *nphr, 
 	}
 	ok = 1;
 #undef NO
+#undef AMBIG
 #undef OOM
 out:
 	free(cnt);
@@ -5038,9 +5173,19 @@ static void kns_adopt(hdor_ctx_t *ctx, hdor_kns_t *K)
 	}
 }
 
-/* after a pass that configured tables: write the remembered state when the KNS changed */
+/* after a pass that configured tables: write the remembered state when the KNS changed, and
+ * hdor.conf when a device of it was replaced */
 static void kns_persist(hdor_ctx_t *ctx)
 {
+	if (ctx->conf_dirty && ctx->kns && ctx->conf_path[0]) {
+		ctx->conf_dirty = 0;
+		if (kns_write(ctx->kns, ctx->conf_path, "the KNS for the hdor routing engine, updated by hdor after a "
+			      "replacement (was= names the device a new one replaced)"))
+			log_error(ctx, HD_STATE_IO, "cannot update %s: %s (hdor finds the replacement again at the next "
+				  "start)", ctx->conf_path, strerror(errno));
+		else
+			OSM_LOG(&ctx->osm->log, OSM_LOG_INFO, "hdor: %s updated (a replaced device)\n", ctx->conf_path);
+	}
 	if (!ctx->kns_dirty || !ctx->kns || !ctx->state_path[0])
 		return;
 	ctx->kns_dirty = 0;
@@ -5106,7 +5251,10 @@ static int degraded_pass(hdor_ctx_t *ctx)
 		deg_free(D);
 		D = NULL;
 		if (!ctx->kns->lft || tries) {
-			hdor_kns_t *K = kns_build(ctx, ctx->kns, 0);
+			hdor_kns_t *K;
+			if (!ctx->kns->lft && kns_place(ctx))
+				return -2;
+			K = kns_build(ctx, ctx->kns, 0);
 			if (!K)
 				return ctx->code == HD_NOMEM ? -2 : -1;
 			kns_adopt(ctx, K);

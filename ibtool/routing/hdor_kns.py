@@ -228,7 +228,9 @@ def against(now: Fabric, bf: Fabric, coords: dict | None, dims: dict | None, vls
     it knows: its fault-free tables for the LIDs of now, then the degraded pass (docs section 6);
     nothing failed: its tables. `replaced`: node of now -> the place GUID it took."""
     from ibtool.routing.hdor_faults import LidsMoved, degraded
-    f = _renamed(now, replaced or {})
+    if replaced is None:
+        replaced = replacements(now, bf)
+    f = _renamed(now, replaced)
     if br is None:
         bf = _relid(f, bf)
         br = _routed(bf, coords, dims)
@@ -306,10 +308,43 @@ def _match(f: Fabric, bf: Fabric, what: str) -> None:
 
 
 def replacements(now: Fabric, bf: Fabric, conf: KnsConf | None = None) -> dict[int, int]:
-    """Devices of `now` not in `bf` that stand exactly where a missing one was (item 2 of issue
-    22, docs/hdor.md section 7): node of now -> the place GUID it takes. Filled in by
-    hdor_kns's replacement rule; {} when there is none."""
-    return {}
+    """Devices of `now` at the place of another (node of now -> the place GUID it takes): those a
+    description already says replaced one (was=), and each device not in `bf` that stands exactly
+    where a device of bf is missing -- every cable of it goes to a device of bf, on the port the
+    missing one's went to, from the port the missing one used (docs/hdor.md section 7). A device
+    next to another new one is placed once that one is; never a phantom's place."""
+    out: dict[int, int] = {}
+    if conf is not None:
+        for x in conf.nodes:
+            c = now.by_guid(x.guid)
+            if c is not None and x.place != x.guid:
+                out[c] = x.place
+    place = lambda c: out.get(c, now.guids[c])  # noqa: E731
+    taken = {place(c) for c in range(now.num_nodes)}
+    unknown = [c for c in sorted(range(now.num_nodes), key=lambda c: now.guids[c]) if bf.by_guid(place(c)) is None]
+    progress = True
+    while progress and unknown:
+        progress = False
+        for c in list(unknown):
+            cand, ok, links = None, True, 0
+            for port, peer, pport in now.neighbors(c):
+                yb = bf.by_guid(place(peer))
+                if yb is None or peer in unknown:
+                    ok = False  # next to a device not placed (yet)
+                    break
+                b = bf.peer(yb, pport)
+                if b is None or b[1] != port or (cand is not None and b[0] != cand):
+                    ok = False
+                cand = b[0] if b is not None else cand
+                links += 1
+            if not ok or not links or cand is None or bf.guids[cand] in taken or bf.types[cand] != now.types[c] \
+                    or bf.guids[cand] >= PHANTOM:
+                continue
+            out[c] = bf.guids[cand]
+            taken.add(bf.guids[cand])
+            unknown.remove(c)
+            progress = True
+    return out
 
 
 # ------------------------------------------------------------------------------ first sight
