@@ -125,6 +125,8 @@ def run_cmd(net, engine, out, timeout, log_flags, conf_options, opensm_config, o
         step = s.get("routing_step_s")
         click.echo(f"opensm {t.get('opensm_s')} s" + (f", routing step {step:.3f} s" if step is not None else "")
                    + f", total {t.get('total_s')} s; results in {out}")
+        if s.get("hdor_declined"):
+            click.echo(f"  hdor declined: {s['hdor_declined']}", err=True)
         for e in s.get("errors", [])[:3]:
             click.echo(f"  opensm: {e}", err=True)
     if not s.get("ok"):

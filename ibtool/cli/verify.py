@@ -495,8 +495,12 @@ def _verify_run(run_dir: Path, plan, nnm, expect, permutations, say, before: dic
         sections["run"] = {"ok": not failed, "collect": True, "failed": failed}
     elif summary:
         ok = summary.get("ok", summary.get("subnet_up")) is True and not summary.get("interrupted")
-        sections["run"] = {"ok": ok, "engine": engine, "subnet_up": summary.get("subnet_up"),
-                           "fallback": summary.get("fallback"), "interrupted": summary.get("interrupted", False)}
+        requested = summary.get("requested") or summary.get("engines") or []
+        declined = summary.get("hdor_declined") if "hdor" in requested and engine != "hdor" else None
+        sections["run"] = {"ok": ok and not declined, "engine": engine, "subnet_up": summary.get("subnet_up"),
+                           "fallback": summary.get("fallback"), "interrupted": summary.get("interrupted", False),
+                           "hdor_declined": (declined or "no reason logged") if "hdor" in requested and engine
+                           and engine != "hdor" else None}
     rep = report.build(inputs, sections)
     if skipped:
         rep["checks"].insert(0, {"name": "topology", "ok": True, "info": True, "summary": skipped})

@@ -290,7 +290,7 @@ def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: f
                  "down": sorted(f"{plan.names[plan.link_a[li]]} {plan.link_pa[li]}" for li in down_links)
                  + sorted(plan.names[n] for n in down_nodes),
                  "engines": engines, "engine": engine, "subnet_up": state.subnet_up,
-                 "fallback": engine is not None and engine not in engines,
+                 "fallback": engine is not None and engine not in engines, "hdor_declined": state.hdor_declined,
                  "seconds_to_tables": waited, "timed_out": t_fault is not None and waited is None,
                  "routing_step_s": state.routing_step_s, "dump_fts_top_lid": top, "path_sls": paths,
                  "dumps": sorted(p.name for p in (d / "osm").iterdir())}

@@ -206,9 +206,10 @@ def assert_acyclic(edges: dict) -> None:
     assert seen == len(indeg), f"channel dependency graph has a cycle ({len(indeg) - seen} channels on cycles)"
 
 
-def rebuild(f: Fabric, seed: int | None = None, drop_link=None) -> Fabric:
+def rebuild(f: Fabric, seed: int | None = None, drop_link=None, guids: bool = False) -> Fabric:
     """A copy of `f` with the same names, GUIDs and cables; with `seed`, node order and every
-    switch's port numbers shuffled; `drop_link(name_a, name_b)` -> True leaves that cable out."""
+    switch's port numbers shuffled (and with `guids`, the GUIDs dealt anew, as a real fabric's
+    would be); `drop_link(name_a, name_b)` -> True leaves that cable out."""
     rnd = random.Random(seed)
     order = list(range(f.num_nodes))
     pmap = {}
@@ -219,11 +220,14 @@ def rebuild(f: Fabric, seed: int | None = None, drop_link=None) -> Fabric:
             if f.types[i] == SWITCH:
                 rnd.shuffle(ports)
             pmap[i] = dict(zip(range(1, f.nports[i] + 1), ports))
+    dealt = list(f.guids)
+    if guids and seed is not None:
+        rnd.shuffle(dealt)
     g = Fabric(f.name + ("-shuffled" if seed is not None else "-copy"))
     g.params = dict(f.params)
     new = {}
     for i in order:
-        new[i] = g.add_node(f.types[i], f.names[i], f.nports[i], f.roles[i], dict(f.labels[i]), guid=f.guids[i])
+        new[i] = g.add_node(f.types[i], f.names[i], f.nports[i], f.roles[i], dict(f.labels[i]), guid=dealt[i])
     links = list(range(f.num_links))
     if seed is not None:
         rnd.shuffle(links)
