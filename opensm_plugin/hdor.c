@@ -233,7 +233,8 @@ static int hdor_layout_ok(osm_opensm_t *osm)
 
 static void hdor_layout_complain(void)
 {
-	const char *msg = "hdor: refusing to run: the OpenSM structure layout does not match the "
+	/* not in OpenSM's log: its structure is what does not match (ERR HD07 all the same) */
+	const char *msg = "ERR HD07: hdor: refusing to run: the OpenSM structure layout does not match the "
 	    "headers libhdor.so was built with (rebuild it against this OpenSM's libopensm-dev)";
 	fprintf(stderr, "%s\n", msg);
 	syslog(LOG_ERR, "%s", msg);
@@ -5648,7 +5649,7 @@ static void *hdor_create(osm_opensm_t *osm)
 	st = osm_register_external_routing_engine(osm, &mod, ctx);
 	if (st != CL_SUCCESS) {
 		OSM_LOG(&osm->log, OSM_LOG_ERROR,
-			"hdor: cannot register the routing engine (status %d)\n", (int)st);
+			"ERR HD08: hdor: cannot register the routing engine (status %d)\n", (int)st);
 		free(ctx);
 		return NULL;
 	}
