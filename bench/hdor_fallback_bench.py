@@ -117,7 +117,27 @@ def run(net: Path, roots: Path, engine: str, out: Path, path_sls_max: int, hcas:
     return r
 
 
-def main():
+def main(out: Path, quick: bool = False, sizes=(4, 8, 12), engines=ENGINES, path_sls_max: int = 5000) -> list[dict]:
+    """The runs (bench/run.py calls it as the section hdor_fallback; --quick: KNS 4^3 only)."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    res = {"started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "runs": []}
+    for k in ((4,) if quick else sizes):
+        net, roots, what = degraded(out, k, 3)
+        for e in engines:
+            print(f"KNS {k}^3 degraded ({what['cables_down']} cables, {what['switch_down']}): {e} ...",
+                  file=sys.stderr, flush=True)
+            r = run(net, roots, e, out / f"kns-{k}-3" / e, path_sls_max, what["hcas"])
+            r.update(k=k, n=3, **what)
+            print("   ", json.dumps(r), file=sys.stderr, flush=True)
+            res["runs"].append(r)
+            (out / "results.json").write_text(json.dumps(res, indent=2) + "\n")
+    res["finished"] = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    (out / "results.json").write_text(json.dumps(res, indent=2) + "\n")
+    return res["runs"]
+
+
+if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out", nargs="?", default=str(ROOT / "bench" / "out" / "hdor_fallback"))
     ap.add_argument("--sizes", default="4,8,12")
@@ -125,22 +145,5 @@ def main():
     ap.add_argument("--path-sls-max", type=int, default=5000, help="HCA pairs up to which VL engines are checked "
                     "per VL with the SA's path SLs")
     a = ap.parse_args()
-    out = Path(a.out)
-    res = {"started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "runs": []}
-    for k in (int(x) for x in a.sizes.split(",")):
-        net, roots, what = degraded(out, k, 3)
-        for e in a.engines.split(","):
-            print(f"KNS {k}^3 degraded ({what['cables_down']} cables, {what['switch_down']}): {e} ...",
-                  file=sys.stderr, flush=True)
-            r = run(net, roots, e, out / f"kns-{k}-3" / e, a.path_sls_max, what["hcas"])
-            r.update(k=k, n=3, **what)
-            print("   ", json.dumps(r), file=sys.stderr, flush=True)
-            res["runs"].append(r)
-            (out / "results.json").write_text(json.dumps(res, indent=2) + "\n")
-    res["finished"] = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
-    (out / "results.json").write_text(json.dumps(res, indent=2) + "\n")
-    print(json.dumps(res, indent=2))
-
-
-if __name__ == "__main__":
-    main()
+    print(json.dumps(main(Path(a.out), sizes=[int(x) for x in a.sizes.split(",")], engines=a.engines.split(","),
+                          path_sls_max=a.path_sls_max), indent=2))

@@ -80,20 +80,22 @@ def _write(path: Path, data: bytes, mode: int = 0o644) -> None:
 _KEY = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(.*?)\s*$")
 
 
-def update_conf(text: str, engines: list[str], plugin: str = "hdor") -> tuple[str, list[str]]:
-    """Set routing_engine and add `plugin` to event_plugin_name in an opensm.conf text.
+def update_conf(text: str, engines: list[str], plugin: str = "hdor", extra: dict[str, str] | None = None
+                ) -> tuple[str, list[str]]:
+    """Set routing_engine (and the `extra` keys, e.g. root_guid_file) and add `plugin` to
+    event_plugin_name in an opensm.conf text.
 
     The first active line of each key is rewritten in place; later active duplicates (OpenSM would
     take the last one) are commented out. Missing keys are appended. Returns (text, changes)."""
     lines = text.splitlines()
     changes: list[str] = []
-    want = {"routing_engine": ",".join(engines)}
+    want = {"routing_engine": ",".join(engines), **(extra or {})}
     seen: dict[str, int] = {}
     for i, ln in enumerate(lines):
         if ln.lstrip().startswith("#"):
             continue
         m = _KEY.match(ln)
-        if not m or m.group(1) not in ("routing_engine", "event_plugin_name"):
+        if not m or m.group(1) not in ("event_plugin_name", *want):
             continue
         key, val = m.group(1), m.group(2)
         if key in seen:
@@ -115,8 +117,9 @@ def update_conf(text: str, engines: list[str], plugin: str = "hdor") -> tuple[st
     add = []
     if "event_plugin_name" not in seen:
         add.append(f"event_plugin_name {plugin}")
-    if "routing_engine" not in seen:
-        add.append(f"routing_engine {want['routing_engine']}")
+    for key, val in want.items():
+        if key not in seen:
+            add.append(f"{key} {val}")
     if add:
         if lines and lines[-1].strip():
             lines.append("")
@@ -124,6 +127,20 @@ def update_conf(text: str, engines: list[str], plugin: str = "hdor") -> tuple[st
         lines.extend(add)
         changes.extend(f"added '{a}'" for a in add)
     return "\n".join(lines) + "\n", changes
+
+
+def _updn_roots(kc, path) -> bytes:
+    """The roots of updn after hdor (as `ibtool topo kns` names them): the router at [0,...,0] and
+    the indirect switch on its lowest switch port, next to each other."""
+    by = kc.by_guid()
+    r0 = next((x for x in kc.nodes if x.role == "router" and not any(x.coords)), None)
+    if r0 is None:
+        raise InputError("--kns-conf: no router at [0,...,0] for updn's roots", path=str(path))
+    ends = sorted((pa, b) for a, pa, b, pb in kc.links if a == r0.guid and by[b].role == "switch")
+    ends += sorted((pb, a) for a, pa, b, pb in kc.links if b == r0.guid and by[a].role == "switch")
+    if not ends:
+        raise InputError(f"--kns-conf: router {r0.guid:#018x} has no indirect switch for updn's roots", path=str(path))
+    return f"0x{r0.guid:016x}\n0x{min(ends)[1]:016x}\n".encode()
 
 
 @click.group(name="plugin")
@@ -159,8 +176,10 @@ def build_cmd(intree):
                    f"({LDCONF} + ldconfig) instead of the multiarch libdir.")
 @click.option("--conf", type=click.Path(path_type=Path), default=DEFAULT_CONF, show_default=True,
               help="opensm.conf to create or update (Debian's opensm.service reads /etc/opensm/opensm.conf).")
-@click.option("--engines", default="hdor,minhop", show_default=True,
-              help="routing_engine list written into the conf (OpenSM tries them in order).")
+@click.option("--engines", default=None,
+              help="routing_engine list written into the conf (OpenSM tries them in order). Default: hdor,updn "
+                   "with --kns-conf (updn's roots from the description: the safe fallback, docs/plugin.md), "
+                   "else hdor,minhop.")
 @click.option("--destdir", type=click.Path(path_type=Path),
               help="Stage every file under this root (packaging); ldconfig is not run.")
 @click.option("--kns-conf", "kns_conf", type=click.Path(path_type=Path),
@@ -180,12 +199,15 @@ def install_cmd(prefix, conf, engines, destdir, kns_conf, dry_run):
       ibtool plugin install --dry-run
       ibtool plugin install --engines hdor,updn --kns-conf hdor.conf
     """
+    if engines is None:
+        engines = "hdor,updn" if kns_conf is not None else "hdor,minhop"
     names = opensm.parse_engines(engines)
     if "hdor" not in names:
         raise InputError(f"--engines {engines!r} does not list hdor")
     if names[-1] == "hdor":
         click.echo("note: hdor is last in routing_engine; a fabric hdor declines then gets OpenSM's "
                    "default minhop", err=True)
+
     src = PLUGIN_DIR / LIB
     if not dry_run:
         _make(quiet=True)  # no-op when up to date
@@ -204,13 +226,18 @@ def install_cmd(prefix, conf, engines, destdir, kns_conf, dry_run):
         old = old_bytes.decode() if old_bytes is not None else None
     except UnicodeDecodeError:
         raise InputError(f"--conf {cpath}: not a text file (not UTF-8); is it an opensm.conf?") from None
-    new, changes = update_conf(old or "", names)
-    desc = None
+    desc = roots = None
+    extra: dict[str, str] = {}
     if kns_conf is not None:  # a description hdor would refuse stops the install here, with its line
         from ibtool.formats import hdor_conf
         kc = hdor_conf.read(kns_conf)
-        desc = (_root(destdir, (conf.resolve() if not conf.is_absolute() else conf).parent / "hdor.conf"),
-                _read(kns_conf, "--kns-conf"), kc)
+        cdir = (conf.resolve() if not conf.is_absolute() else conf).parent
+        desc = (_root(destdir, cdir / "hdor.conf"), _read(kns_conf, "--kns-conf"), kc)
+        extra["qos"] = "TRUE"  # OpenSM programs hdor's SL2VL tables of a degraded KNS only with QoS on
+        if "updn" in names:
+            roots = (_root(destdir, cdir / "hdor-root-guids"), _updn_roots(kc, kns_conf))
+            extra["root_guid_file"] = str(cdir / "hdor-root-guids")
+    new, changes = update_conf(old or "", names, extra=extra)
 
     # 1. the library
     data = _read(src, "library")
@@ -258,7 +285,15 @@ def install_cmd(prefix, conf, engines, destdir, kns_conf, dry_run):
                 _write(backup, old_bytes, mode)
                 click.echo(f"  saved the previous file as {backup}")
         _write(cpath, new.encode(), mode)
-    # 4. the KNS description, beside the conf
+    # 4. the KNS description, beside the conf, and updn's roots
+    if roots is not None:
+        rpath, data = roots
+        if _read(rpath, "root GUID file") == data:
+            click.echo(f"unchanged {rpath}")
+        else:
+            click.echo(f"{pre}write {rpath}: updn's roots {', '.join(data.decode().split())}")
+            if not dry_run:
+                _write(rpath, data)
     if desc is not None:
         dpath, data, kc = desc
         roles = {r: sum(1 for x in kc.nodes if x.role == r) for r in ("router", "switch", "hca")}
@@ -276,6 +311,9 @@ def install_cmd(prefix, conf, engines, destdir, kns_conf, dry_run):
                     click.echo(f"  | ... ({len(shown) - 12} more lines)")
             else:
                 _write(dpath, data)
+    if names[names.index("hdor") + 1:][:1] == ["minhop"]:
+        click.echo("note: minhop after hdor makes credit loops on a KNS hdor declines; with --kns-conf the "
+                   "engines are hdor,updn, updn's roots taken from the description (docs/plugin.md)", err=True)
     if not dry_run and destdir is None:
         click.echo("restart OpenSM to load it (systemctl restart opensm); check its log for "
                    "'hdor tables configured on all switches'")
