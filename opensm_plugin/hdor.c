@@ -51,6 +51,7 @@
 #include <syslog.h>
 #include <stdarg.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include <complib/cl_qmap.h>
 #ifdef HDOR_INTREE
@@ -5072,6 +5073,12 @@ out:
 
 /* ---------------- 14.4 where the files are, reading them at start, remembering */
 
+static int same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 /* hdor.conf beside the opensm.conf OpenSM was started with (-F; OpenSM's default is
  * /etc/opensm/opensm.conf), else /etc/opensm/hdor.conf; the state in OpenSM's cache directory */
 static void kns_paths(hdor_ctx_t *ctx)
@@ -5086,7 +5093,8 @@ static void kns_paths(hdor_ctx_t *ctx)
 			snprintf(cand, sizeof(cand), "%.*s/%s", (int)(slash - cf), cf, HDOR_CONF_NAME);
 		else
 			snprintf(cand, sizeof(cand), "%s", HDOR_CONF_NAME);
-		if (access(cand, F_OK) == 0)
+		/* (an opensm.conf itself called hdor.conf is OpenSM's, not a description) */
+		if (access(cand, F_OK) == 0 && !same_file(cand, cf))
 			snprintf(ctx->conf_path, sizeof(ctx->conf_path), "%s", cand);
 	}
 	if (!ctx->conf_path[0] && access(HDOR_CONF_DIR "/" HDOR_CONF_NAME, F_OK) == 0)
