@@ -104,13 +104,12 @@ def run(net: Path, roots: Path, engine: str, out: Path, path_sls_max: int, hcas:
         r["verify_s"] = round(time.monotonic() - t1, 1)
         try:
             rep = json.loads(q.stdout)
-            routes = rep["sections"]["routes"] if "sections" in rep else rep["routes"]
-            dl = routes["deadlock"]
-            r["delivered"] = not any(v for k2, v in routes["undelivered"].items() if k2 != "no entry") \
-                if isinstance(routes.get("undelivered"), dict) else None
+            checks = {c["name"]: c for c in rep["checks"]}
+            dl = rep["routes"]["deadlock"]
+            r["delivered"] = checks["routes: delivery"]["ok"]
+            r["delivery"] = checks["routes: delivery"]["summary"]
             r["deadlock_free"] = dl.get("free")
-            r["deadlock_note"] = dl.get("note") or (f"{dl.get('cycle', {}).get('length', '')} channels"
-                                                    if dl.get("free") is False else "")
+            r["deadlock"] = checks["routes: deadlock freedom"]["summary"]
             r["per_vl_with_sls"] = bool(sls)
         except (ValueError, KeyError, TypeError) as e:
             r["verify_error"] = f"{type(e).__name__}: {e}; {q.stderr.strip()[-300:]}"

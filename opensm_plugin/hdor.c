@@ -5137,6 +5137,7 @@ static void kns_load(hdor_ctx_t *ctx)
 		}
 		if (rc == 0) {
 			ctx->kns = K;
+			ctx->kns_dirty = 1;	/* remembered too (a restart without hdor.conf knows it) */
 			OSM_LOG(&ctx->osm->log, OSM_LOG_INFO, "hdor: the KNS is described by %s: k=%u n=%u, %u devices\n",
 				ctx->conf_path, K->k, K->n, K->nn);
 			return;

@@ -101,7 +101,7 @@ def hdor_cmd(fabric_path, out, dump, baseline_path, vls, sl2vl_out, path_sls_out
     base = None
     if f0 is not None:  # before any progress line: a bad baseline is a one-line error
         try:
-            base = (f0, hdor.compute(f0))
+            base = (f0, hdor.compute(f0, first_sight=False))
         except hdor.NotKNS as e:
             raise InputError(f"--baseline: not a complete KNS: {e.reason}", path=str(baseline_path)) from None
     say(f"read {f.num_nodes} nodes, {f.num_links} links from {fabric_path}")

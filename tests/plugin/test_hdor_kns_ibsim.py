@@ -324,3 +324,29 @@ def test_description_of_another_fabric_falls_back_safely(tmp_path):
     checks = {c["name"]: c for c in rep["checks"]}
     assert checks["routes: deadlock freedom"]["ok"] and checks["routes: delivery"]["ok"]
     assert not checks["run"]["ok"] and checks["run"]["summary"] == f"hdor declined: {m.group(2)}; tables by updn"
+
+
+def test_a_broken_description_is_an_error_and_every_pass_declines(tmp_path):
+    """hdor.conf that is not of the format (a coordinate beyond k): ERR HD05 with the file and
+    line, then every pass declines (HD21) to the fallback — a broken description is not ignored;
+    fixed (OpenSM restarted) hdor routes again. The remembered state written then reads back."""
+    net, plan = kns_plan(tmp_path, 3, 2, 1)
+    good = tmp_path / "plan.conf"
+    hdor_conf.write(hdor_kns.plan_description(plan), good)
+    bad = tmp_path / "bad.conf"
+    lines = good.read_text().splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("router "))
+    lines[at] = lines[at].replace(" [0,", " [5,", 1)
+    bad.write_text("\n".join(lines) + "\n")
+    live = Live(tmp_path, net, plan)
+    with live.lf:
+        assert live.settle(0) == "hdor"
+        assert live.restart(cache=False, conf=bad) == "updn"
+        log = live.log()
+        assert re.search(rf"ERR HD05: hdor: {re.escape(str(live.lf.work / 'hdor.conf'))} line {at + 1}: "
+                         r"coordinate 5 is not below k = 3; hdor declines until it is fixed or removed", log), log[-2000:]
+        m = DECLINE.search(log)
+        assert m and m.group(1) == "HD21" and "is not usable: " in m.group(2)
+        assert live.restart(cache=False, conf=good) == "hdor"
+        state = live.osm / "cache" / "hdor-kns.conf"
+        assert hdor_conf.read(state).k == 3 and len(hdor_conf.read(state).nodes) == plan.num_nodes
