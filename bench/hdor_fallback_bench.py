@@ -76,7 +76,7 @@ def run(net: Path, roots: Path, engine: str, out: Path, path_sls_max: int, hcas:
     args = [*IBTOOL, "sim", "run", str(net), "--engine", engine, "--out", str(out), "--timeout", str(CAP),
             "--log-flags", "0x07", "--json"]
     if engine == "updn":
-        args += ["--conf", f"root_guid_file={roots}"]
+        args += ["--conf", f"root_guid_file={roots.resolve()}"]  # OpenSM runs in a scratch directory
     sls = engine in VL_ENGINES and hcas * (hcas - 1) <= path_sls_max
     if engine in VL_ENGINES:
         args += ["--conf", "qos=TRUE"] + (["--path-sls"] if sls else [])

@@ -28,7 +28,7 @@ def test_topo_kns_writes_plan(tmp_path):
     assert sorted(p.name for p in out.iterdir()) == ["fabric.json", "hdor.conf", "node-name-map", "opensm.conf",
                                                      "root-guids", "topology.net"]
     conf = (out / "opensm.conf").read_text()
-    assert "routing_engine hdor,updn" in conf and "event_plugin_name hdor" in conf
+    assert "routing_engine hdor,nue" in conf and "event_plugin_name hdor" in conf
     assert f"root_guid_file {out.resolve() / 'root-guids'}" in conf and "qos TRUE" in conf
     assert "hdor-kns 1 k=6 n=2 s=1 routers=36 switches=12 hcas=36 links=108" in (out / "hdor.conf").read_text()
     assert len((out / "node-name-map").read_text().splitlines()) == 1 + 84

@@ -176,10 +176,10 @@ def build_cmd(intree):
                    f"({LDCONF} + ldconfig) instead of the multiarch libdir.")
 @click.option("--conf", type=click.Path(path_type=Path), default=DEFAULT_CONF, show_default=True,
               help="opensm.conf to create or update (Debian's opensm.service reads /etc/opensm/opensm.conf).")
-@click.option("--engines", default=None,
-              help="routing_engine list written into the conf (OpenSM tries them in order). Default: hdor,updn "
-                   "with --kns-conf (updn's roots from the description: the safe fallback, docs/plugin.md), "
-                   "else hdor,minhop.")
+@click.option("--engines", default="hdor,nue", show_default=True,
+              help="routing_engine list written into the conf (OpenSM tries them in order; after hdor an engine "
+                   "without credit loops on a KNS: nue, or updn on a KNS beyond 2,500 switches, its roots taken from "
+                   "--kns-conf; docs/plugin.md \"The fallback\").")
 @click.option("--destdir", type=click.Path(path_type=Path),
               help="Stage every file under this root (packaging); ldconfig is not run.")
 @click.option("--kns-conf", "kns_conf", type=click.Path(path_type=Path),
@@ -199,8 +199,6 @@ def install_cmd(prefix, conf, engines, destdir, kns_conf, dry_run):
       ibtool plugin install --dry-run
       ibtool plugin install --engines hdor,updn --kns-conf hdor.conf
     """
-    if engines is None:
-        engines = "hdor,updn" if kns_conf is not None else "hdor,minhop"
     names = opensm.parse_engines(engines)
     if "hdor" not in names:
         raise InputError(f"--engines {engines!r} does not list hdor")
@@ -234,7 +232,7 @@ def install_cmd(prefix, conf, engines, destdir, kns_conf, dry_run):
         cdir = (conf.resolve() if not conf.is_absolute() else conf).parent
         desc = (_root(destdir, cdir / "hdor.conf"), _read(kns_conf, "--kns-conf"), kc)
         extra["qos"] = "TRUE"  # OpenSM programs hdor's SL2VL tables of a degraded KNS only with QoS on
-        if "updn" in names:
+        if "updn" in names:  # updn finds no roots on a KNS by itself
             roots = (_root(destdir, cdir / "hdor-root-guids"), _updn_roots(kc, kns_conf))
             extra["root_guid_file"] = str(cdir / "hdor-root-guids")
     new, changes = update_conf(old or "", names, extra=extra)
@@ -311,9 +309,12 @@ def install_cmd(prefix, conf, engines, destdir, kns_conf, dry_run):
                     click.echo(f"  | ... ({len(shown) - 12} more lines)")
             else:
                 _write(dpath, data)
-    if names[names.index("hdor") + 1:][:1] == ["minhop"]:
-        click.echo("note: minhop after hdor makes credit loops on a KNS hdor declines; with --kns-conf the "
-                   "engines are hdor,updn, updn's roots taken from the description (docs/plugin.md)", err=True)
+    if names[names.index("hdor") + 1:][:1] in (["minhop"], ["dor"]):
+        click.echo(f"note: {names[names.index('hdor') + 1]} after hdor makes credit loops on a KNS hdor declines; "
+                   "nue does not (docs/plugin.md \"The fallback\")", err=True)
+    if "updn" in names and kns_conf is None:
+        click.echo("note: updn finds no roots on a KNS by itself: give --kns-conf (its roots are taken from the "
+                   "description) or a root_guid_file", err=True)
     if not dry_run and destdir is None:
         click.echo("restart OpenSM to load it (systemctl restart opensm); check its log for "
                    "'hdor tables configured on all switches'")

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 from dataclasses import replace as dc_replace
 
-import numpy as np
-
 from ibtool.fabric import CA, SWITCH, Fabric
 from ibtool.formats.hdor_conf import PHANTOM, KnsConf, Node
 from ibtool.formats.lft import Tables
@@ -645,15 +643,5 @@ def at_first_sight(now: Fabric, vls: int = 8) -> HdorResult:
     return res
 
 
-def identified(now: Fabric, conf: KnsConf | None = None):
-    """(the complete KNS as a Fabric, its coordinates by router) hdor routes `now` against."""
-    if conf is not None:
-        bf, coords, _ = fabric_of(conf)
-        return bf, coords
-    bf, _ = first_sight(now)
-    br = _routed(bf, None, None)
-    return bf, _coords_of(bf, br)
-
-
 __all__ = ["describe", "fabric_of", "described", "against", "first_sight", "at_first_sight", "replacements",
-           "PHANTOM", "np"]
+           "irregular", "plan_description", "PHANTOM"]

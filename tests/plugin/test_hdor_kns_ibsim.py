@@ -17,8 +17,8 @@ the LIDs stay), for a router-switch cable, an indirect switch and a router:
 
 Also: (d) a switch and a router with new GUIDs at the places of the originals — routed, the same
 routes by destination port, the description updated (was=); (e) a description of another fabric —
-declined with the reason, updn (the safe fallback of the plans) brings the subnet up without a
-credit loop, and `verify all` fails the run with "hdor declined: <reason>; tables by updn".
+declined with the reason, nue (the safe fallback of the plans) brings the subnet up without a
+credit loop, and `verify all` fails the run with "hdor declined: <reason>; tables by nue".
 
 `make test` runs every fault on 4^2 and the cable on 3^3 and 4^2 s=2 (with the per-VL `verify all`
 on 4^2 and 4^2 s=2); IBTOOL_FAULT_MATRIX=full runs every fault of every shape, each verified."""
@@ -49,23 +49,18 @@ pytestmark = [pytest.mark.ibsim, pytest.mark.usefixtures("libhdor")]
 FULL = os.environ.get("IBTOOL_FAULT_MATRIX") == "full"
 SHAPES = {"k4n2": (4, 2, 1), "k3n3": (3, 3, 1), "k4n2s2": (4, 2, 2)}
 KINDS = ("cable", "switch", "router")
-ENGINES = ["hdor", "updn"]  # the plans' routing_engine (docs/plugin.md "The fallback")
+ENGINES = ["hdor", "nue"]  # the plans' routing_engine (docs/plugin.md "The fallback")
 CONFIGURED = re.compile(r"(\S+) tables configured on all switches")
 DECLINE = re.compile(r"hdor: declined \((HD[0-9A-F]{2})\): (.+); OpenSM falls back to the next routing engine")
 
 
 def kns_plan(tmp: Path, k: int, n: int, s: int, seed: int = 7) -> tuple[Path, object]:
-    """`ibtool topo kns`'s plan, its GUIDs dealt anew and its switch ports shuffled; the roots
-    the plan names for updn beside it."""
+    """`ibtool topo kns`'s plan, its GUIDs dealt anew and its switch ports shuffled."""
     plan = tmp / "plan"
     ibtool("topo", "kns", "--k", k, "--n", n, "--s", s, "--radix", 8, "--out", plan, check=0)
-    p = ibnetdiscover.read(plan / "topology.net")
-    f = rebuild(p, seed=seed, guids=True)
+    f = rebuild(ibnetdiscover.read(plan / "topology.net"), seed=seed, guids=True)
     net = tmp / "shuffled.net"
     ibnetdiscover.write(f, net)
-    (conf,) = [ln.split()[1] for ln in (plan / "opensm.conf").read_text().splitlines() if ln.startswith("root_guid_file")]
-    names = [p.names[p.by_guid(int(g, 16))] for g in Path(conf).read_text().split()]
-    (tmp / "root-guids").write_text("".join(f"{f.guids[f.index(x)]:#018x}\n" for x in names))
     return net, ibnetdiscover.read(net)
 
 
@@ -88,8 +83,7 @@ class Live:
         self.tmp, self.net, self.plan = tmp, net, plan
         self.ids = [ibnetdiscover.node_id(plan, i) for i in range(plan.num_nodes)]
         self.lf = LiveFabric(net, tmp / "live", ENGINES, timeout=180, opensm_args=["-D", "0x43"],
-                             conf_options=[("qos", "TRUE"), ("sweep_interval", "1"),
-                                           ("root_guid_file", str((tmp / "root-guids").resolve()))])
+                             conf_options=[("qos", "TRUE"), ("sweep_interval", "1")])
         self.down: set[str] = set()
         self.n = 0
 
@@ -213,7 +207,10 @@ def test_degraded_from_the_start_and_restarts(shape, tmp_path):
             assert live.restart(cache=False) == "hdor", DECLINE.findall(live.log())
             got = live.now()
             line = got.log[got.log.rfind("hdor: routed"):].splitlines()[0]
-            assert "identified at first sight" in line, line
+            if s > 1 and kind == "switch":  # a tree that stays whole without it: a complete KNS (section 7)
+                assert "identified at first sight" in line or "(pass 1; analysis" in line, line
+            else:
+                assert "identified at first sight" in line, line
             ref = hdor.compute(got.fabric)
             assert hdor.compare_tables(got.lfts, ref.tables) == [], (kind, "first sight vs reference")
             assert got.dump == hdor.dump_lines(ref, got.fabric), (kind, "first sight dump")
@@ -255,8 +252,7 @@ def test_cold_start_of_a_fabric_never_complete(tmp_path):
     for name, extra in (("first", ["--hdor-conf", "none"]), ("described", ["--hdor-conf", conf])):
         run = tmp_path / name
         ibtool("sim", "run", tmp_path / "seated.net", "--engine", ",".join(ENGINES), "--conf", "qos=TRUE",
-               "--conf", f"root_guid_file={(tmp_path / 'root-guids').resolve()}", "--path-sls", *extra, "--out", run,
-               check=0)
+               "--path-sls", *extra, "--out", run, check=0)
         summary = json.loads((run / "summary.json").read_text())
         assert summary["engine"] == "hdor" and not summary["declined"], summary
         rep = json.loads(ibtool("verify", "all", run, "--json", "--permutations", "0").stdout)
@@ -305,17 +301,16 @@ def test_replaced_switch_and_router(tmp_path):
 
 
 def test_description_of_another_fabric_falls_back_safely(tmp_path):
-    """(e) hdor.conf of another KNS: hdor declines with the reason (one INFO line, HD20), updn
+    """(e) hdor.conf of another KNS: hdor declines with the reason (one INFO line, HD20), nue
     (the plans' fallback) routes it without a credit loop, and `verify all` fails the run for it."""
     net, plan = kns_plan(tmp_path, 4, 2, 1)
     other = rebuild(plan, seed=99, guids=True)
     conf = tmp_path / "other.conf"
     hdor_conf.write(hdor_kns.plan_description(other), conf)
     run = tmp_path / "run"
-    ibtool("sim", "run", net, "--engine", ",".join(ENGINES), "--conf", "qos=TRUE",
-           "--conf", f"root_guid_file={(tmp_path / 'root-guids').resolve()}", "--hdor-conf", conf, "--out", run)
+    ibtool("sim", "run", net, "--engine", ",".join(ENGINES), "--conf", "qos=TRUE", "--hdor-conf", conf, "--out", run)
     summary = json.loads((run / "summary.json").read_text())
-    assert summary["subnet_up"] and summary["engine"] == "updn" and summary["declined"] == ["hdor"], summary
+    assert summary["subnet_up"] and summary["engine"] == "nue" and summary["declined"] == ["hdor"], summary
     m = DECLINE.search((run / "opensm.log").read_text())
     assert m and m.group(1) == "HD20" and m.group(2).startswith(f"the fabric is not the KNS of {run / 'hdor.conf'}: ")
     assert summary["hdor_declined"] == f"HD20: {m.group(2)}"
@@ -323,7 +318,7 @@ def test_description_of_another_fabric_falls_back_safely(tmp_path):
     rep = json.loads(v.stdout)
     checks = {c["name"]: c for c in rep["checks"]}
     assert checks["routes: deadlock freedom"]["ok"] and checks["routes: delivery"]["ok"]
-    assert not checks["run"]["ok"] and checks["run"]["summary"] == f"hdor declined: {m.group(2)}; tables by updn"
+    assert not checks["run"]["ok"] and checks["run"]["summary"] == f"hdor declined: {m.group(2)}; tables by nue"
 
 
 def test_a_broken_description_is_an_error_and_every_pass_declines(tmp_path):
@@ -341,7 +336,7 @@ def test_a_broken_description_is_an_error_and_every_pass_declines(tmp_path):
     live = Live(tmp_path, net, plan)
     with live.lf:
         assert live.settle(0) == "hdor"
-        assert live.restart(cache=False, conf=bad) == "updn"
+        assert live.restart(cache=False, conf=bad) == "nue"
         log = live.log()
         assert re.search(rf"ERR HD05: hdor: {re.escape(str(live.lf.work / 'hdor.conf'))} line {at + 1}: "
                          r"coordinate 5 is not below k = 3; hdor declines until it is fixed or removed", log), log[-2000:]

@@ -18,9 +18,9 @@ pytestmark = pytest.mark.usefixtures("libhdor")
 
 
 def test_update_conf_adds_keys_to_empty():
-    text, changes = update_conf("", ["hdor", "minhop"])
-    assert "event_plugin_name hdor\n" in text and "routing_engine hdor,minhop\n" in text
-    assert changes == ["added 'event_plugin_name hdor'", "added 'routing_engine hdor,minhop'"]
+    text, changes = update_conf("", ["hdor", "nue"])
+    assert "event_plugin_name hdor\n" in text and "routing_engine hdor,nue\n" in text
+    assert changes == ["added 'event_plugin_name hdor'", "added 'routing_engine hdor,nue'"]
 
 
 def test_update_conf_rewrites_in_place_and_keeps_other_plugins():
@@ -168,9 +168,10 @@ def test_layout_guard_refuses_a_misbuilt_plugin(tmp_path):
 
 
 def test_install_kns_conf_beside_the_conf_with_the_safe_fallback(tmp_path):
-    """--kns-conf: the description beside opensm.conf (where hdor reads it), routing_engine
-    hdor,updn with updn's roots taken from it (the plan's own roots), qos TRUE; --dry-run prints
-    it and writes nothing; a description hdor would refuse stops the install before any change."""
+    """--kns-conf: the description beside opensm.conf (where hdor reads it), qos TRUE, routing_engine
+    hdor,nue by default, and with --engines hdor,updn updn's roots taken from it (the plan's own
+    roots); --dry-run prints it and writes nothing; a description hdor would refuse stops the install
+    before any change."""
     plan = tmp_path / "plan"
     ibtool("topo", "kns", "--k", "3", "--n", "2", "--radix", "8", "--out", plan, check=0)
     root = tmp_path / "root"
@@ -181,8 +182,11 @@ def test_install_kns_conf_beside_the_conf_with_the_safe_fallback(tmp_path):
     ibtool("plugin", "install", "--destdir", root, "--kns-conf", plan / "hdor.conf", check=0)
     assert (root / "etc/opensm/hdor.conf").read_bytes() == (plan / "hdor.conf").read_bytes()
     conf = (root / "etc/opensm/opensm.conf").read_text()
-    assert "routing_engine hdor,updn\n" in conf and "qos TRUE\n" in conf
-    assert "root_guid_file /etc/opensm/hdor-root-guids\n" in conf
+    assert "routing_engine hdor,nue\n" in conf and "qos TRUE\n" in conf and "root_guid_file" not in conf
+    ibtool("plugin", "install", "--destdir", root, "--kns-conf", plan / "hdor.conf", "--engines", "hdor,updn",
+           check=0)
+    conf = (root / "etc/opensm/opensm.conf").read_text()
+    assert "routing_engine hdor,updn\n" in conf and "root_guid_file /etc/opensm/hdor-root-guids\n" in conf
     assert (root / "etc/opensm/hdor-root-guids").read_text() == (plan / "root-guids").read_text()
     bad = tmp_path / "bad.conf"
     bad.write_text((plan / "hdor.conf").read_text().replace("ports=8 [0,0]", "ports=8 [0,7]", 1))
