@@ -178,7 +178,7 @@ def test_degraded_from_the_start_and_restarts(shape, tmp_path):
     k, n, s = SHAPES[shape]
     net, plan = kns_plan(tmp_path, k, n, s)
     kinds = KINDS if FULL or shape == "k4n2" else ("cable",)
-    verify_kinds = kinds if FULL else (KINDS if shape == "k4n2" else ("cable",) if s > 1 else ())
+    verify_kinds = kinds if FULL else (("cable", "router") if shape == "k4n2" else ("cable",) if s > 1 else ())
     live = Live(tmp_path, net, plan)
     with live.lf:
         assert live.settle(0) == "hdor"
@@ -249,14 +249,15 @@ def test_cold_start_of_a_fabric_never_complete(tmp_path):
     conf = tmp_path / "plan.conf"
     hdor_conf.write(hdor_kns.plan_description(plan), conf)
     runs = {}
-    for name, extra in (("first", ["--hdor-conf", "none"]), ("described", ["--hdor-conf", conf])):
+    for name, extra in (("first", ["--hdor-conf", "none", "--path-sls"]), ("described", ["--hdor-conf", conf])):
         run = tmp_path / name
         ibtool("sim", "run", tmp_path / "seated.net", "--engine", ",".join(ENGINES), "--conf", "qos=TRUE",
-               "--path-sls", *extra, "--out", run, check=0)
+               *extra, "--out", run, check=0)
         summary = json.loads((run / "summary.json").read_text())
         assert summary["engine"] == "hdor" and not summary["declined"], summary
-        rep = json.loads(ibtool("verify", "all", run, "--json", "--permutations", "0").stdout)
-        assert_verified(rep, name)
+        if name == "first" or FULL:
+            rep = json.loads(ibtool("verify", "all", run, "--json", "--permutations", "0").stdout)
+            assert_verified(rep, name)
         runs[name] = lft.read(run / "osm" / "opensm-lfts.dump")
     log = (tmp_path / "first" / "opensm.log").read_text()
     assert "identified at first sight: 0 router(s), 0 indirect switch(es), 1 router cable(s) missing" in log
