@@ -1957,6 +1957,50 @@ static int kns_index(hdor_kns_t *K)
 	return 0;
 }
 
+/* a KNS of nn nodes: its per-node arrays allocated (guid, ident, type, role, np, desc, poff,
+ * dim, coord), everything else NULL; NULL out of memory */
+static hdor_kns_t *kns_alloc(uint32_t nn, unsigned k, unsigned n, unsigned s, int origin)
+{
+	hdor_kns_t *K = xcalloc(1, sizeof(*K));
+	if (!K)
+		return NULL;
+	K->nn = nn;
+	K->k = k;
+	K->n = n;
+	K->s = s;
+	K->origin = origin;
+	K->guid = xcalloc(nn, sizeof(uint64_t));
+	K->ident = xcalloc(nn, sizeof(uint64_t));
+	K->type = xcalloc(nn, 1);
+	K->role = xcalloc(nn, 1);
+	K->np = xcalloc(nn, 1);
+	K->desc = xcalloc(nn, sizeof(char *));
+	K->poff = xcalloc(nn + 1, sizeof(uint32_t));
+	K->dim = xcalloc(nn, sizeof(int));
+	K->coord = xcalloc((size_t)nn * (n ? n : 1), 1);
+	if (!K->guid || !K->ident || !K->type || !K->role || !K->np || !K->desc || !K->poff || !K->dim || !K->coord) {
+		kns_free(K);
+		return NULL;
+	}
+	return K;
+}
+
+/* the per-slot arrays of K (peer -1: not cabled) once K->poff is known; and its ident index */
+static int kns_alloc_slots(hdor_kns_t *K)
+{
+	uint32_t i, ns = K->poff[K->nn];
+	K->peer = xcalloc(ns, sizeof(int));
+	K->pport = xcalloc(ns, 1);
+	K->plid = xcalloc(ns, sizeof(uint16_t));
+	K->plmc = xcalloc(ns, 1);
+	if (!K->peer || !K->pport || !K->plid || !K->plmc || kns_index(K))
+		return -1;
+	for (i = 0; i < ns; i++)
+		K->peer[i] = -1;
+	return 0;
+}
+
+
 static const char *kind_word(uint8_t type)
 {
 	return type == N_SWITCH ? "switch" : "hca";
@@ -1987,7 +2031,7 @@ static int cmp_int(const void *a, const void *b)
  * and remembered LIDs of the nodes that are not there now. */
 static hdor_kns_t *kns_remember(hdor_ctx_t *ctx, hdor_pass_t *P, const hdor_kns_t *Kin)
 {
-	hdor_kns_t *K = xcalloc(1, sizeof(*K));
+	hdor_kns_t *K = kns_alloc((uint32_t)(P->nsw + P->nca), P->k, P->n, P->s, K_PASS);
 	hnode_ord_t *ord = NULL;
 	int *sw2b = NULL, *ca2b = NULL, *gorder = NULL, *q = NULL, *kin = NULL;
 	uint32_t i, nslots = 0, lid, l;
@@ -1998,35 +2042,21 @@ static hdor_kns_t *kns_remember(hdor_ctx_t *ctx, hdor_pass_t *P, const hdor_kns_
 
 	if (!K)
 		return NULL;
-	K->nn = (uint32_t)(P->nsw + P->nca);
-	K->k = P->k;
-	K->n = n;
-	K->s = P->s;
 	K->ng = P->ng;
 	ord = xcalloc(K->nn, sizeof(*ord));
 	sw2b = xcalloc(P->nsw, sizeof(int));
 	ca2b = xcalloc(P->nca, sizeof(int));
 	gorder = xcalloc(P->ng, sizeof(int));
 	kin = xcalloc(K->nn, sizeof(int));
-	K->guid = xcalloc(K->nn, sizeof(uint64_t));
-	K->ident = xcalloc(K->nn, sizeof(uint64_t));
-	K->type = xcalloc(K->nn, 1);
-	K->role = xcalloc(K->nn, 1);
-	K->np = xcalloc(K->nn, 1);
-	K->desc = xcalloc(K->nn, sizeof(char *));
-	K->poff = xcalloc(K->nn + 1, sizeof(uint32_t));
-	K->dim = xcalloc(K->nn, sizeof(int));
 	K->grp = xcalloc(K->nn, sizeof(int));
 	K->lev = xcalloc(K->nn, sizeof(uint32_t));
-	K->coord = xcalloc((size_t)K->nn * n, 1);
 	K->row = xcalloc(K->nn, sizeof(int));
 	K->gdim = xcalloc(P->ng, sizeof(int));
 	K->gsoff = xcalloc(P->ng + 1, sizeof(uint32_t));
 	K->gsw = xcalloc(P->nsw, sizeof(int));
 	q = xcalloc(K->nn, sizeof(int));
-	if (!ord || !sw2b || !ca2b || !gorder || !kin || !K->guid || !K->ident || !K->type || !K->role ||
-	    !K->np || !K->desc || !K->poff || !K->dim || !K->grp || !K->lev || !K->coord || !K->row ||
-	    !K->gdim || !K->gsoff || !K->gsw || !q)
+	if (!ord || !sw2b || !ca2b || !gorder || !kin || !K->grp || !K->lev || !K->row || !K->gdim || !K->gsoff ||
+	    !K->gsw || !q)
 		goto out;
 	for (w = 0; w < P->nsw; w++)
 		ord[w] = (hnode_ord_t){ P->sw[w].guid, N_SWITCH, w };
@@ -2083,14 +2113,8 @@ static hdor_kns_t *kns_remember(hdor_ctx_t *ctx, hdor_pass_t *P, const hdor_kns_
 		}
 		K->poff[K->nn] = nslots;
 	}
-	K->peer = xcalloc(nslots, sizeof(int));
-	K->pport = xcalloc(nslots, 1);
-	K->plid = xcalloc(nslots, sizeof(uint16_t));
-	K->plmc = xcalloc(nslots, 1);
-	if (!K->peer || !K->pport || !K->plid || !K->plmc || kns_index(K))
+	if (kns_alloc_slots(K))
 		goto out;
-	for (i = 0; i < nslots; i++)
-		K->peer[i] = -1;
 	/* the links: those of every switch, seen from both ends (a KNS has no HCA-HCA cable) */
 	for (w = 0; w < P->nsw; w++) {
 		int b = sw2b[w];
@@ -4025,6 +4049,21 @@ typedef struct {
 	int line;
 } hflink_t;
 
+/* room for one more of n elements of size sz in *p (capacity *cap, doubled): 0, or -1 */
+static int grow(void *pp, uint32_t n, uint32_t *cap, size_t sz)
+{
+	void **p = pp, *np_;
+	uint32_t nc;
+	if (n < *cap)
+		return 0;
+	nc = *cap ? 2 * *cap : 256;
+	if (!(np_ = realloc(*p, (size_t)nc * sz)))
+		return -1;
+	*p = np_;
+	*cap = nc;
+	return 0;
+}
+
 static int cmp_fnode_ident(const void *a, const void *b)
 {
 	return cmp_u64(((const hfnode_t *)a)->ident, ((const hfnode_t *)b)->ident);
@@ -4140,13 +4179,9 @@ static int kns_read(hdor_ctx_t *ctx, const char *path, int origin, hdor_kns_t **
 			unsigned pa, pb;
 			if (nt != 5 || desc)
 				FAIL("%s line %d: a link is 'link GUID PORT GUID PORT'", path, lineno);
-			if (nlk == clk) {
-				hflink_t *nl = realloc(lk, (clk = clk ? 2 * clk : 256) * sizeof(*lk));
-				if (!nl) {
-					decline(ctx, "out of memory");
-					goto out;
-				}
-				lk = nl;
+			if (grow(&lk, nlk, &clk, sizeof(*lk))) {
+				decline(ctx, "out of memory");
+				goto out;
 			}
 			if (parse_u64(tok[1], &lk[nlk].a) || parse_uint(tok[2], 254, &pa) || !pa ||
 			    parse_u64(tok[3], &lk[nlk].b) || parse_uint(tok[4], 254, &pb) || !pb)
@@ -4162,13 +4197,9 @@ static int kns_read(hdor_ctx_t *ctx, const char *path, int origin, hdor_kns_t **
 			int j;
 			if (strcmp(tok[0], "router") && strcmp(tok[0], "switch") && strcmp(tok[0], "hca"))
 				FAIL("%s line %d: '%s' is not router, switch, hca or link", path, lineno, tok[0]);
-			if (nnd == cnd) {
-				hfnode_t *nn_ = realloc(nd, (cnd = cnd ? 2 * cnd : 256) * sizeof(*nd));
-				if (!nn_) {
-					decline(ctx, "out of memory");
-					goto out;
-				}
-				nd = nn_;
+			if (grow(&nd, nnd, &cnd, sizeof(*nd))) {
+				decline(ctx, "out of memory");
+				goto out;
 			}
 			x = &nd[nnd];
 			memset(x, 0, sizeof(*x));
@@ -4246,26 +4277,8 @@ static int kns_read(hdor_ctx_t *ctx, const char *path, int origin, hdor_kns_t **
 	for (i = 1; i < nnd; i++)
 		if (nd[i].ident == nd[i - 1].ident)
 			FAIL("%s line %d: GUID 0x%016" PRIx64 " is listed twice (line %d)", path, nd[i].line, nd[i].ident, nd[i - 1].line);
-	K = xcalloc(1, sizeof(*K));
+	K = kns_alloc(nnd, k, n, s, origin);
 	if (!K) {
-		decline(ctx, "out of memory");
-		goto out;
-	}
-	K->nn = nnd;
-	K->k = k;
-	K->n = n;
-	K->s = s;
-	K->origin = origin;
-	K->guid = xcalloc(nnd, sizeof(uint64_t));
-	K->ident = xcalloc(nnd, sizeof(uint64_t));
-	K->type = xcalloc(nnd, 1);
-	K->role = xcalloc(nnd, 1);
-	K->np = xcalloc(nnd, 1);
-	K->desc = xcalloc(nnd, sizeof(char *));
-	K->poff = xcalloc(nnd + 1, sizeof(uint32_t));
-	K->dim = xcalloc(nnd, sizeof(int));
-	K->coord = xcalloc((size_t)nnd * n, 1);
-	if (!K->guid || !K->ident || !K->type || !K->role || !K->np || !K->desc || !K->poff || !K->dim || !K->coord) {
 		decline(ctx, "out of memory");
 		goto out;
 	}
@@ -4312,20 +4325,10 @@ static int kns_read(hdor_ctx_t *ctx, const char *path, int origin, hdor_kns_t **
 			nd[i].desc = NULL;
 		free(byg);
 	}
-	K->peer = xcalloc(K->poff[nnd], sizeof(int));
-	K->pport = xcalloc(K->poff[nnd], 1);
-	K->plid = xcalloc(K->poff[nnd], sizeof(uint16_t));
-	K->plmc = xcalloc(K->poff[nnd], 1);
-	if (!K->peer || !K->pport || !K->plid || !K->plmc) {
+	if (kns_alloc_slots(K)) {
 		decline(ctx, "out of memory");
 		goto out;
 	}
-	if (kns_index(K)) {
-		decline(ctx, "out of memory");
-		goto out;
-	}
-	for (i = 0; i < K->poff[nnd]; i++)
-		K->peer[i] = -1;
 	for (i = 0; i < nnd; i++) {
 		int b = kns_find(K, nd[i].ident), j;
 		for (j = 0; j < nd[i].nlid; j++) {
@@ -4491,19 +4494,9 @@ typedef struct {
 
 static int sight_node(hsight_t *S, uint64_t guid, uint8_t type, uint8_t np, osm_node_t *node, const char *desc)
 {
-	if (S->nnd == S->cnd) {
-		uint32_t nc = S->cnd ? 2 * S->cnd : 1024;
-		hsnode_t *x = realloc(S->nd, nc * sizeof(*x));
-		pmask_t *u;
-		if (!x)
-			return -1;
-		S->nd = x;
-		u = realloc(S->used, nc * sizeof(*u));
-		if (!u)
-			return -1;
-		S->used = u;
-		S->cnd = nc;
-	}
+	uint32_t cu = S->cnd;	/* the two arrays grow together */
+	if (grow(&S->nd, S->nnd, &S->cnd, sizeof(*S->nd)) || grow(&S->used, S->nnd, &cu, sizeof(*S->used)))
+		return -1;
 	S->nd[S->nnd] = (hsnode_t){ guid, type, np, node, desc };
 	memset(&S->used[S->nnd], 0, sizeof(pmask_t));
 	return (int)S->nnd++;
@@ -4511,14 +4504,8 @@ static int sight_node(hsight_t *S, uint64_t guid, uint8_t type, uint8_t np, osm_
 
 static int sight_link(hsight_t *S, int a, unsigned pa, int b, unsigned pb)
 {
-	if (S->nlk == S->clk) {
-		uint32_t nc = S->clk ? 2 * S->clk : 1024;
-		hslink_t *x = realloc(S->lk, nc * sizeof(*x));
-		if (!x)
-			return -1;
-		S->lk = x;
-		S->clk = nc;
-	}
+	if (grow(&S->lk, S->nlk, &S->clk, sizeof(*S->lk)))
+		return -1;
 	S->lk[S->nlk++] = (hslink_t){ a, b, (uint8_t)pa, (uint8_t)pb };
 	mask_set(&S->used[a], pa);
 	mask_set(&S->used[b], pb);
@@ -4993,24 +4980,8 @@ static hdor_kns_t *first_sight(hdor_ctx_t *ctx, hdor_pass_t *P, unsigned *nphr, 
 			S.nd[i].guid = phantom++;
 
 	/* into a KNS (structure only; kns_build assigns coordinates) */
-	K = xcalloc(1, sizeof(*K));
+	K = kns_alloc(S.nnd, k, n, 1, K_SIGHT);
 	if (!K)
-		OOM();
-	K->nn = S.nnd;
-	K->k = k;
-	K->n = n;
-	K->s = 1;
-	K->origin = K_SIGHT;
-	K->guid = xcalloc(K->nn, sizeof(uint64_t));
-	K->ident = xcalloc(K->nn, sizeof(uint64_t));
-	K->type = xcalloc(K->nn, 1);
-	K->role = xcalloc(K->nn, 1);
-	K->np = xcalloc(K->nn, 1);
-	K->desc = xcalloc(K->nn, sizeof(char *));
-	K->poff = xcalloc(K->nn + 1, sizeof(uint32_t));
-	K->dim = xcalloc(K->nn, sizeof(int));
-	K->coord = xcalloc((size_t)K->nn * n, 1);
-	if (!K->guid || !K->ident || !K->type || !K->role || !K->np || !K->desc || !K->poff || !K->dim || !K->coord)
 		OOM();
 	/* S's nodes are in GUID order: present ones (sorted), then phantoms (ascending) */
 	for (i = 0; i < K->nn; i++) {
@@ -5026,14 +4997,8 @@ static hdor_kns_t *first_sight(hdor_ctx_t *ctx, hdor_pass_t *P, unsigned *nphr, 
 	for (i = 1; i < K->nn; i++)
 		if (K->guid[i] <= K->guid[i - 1])
 			NO("GUID 0x%016" PRIx64 " is in the range hdor keeps for missing devices", K->guid[i - 1]);
-	K->peer = xcalloc(K->poff[K->nn], sizeof(int));
-	K->pport = xcalloc(K->poff[K->nn], 1);
-	K->plid = xcalloc(K->poff[K->nn], sizeof(uint16_t));
-	K->plmc = xcalloc(K->poff[K->nn], 1);
-	if (!K->peer || !K->pport || !K->plid || !K->plmc || kns_index(K))
+	if (kns_alloc_slots(K))
 		OOM();
-	for (i = 0; i < K->poff[K->nn]; i++)
-		K->peer[i] = -1;
 	for (l = 0; l < S.nlk; l++) {
 		const hslink_t *x = &S.lk[l];
 		K->peer[K->poff[x->a] + x->pa] = x->b;

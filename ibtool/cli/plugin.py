@@ -129,6 +129,16 @@ def update_conf(text: str, engines: list[str], plugin: str = "hdor", extra: dict
     return "\n".join(lines) + "\n", changes
 
 
+def _small_file(path: Path, data: bytes, what: str, says: str, pre: str, dry_run: bool) -> None:
+    """Write a small file of the install unless it already holds `data`; say which."""
+    if _read(path, what) == data:
+        click.echo(f"unchanged {path}")
+        return
+    click.echo(f"{pre}write {path}: {says}")
+    if not dry_run:
+        _write(path, data)
+
+
 def _updn_roots(kc, path) -> bytes:
     """The roots of updn after hdor (as `ibtool topo kns` names them): the router at [0,...,0] and
     the indirect switch on its lowest switch port, next to each other."""
@@ -250,14 +260,7 @@ def install_cmd(prefix, conf, engines, destdir, kns_conf, dry_run):
 
     # 2. loader path for --prefix
     if prefix:
-        ldconf = _root(destdir, LDCONF)
-        line = f"{libdir}\n".encode()
-        if _read(ldconf, "loader config") == line:
-            click.echo(f"unchanged {ldconf}")
-        else:
-            click.echo(f"{pre}write {ldconf}: {libdir}")
-            if not dry_run:
-                _write(ldconf, line)
+        _small_file(_root(destdir, LDCONF), f"{libdir}\n".encode(), "loader config", str(libdir), pre, dry_run)
     if destdir is None:
         click.echo(f"{pre}run ldconfig")
         if not dry_run:
@@ -286,12 +289,7 @@ def install_cmd(prefix, conf, engines, destdir, kns_conf, dry_run):
     # 4. the KNS description, beside the conf, and updn's roots
     if roots is not None:
         rpath, data = roots
-        if _read(rpath, "root GUID file") == data:
-            click.echo(f"unchanged {rpath}")
-        else:
-            click.echo(f"{pre}write {rpath}: updn's roots {', '.join(data.decode().split())}")
-            if not dry_run:
-                _write(rpath, data)
+        _small_file(rpath, data, "root GUID file", f"updn's roots {', '.join(data.decode().split())}", pre, dry_run)
     if desc is not None:
         dpath, data, kc = desc
         roles = {r: sum(1 for x in kc.nodes if x.role == r) for r in ("router", "switch", "hca")}

@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 import re
 import subprocess
+import time
 from collections import deque
 from pathlib import Path
 
@@ -30,6 +31,27 @@ def libhdor() -> Path:
     so = PLUGIN / "libhdor.so"
     assert so.is_file()
     return so
+
+
+CONFIGURED = re.compile(r"(\S+) tables configured on all switches")
+
+
+def settle(read_log, before: int, timeout: float = 120, quiet: float = 3) -> str:
+    """Wait until OpenSM (its log text from `read_log()`) configured tables more than `before`
+    times, reached SUBNET UP (its dumps are written just before) and stayed quiet for `quiet` s;
+    the engine that configured the last tables."""
+    deadline = time.monotonic() + timeout
+    while True:
+        text = read_log()
+        found = CONFIGURED.findall(text)
+        last = max(m.end() for m in CONFIGURED.finditer(text)) if found else 0
+        if len(found) > before and "SUBNET UP" in text[last:]:
+            time.sleep(quiet)
+            if len(CONFIGURED.findall(read_log())) == len(found):
+                return found[-1]
+            continue
+        assert time.monotonic() < deadline, f"no new tables within {timeout} s:\n{text[-3000:]}"
+        time.sleep(0.2)
 
 
 def read_hdor_dump(path: Path) -> dict:

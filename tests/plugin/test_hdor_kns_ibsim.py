@@ -29,12 +29,11 @@ import json
 import os
 import re
 import shutil
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from hdor_walk import libhdor, rebuild  # noqa: F401
+from hdor_walk import CONFIGURED, libhdor, rebuild, settle  # noqa: F401
 from support import ibtool
 
 from ibtool.fabric import Fabric
@@ -50,7 +49,6 @@ FULL = os.environ.get("IBTOOL_FAULT_MATRIX") == "full"
 SHAPES = {"k4n2": (4, 2, 1), "k3n3": (3, 3, 1), "k4n2s2": (4, 2, 2)}
 KINDS = ("cable", "switch", "router")
 ENGINES = ["hdor", "nue"]  # the plans' routing_engine (docs/plugin.md "The fallback")
-CONFIGURED = re.compile(r"(\S+) tables configured on all switches")
 DECLINE = re.compile(r"hdor: declined \((HD[0-9A-F]{2})\): (.+); OpenSM falls back to the next routing engine")
 
 
@@ -94,19 +92,8 @@ class Live:
     def log(self) -> str:
         return self.lf.opensm_log.read_text(errors="replace")
 
-    def settle(self, before: int, timeout: float = 120):
-        deadline = time.monotonic() + timeout
-        while True:
-            text = self.log()
-            n = len(CONFIGURED.findall(text))
-            last = max(m.end() for m in CONFIGURED.finditer(text)) if n else 0
-            if n > before and "SUBNET UP" in text[last:]:
-                time.sleep(2)
-                if len(CONFIGURED.findall(self.log())) == n:
-                    return CONFIGURED.findall(text)[-1]
-                continue
-            assert time.monotonic() < deadline, f"no new tables within {timeout} s:\n{text[-3000:]}"
-            time.sleep(0.2)
+    def settle(self, before: int, timeout: float = 120) -> str:
+        return settle(self.log, before, timeout, quiet=2)
 
     def fault(self, spec: str, up: bool = False):
         before = len(CONFIGURED.findall(self.log()))

@@ -12,7 +12,7 @@ from collections import deque
 from pathlib import Path
 
 import pytest
-from hdor_helpers import kns_with_lids, rebuild, walk
+from hdor_helpers import degrade, kns_with_lids, rebuild, walk
 from support import ibtool
 
 from ibtool.fabric import CA, SWITCH
@@ -32,21 +32,6 @@ def base(request):
     k, n, s = SHAPES[request.param]
     f = kns_with_lids(k, n, s)
     return request.param, f, hdor.compute(f)
-
-
-def degrade(f, nodes=(), links=()):
-    """The fabric with nodes (and their HCAs, which discovery no longer sees) and links removed;
-    surviving ports keep their LIDs, as OpenSM keeps them."""
-    nodes = set(nodes)
-    for x in list(nodes):
-        if f.roles[x] == "router":
-            nodes |= {p for _, p, _ in f.neighbors(x) if f.types[p] == CA}
-    g = rebuild(f, drop_nodes=nodes, drop_links=links)
-    for (x, port), v in f.port_lids.items():
-        y = g.by_guid(f.guids[x])
-        if y is not None:
-            g.port_lids[(y, port)] = v
-    return g
 
 
 def router_switch_links(f, role=None):

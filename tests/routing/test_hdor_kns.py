@@ -5,51 +5,20 @@ tests/plugin/test_hdor_kns_ibsim.py."""
 
 from __future__ import annotations
 
-import random
-
 import pytest
-from hdor_helpers import kns_with_lids, rebuild
+from hdor_helpers import degrade, kns_with_lids, rebuild, shuffled
 
 from ibtool.errors import InputError
-from ibtool.fabric import CA, SWITCH
 from ibtool.formats import hdor_conf
 from ibtool.routing import hdor, hdor_kns
-
-
-def shuffled(f, seed):
-    """f with its nodes in another order, every switch's ports renumbered and the GUIDs dealt
-    anew (as a real fabric's would be); LIDs by the new GUIDs."""
-    rnd = random.Random(seed)
-    order = list(range(f.num_nodes))
-    rnd.shuffle(order)
-    pm = {}
-    for i in range(f.num_nodes):
-        ps = list(range(1, f.nports[i] + 1))
-        if f.types[i] == SWITCH:
-            rnd.shuffle(ps)
-        pm[i] = dict(zip(range(1, f.nports[i] + 1), ps))
-    gs = list(f.guids)
-    rnd.shuffle(gs)
-    from ibtool.routing.lids import assign_lids
-    g = rebuild(f, node_order=order, port_map=pm, guid_map=dict(zip(range(f.num_nodes), gs)))
-    assign_lids(g)
-    return g
+from ibtool.routing.lids import assign_lids
 
 
 def without(f, nodes=(), links=()):
-    """f with devices (a router takes its HCAs along) and cables gone; the others keep their LIDs."""
-    drop = {f.index(x) for x in nodes}
-    for x in list(drop):
-        if f.roles[x] == "router":
-            drop |= {p for _, p, _ in f.neighbors(x) if f.types[p] == CA}
+    """degrade() by the plan's names: devices (a router takes its HCAs along) and cables gone."""
     cut = [li for li in range(f.num_links) if {f.names[f.link_a[li]], f.names[f.link_b[li]]} in [set(c) for c in links]]
     assert len(cut) == len(links)
-    g = rebuild(f, drop_nodes=drop, drop_links=cut)
-    for (x, p), v in f.port_lids.items():
-        y = g.by_guid(f.guids[x])
-        if y is not None:
-            g.port_lids[(y, p)] = v
-    return g
+    return degrade(f, nodes=[f.index(x) for x in nodes], links=cut)
 
 
 def long_running(f, g):
@@ -61,8 +30,11 @@ SHAPES = {"4^2": (4, 2, 1), "3^3": (3, 3, 1), "4^2 s=2": (4, 2, 2)}
 
 
 def fabric(shape, seed=1):
+    """The KNS with its nodes in another order, its ports renumbered, its GUIDs dealt anew."""
     k, n, s = SHAPES[shape]
-    return shuffled(kns_with_lids(k, n, s, radix=8 if s == 1 else 36), seed)
+    g, _ = shuffled(kns_with_lids(k, n, s, radix=8 if s == 1 else 36), seed, guids=True)
+    assign_lids(g)
+    return g
 
 
 def a_cable(f, shape):
