@@ -12,7 +12,7 @@ from collections import deque
 from pathlib import Path
 
 import pytest
-from hdor_helpers import degrade, kns_with_lids, rebuild, walk
+from hdor_helpers import degrade, kns_with_lids, walk
 from support import ibtool
 
 from ibtool.fabric import CA, SWITCH
