@@ -188,8 +188,8 @@ def build_cmd(intree):
               help="opensm.conf to create or update (Debian's opensm.service reads /etc/opensm/opensm.conf).")
 @click.option("--engines", default="hdor,nue", show_default=True,
               help="routing_engine list written into the conf (OpenSM tries them in order; after hdor an engine "
-                   "without credit loops on a KNS: nue, or updn on a KNS beyond 2,500 switches, its roots taken from "
-                   "--kns-conf; docs/plugin.md \"The fallback\").")
+                   "without credit loops on a KNS: nue, or updn with its roots taken from --kns-conf; docs/plugin.md "
+                   "\"The fallback\").")
 @click.option("--destdir", type=click.Path(path_type=Path),
               help="Stage every file under this root (packaging); ldconfig is not run.")
 @click.option("--kns-conf", "kns_conf", type=click.Path(path_type=Path),

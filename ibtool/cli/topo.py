@@ -93,11 +93,8 @@ def _make_command(topo):
         click.Option(["--out", "-o"], type=OutPath(), required=True,
                      help="Directory for the plan files (must be empty unless --force)."),
         click.Option(["--force"], is_flag=True, help="Overwrite files in a non-empty --out."),
-        click.Option(["--engine"], default=None if callable(topo.engine) else topo.engine,
-                     show_default=not callable(topo.engine),
-                     help="routing_engine list written into opensm.conf (`ibtool sim run` uses it)"
-                          + (f"; default: {topo.engine.__doc__.strip().splitlines()[0]}" if callable(topo.engine)
-                             and topo.engine.__doc__ else ".")),
+        click.Option(["--engine"], default=topo.engine, show_default=True,
+                     help="routing_engine list written into opensm.conf (`ibtool sim run` uses it)."),
         click.Option(["--json", "as_json"], is_flag=True, help="Print a JSON summary."),
     ]
     for p in topo.params:
@@ -107,12 +104,10 @@ def _make_command(topo):
                                    help=p.help, **dflt))
 
     def callback(out, force, engine, as_json, **kw):
-        engines = opensm.parse_engines(engine) if engine is not None else None
+        engines = opensm.parse_engines(engine)
         check_out(out, force)
         t0 = time.monotonic()
         fabric = topo.build(**kw)  # refuses impossible parameters before anything is written
-        if engines is None:  # the family's list for this fabric (its size)
-            engines = opensm.parse_engines(topo.engine(fabric) if callable(topo.engine) else topo.engine)
         if fabric.num_nodes > 20_000 and not as_json:  # seconds of writing: say what is happening
             click.echo(f"  built {fabric.num_nodes:,} nodes in {time.monotonic() - t0:.1f} s; writing {out}", err=True)
         layout = None

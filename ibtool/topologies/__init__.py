@@ -40,8 +40,7 @@ class Topology:
     summary: str
     reference: str
     example: str = ""
-    engine: str | Callable[[Fabric], str] = "minhop"  # the routing_engine list the plan's opensm.conf names
-    # (a function of the built fabric when the right list depends on its size)
+    engine: str = "minhop"  # the routing_engine list the plan's opensm.conf names
     # the files that engine needs, derived from the built fabric (roles, GUIDs)
     engine_files: Callable[[Fabric], list[EngineFile]] | None = None
     layout: str | None = None  # the ibtool.layout policy that places the family (layout.json)
@@ -51,12 +50,10 @@ REGISTRY: dict[str, Topology] = {}
 
 
 def topology(name: str, *, params: list[Param], summary: str, reference: str, example: str = "",
-             engine: str | Callable[[Fabric], str] = "minhop",
-             engine_files: Callable[[Fabric], list[EngineFile]] | None = None,
+             engine: str = "minhop", engine_files: Callable[[Fabric], list[EngineFile]] | None = None,
              layout: str | None = None):
     """Register a builder. `engine` is the OpenSM routing_engine list an admin would use on the
-    family (or a function of the built fabric giving it); `engine_files(fabric)` returns the files
-    that engine reads (root GUIDs, compute-node
+    family; `engine_files(fabric)` returns the files that engine reads (root GUIDs, compute-node
     GUIDs, torus-2QoS.conf ...), which `ibtool topo` writes beside the plan. `layout` names the
     ibtool.layout policy that places the family on its floor (`ibtool topo` writes layout.json)."""
     def wrap(fn: Callable[..., Fabric]):

@@ -29,29 +29,14 @@ from ibtool.fabric import Fabric
 from ibtool.topologies import EngineFile, Param, guid_list, topology
 
 
-NUE_MAX_SWITCHES = 2500  # nue's routing step: 4.5 s on KNS 8^3 (704 switches), ... s on 12^3 (2,160); > 300 s on 16^3
-
-
-def kns_engines(f: Fabric) -> str:
-    """hdor,nue up to 2,500 switches (nue: deadlock-free on one VL, no roots), else hdor,updn
-    (roots: root-guids)
-
-    hdor first; after it the stock engine that routes a KNS hdor declines without a credit loop
-    (docs/plugin.md "The fallback", bench/hdor_fallback_bench.py): nue with its default of one VL
-    (deadlock-free by construction on any topology, no configuration, measured the best balanced),
-    until its routing step grows too long; then updn from two adjacent roots (up*/down*: one VL,
-    fast, but every route climbs toward the roots)."""
-    return "hdor,nue" if f.count(kind=2) <= NUE_MAX_SWITCHES else "hdor,updn"
-
-
 def kns_engine_files(f: Fabric) -> list[EngineFile]:
     """`qos TRUE`: OpenSM calls hdor's update_sl2vl hook (the SL2VL tables of a degraded KNS,
     docs/hdor.md section 6) only with QoS on; a complete KNS routes identically either way.
-    `root_guid_file`: the roots of updn, the engine after hdor on a KNS too large for nue
-    (kns_engines; written for every plan, so that `--engine hdor,updn` finds them): R[0..0] and the
-    indirect switch on its lowest switch port, next to each other (up*/down* from one root, or two
-    adjacent ones, reaches every pair on one VL without a credit loop; every indirect switch a root
-    would leave most pairs without a route)."""
+    `root_guid_file`: roots for updn, for a plan routed `--engine hdor,updn` (the plan's engine
+    after hdor is nue, docs/plugin.md "The fallback"): R[0..0] and the indirect switch on its lowest
+    switch port, next to each other (up*/down* from one root, or two adjacent ones, reaches every
+    pair on one VL without a credit loop; every indirect switch a root would leave most pairs
+    without a route)."""
     qos = [EngineFile("qos", "", "TRUE")]
     r0 = next((x for x in range(f.num_nodes) if f.roles[x] == "router"), None)
     s0 = next((y for _, y, _ in f.neighbors(r0) if f.roles[y] == "switch"), None) if r0 is not None else None
@@ -76,7 +61,7 @@ def tree_arity(k: int, s: int) -> int:
     summary="k-ary n-direct s-indirect hybrid (routers on a k^n grid, one indirect network per line)",
     reference="paper 000, sections 2.2, 3.2, 3.4 (KNS on the CELLIA cluster)",
     example="ibtool topo kns --k 6 --n 2 --radix 8 --out cellia   # CELLIA: 36 HCAs, 36 routers + 12 switches",
-    engine=kns_engines,
+    engine="hdor,nue",  # after hdor, nue: no credit loop on a KNS hdor declines (docs/plugin.md)
     engine_files=kns_engine_files,
     params=[
         Param("k", int, None, "routers per dimension (k >= 2)"),
