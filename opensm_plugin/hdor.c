@@ -5343,7 +5343,9 @@ static int prepare(hdor_ctx_t *ctx)
 	rc = degraded_pass(ctx);
 	if (rc == 1) {
 		ctx->deg_t0 = t0;
-		if (!ctx->note[0] && ctx->kns->origin != K_PASS)
+		if (!ctx->note[0] && ctx->kns->origin == K_SIGHT)
+			snprintf(ctx->note, sizeof(ctx->note), "the KNS identified at first sight");
+		else if (!ctx->note[0] && ctx->kns->origin != K_PASS)
 			snprintf(ctx->note, sizeof(ctx->note), "the KNS of %.400s", ctx->kns->origin == K_CONF ?
 				 ctx->conf_path : ctx->state_path);
 		return 1;
