@@ -56,8 +56,9 @@ def moore(g: Graph, diameter: int) -> dict:
         return {"applies": False, "why": "not a direct fabric: some switches host no HCAs"}
     d = int(np.diff(g.adj.indptr).max()) if g.n else 0
     bound = 1 + d * sum((d - 1) ** i for i in range(diameter))
+    # significant digits, not decimals: a torus is a tiny fraction of its bound (8x16x16: 2.6e-9)
     return {"applies": True, "degree": d, "diameter": diameter, "bound": bound,
-            "ratio": round(g.n / bound, 6) if bound else None}
+            "ratio": float(f"{g.n / bound:.6g}") if bound else None}
 
 
 def analyze(fabric: Fabric, layout=None, *, prices: dict | None = None, model: LatencyModel = DEFAULT_MODEL,
@@ -115,7 +116,7 @@ def text(r: dict) -> str:
     for key in ("sampled", "worst"):
         p = r["path_diversity"][key]
         if p.get("pairs"):
-            lines.append(f"  path diversity ({key}, {p['pairs']} pairs): shortest paths "
+            lines.append(f"  path diversity ({key}, {p['pairs']} pairs{_dropped(p)}): shortest paths "
                          f"{p['shortest_paths']['min']}..{p['shortest_paths']['max']} (avg "
                          f"{p['shortest_paths']['average']}), edge-disjoint {p['edge_disjoint']['min']}.."
                          f"{p['edge_disjoint']['max']}")
@@ -123,10 +124,11 @@ def text(r: dict) -> str:
     if b:
         lines.append(f"  bisection: {b['links']:,} links ({b['method']}"
                      + (f", lower bound {b['lower_bound']}" if "lower_bound" in b else "")
-                     + f"); b_r {b['b_r']}, B_r {b['B_r']}")
+                     + f"); b_r {b['b_r']}, "
+                     + (f"B_r {b['B_r']}" if b["B_r"] is not None else "B_r n/a (no switch-to-switch links)"))
     m = r["moore"]
     lines.append(f"  Moore bound: {m['bound']:,} switches for degree {m['degree']}, diameter {m['diameter']}; "
-                 f"ratio {m['ratio']}" if m["applies"] else f"  Moore bound: n/a ({m['why']})")
+                 f"ratio {m['ratio']:.3g}" if m["applies"] else f"  Moore bound: n/a ({m['why']})")
     lay = r.get("layout")
     if lay:
         pm = lay["per_medium"]
@@ -148,8 +150,35 @@ def text(r: dict) -> str:
     if co:
         lines.append(f"  cost: {co['total']:,.2f} {co['currency']} = " + " + ".join(
             f"{k} {v:,.2f}" for k, v in co["parts"].items()) + f"; per {co['endpoint']} {co['per_endpoint']:,.2f}")
-        lines.append(f"    prices used: {co['prices']}" + ("" if co["cables_priced"] else " (no layout: cables not priced)"))
+        lines.append(f"    prices used: {fmt_prices(co)}"
+                     + ("" if co["cables_priced"] else " (no layout: cables not priced)"))
     return "\n".join(lines)
+
+
+def _dropped(p: dict) -> str:
+    """How many of the asked pairs were not kept, and why (a switch drawn with itself, a pair drawn twice)."""
+    asked = p.get("asked")
+    if not asked or asked == p["pairs"]:
+        return ""
+    why = [f"{v} {k}" for k, v in (("drawn with itself", p.get("self_pairs", 0)),
+                                   ("drawn twice", p.get("repeated_pairs", 0))) if v]
+    return f" of {asked} asked; dropped: {', '.join(why)}"
+
+
+def fmt_prices(co: dict) -> str:
+    """The price table as a person writes it: 'switch 9,000 EUR; copper 1 m 60, 2 m 75 EUR'."""
+    cur = f" {co['currency']}" if co["currency"] else ""
+    parts = []
+    for k, v in co["prices"].items():
+        if k == "source":
+            continue
+        if isinstance(v, dict):
+            unit = "m" if k in ("copper", "fiber") else "ports"
+            parts.append(f"{k} " + ", ".join(f"{x:g} {unit} {p:,.2f}" for x, p in v.items()) + cur)
+        else:
+            parts.append(f"{k} {v:,.2f}{cur}")
+    src = co["prices"].get("source")
+    return "; ".join(parts) + (f" (from {src})" if src else "")
 
 
 def _fmt_hist(h: dict) -> str:

@@ -135,6 +135,7 @@ def group(ctx, paths, layout_opt, site, save_layout, prices, bisection, samples,
     lay = layout_for(fabric, plan_layout, layout_opt, site)
     # ibtool.analyze pulls in scipy and networkx: imported here, not when any ibtool command starts
     from ibtool.analyze import LatencyModel, analyze, text
+    from ibtool.analyze.report import fmt_prices
     from ibtool.analyze.cost import read_prices
     table = read_prices(prices) if prices else None
     model = LatencyModel(switch_delay, cable_delay, endpoint_delay)
@@ -151,7 +152,7 @@ def group(ctx, paths, layout_opt, site, save_layout, prices, bisection, samples,
         lay.write(save_layout)
     if html_out:
         with atomic_write(html_out) as fh:
-            fh.write(render("analyze.html.j2", r=report, fmt_hist=_bars))
+            fh.write(render("analyze.html.j2", r=report, fmt_hist=_bars, fmt_prices=fmt_prices))
     click.echo(json.dumps(report, indent=2) if as_json else text(report))
 
 

@@ -67,7 +67,9 @@ def test_layout_metrics_and_prices(cellia, tmp_path):
     assert co["parts"]["switches"] == 48 * 1000 and co["parts"]["hcas"] == 36 * 500
     assert co["per_endpoint"] == pytest.approx(co["total"] / 36, abs=0.01)
     text = ibtool("analyze", cellia, "--layout", "cabinet-aware", "--prices", prices, check=0).stdout
-    assert "prices used:" in text and "'switch': 1000.0" in text  # no hidden prices
+    used = next(line for line in text.splitlines() if "prices used:" in line)
+    # every price shown (no hidden prices), as a person writes them, not a Python dict
+    assert "switch 1,000.00 EUR" in used and "copper 0.5 m 10.00, 1 m 11.00" in used and "{" not in used
 
 
 def test_missing_cable_price_names_the_length(cellia, tmp_path):
