@@ -61,6 +61,22 @@ def moore(g: Graph, diameter: int) -> dict:
             "ratio": float(f"{g.n / bound:.6g}") if bound else None}
 
 
+def paper_figures(params: dict) -> dict:
+    """The figures the family's source paper defines for a plan (ibtool.topologies' `figures`),
+    from the plan's parameters; {} for a fabric without a family (a dump)."""
+    fam = params.get("topology") if params else None
+    if not fam:
+        return {}
+    from ibtool.topologies import load_all  # the families register their figures there
+    t = load_all().get(str(fam))
+    if t is None or t.figures is None:
+        return {}
+    try:
+        return t.figures(params)
+    except (KeyError, TypeError, ValueError):  # a fabric.json without the parameters the formulas need
+        return {}
+
+
 def analyze(fabric: Fabric, layout=None, *, prices: dict | None = None, model: LatencyModel = DEFAULT_MODEL,
             samples: int = 32, seed: int = 0, bisection: str = "auto", progress=None, ticker=None) -> dict:
     """Every metric of issue 11 for `fabric` (+ `layout` for cables and latency). `bisection`:
@@ -83,9 +99,14 @@ def analyze(fabric: Fabric, layout=None, *, prices: dict | None = None, model: L
     stage("distances")
     out["path_diversity"] = diversity(g, samples, seed, worst)
     stage("path diversity")
+    paper = paper_figures(fabric.params)
     if bisection != "none":
         out["bisection"] = bis.bisection(g, bisection)
+        if "bisection" in paper:  # the family paper's own measure, labelled, beside the true bisection
+            out["bisection"]["paper"] = paper["bisection"]
         stage("bisection")
+    if paper.get("figures"):
+        out["paper"] = paper["figures"]
     out["moore"] = moore(g, dist["switch"]["diameter"])
     if layout is not None:
         out["layout"] = {"policy": layout.policy, "site": layout.site.to_dict(), **layout.summary()}
@@ -122,13 +143,19 @@ def text(r: dict) -> str:
                          f"{p['edge_disjoint']['max']}")
     b = r.get("bisection")
     if b:
-        lines.append(f"  bisection: {b['links']:,} links ({b['method']}"
+        lines.append(f"  bisection{' (true minimum)' if 'paper' in b else ''}: {b['links']:,} links ({b['method']}"
                      + (f", lower bound {b['lower_bound']}" if "lower_bound" in b else "")
                      + f"); b_r {b['b_r']}, "
                      + (f"B_r {b['B_r']}" if b["B_r"] is not None else "B_r n/a (no switch-to-switch links)"))
+        pb = b.get("paper")
+        if pb:
+            lines.append(f"  bisection as {pb['source']} measures it ({pb['measure']}): {pb['links']:,} links; "
+                         f"B_r {pb['B_r']}, b_r {pb['b_r']} ({pb['b_r_formula']})")
     m = r["moore"]
     lines.append(f"  Moore bound: {m['bound']:,} switches for degree {m['degree']}, diameter {m['diameter']}; "
                  f"ratio {m['ratio']:.3g}" if m["applies"] else f"  Moore bound: n/a ({m['why']})")
+    for row in r.get("paper", []):
+        lines.append(f"  {row['source']}: {row['name']} {_fmt_value(row['value'])}  [{row['formula']}]")
     lay = r.get("layout")
     if lay:
         pm = lay["per_medium"]
@@ -153,6 +180,12 @@ def text(r: dict) -> str:
         lines.append(f"    prices used: {fmt_prices(co)}"
                      + ("" if co["cables_priced"] else " (no layout: cables not priced)"))
     return "\n".join(lines)
+
+
+def _fmt_value(v) -> str:
+    if isinstance(v, float):
+        return f"{v:,.6g}" if abs(v) >= 1e-3 or v == 0 else f"{v:.4g}"
+    return f"{v:,}" if isinstance(v, int) else str(v)
 
 
 def _dropped(p: dict) -> str:
