@@ -13,7 +13,7 @@ from ibtool.analyze.distances import distances
 from ibtool.analyze.graph import Graph, build
 from ibtool.analyze.latency import DEFAULT_MODEL, LatencyModel, latency
 from ibtool.analyze.paths import diversity
-from ibtool.fabric import Fabric
+from ibtool.fabric import SWITCH, Fabric
 
 
 def counts(g: Graph) -> dict:
@@ -36,6 +36,35 @@ def counts(g: Graph) -> dict:
         "degree": {"inter_switch_links": _hist(inter), "switch_neighbours": _hist(neigh),
                    "hcas_per_switch": _hist(g.hcas_on)},
     }
+
+
+KINDS = ("switch-switch", "switch-hca", "hca-hca")
+KIND_LABEL = {"switch-switch": "switch-to-switch", "switch-hca": "switch-to-HCA", "hca-hca": "HCA-to-HCA"}
+
+
+def cables_by_kind(layout) -> dict:
+    """The layout's cable totals split by link kind: paper 004's Fig. 5 counts switch-to-switch
+    cables only, a bill of materials every cable. Per kind: cables, length, length bought, per
+    medium and per purchasable length, unplaced (the layout's own lengths, media and catalogue)."""
+    f = layout.fabric
+    t = np.asarray(f.types)
+    a, b = t[np.asarray(f.link_a, dtype=np.int64)], t[np.asarray(f.link_b, dtype=np.int64)]
+    sw = (a == SWITCH).astype(np.int8) + (b == SWITCH).astype(np.int8)  # 2, 1, 0 switch ends
+    out = {}
+    for kind, ends in zip(KINDS, (2, 1, 0)):
+        sel = sw == ends
+        if not sel.any():
+            continue
+        length, purch, med = layout.length[sel], layout.purchasable[sel], layout.medium[sel]
+        placed = ~np.isnan(length)
+        per_medium = {m: {"cables": int((med == m).sum()), "length_m": round(float(np.nansum(length[med == m])), 3),
+                          "purchased_m": round(float(np.nansum(purch[med == m])), 3)} for m in ("copper", "fiber")}
+        buy = Counter(float(x) for x in purch[~np.isnan(purch)])
+        out[kind] = {"cables": int(sel.sum()), "length_m": round(float(length[placed].sum()), 3),
+                     "purchased_m": round(float(np.nansum(purch)), 3), "unplaced": int((~placed).sum()),
+                     "per_medium": per_medium,
+                     "per_purchasable_length": {f"{k:g}": v for k, v in sorted(buy.items())}}
+    return out
 
 
 def _minmax(a: np.ndarray) -> dict:
@@ -109,7 +138,8 @@ def analyze(fabric: Fabric, layout=None, *, prices: dict | None = None, model: L
         out["paper"] = paper["figures"]
     out["moore"] = moore(g, dist["switch"]["diameter"])
     if layout is not None:
-        out["layout"] = {"policy": layout.policy, "site": layout.site.to_dict(), **layout.summary()}
+        out["layout"] = {"policy": layout.policy, "site": layout.site.to_dict(), **layout.summary(),
+                         "by_kind": cables_by_kind(layout)}
         out["latency"] = latency(g, layout.length, model, ticker)
         stage("latency")
     if prices is not None:
@@ -160,12 +190,20 @@ def text(r: dict) -> str:
     if lay:
         pm = lay["per_medium"]
         lines.append(f"  layout ({lay['policy']}): {lay['cabinets']} cabinets on a {lay['grid'][0]}x{lay['grid'][1]} "
-                     f"grid; cables {lay['total_length_m']:,.1f} m ({lay['total_purchased_m']:,.1f} m bought); "
+                     f"grid; all cables {lay['total_length_m']:,.1f} m ({lay['total_purchased_m']:,.1f} m bought); "
                      f"copper {pm['copper']['cables']:,} / {pm['copper']['length_m']:,.1f} m, fiber "
                      f"{pm['fiber']['cables']:,} / {pm['fiber']['length_m']:,.1f} m; longest {lay['longest_m']} m "
                      f"({lay['longest_cable']})")
         lines.append(f"  cables per length: {', '.join(f'{k} m x {v}' for k, v in lay['per_purchasable_length'].items())}"
                      + (f"; {lay['unplaced_cables']} unplaced" if lay["unplaced_cables"] else ""))
+        for kind, k in lay.get("by_kind", {}).items():
+            km = k["per_medium"]
+            lines.append(f"    {KIND_LABEL[kind]}: {k['cables']:,} cables, {k['length_m']:,.1f} m "
+                         f"({k['length_m'] / 1000:,.3f} km; {k['purchased_m']:,.1f} m bought); copper "
+                         f"{km['copper']['cables']:,} / {km['copper']['length_m']:,.1f} m, fiber "
+                         f"{km['fiber']['cables']:,} / {km['fiber']['length_m']:,.1f} m; per length "
+                         + ", ".join(f"{x} m x {v}" for x, v in k["per_purchasable_length"].items())
+                         + (f"; {k['unplaced']} unplaced" if k["unplaced"] else ""))
         la = r["latency"]
         mo = la["model"]
         lines.append(f"  latency (paper 004: {mo['switch_ns']:g} ns/switch, {mo['cable_ns_per_m']:g} ns/m, "
