@@ -184,8 +184,11 @@ def text(r: dict) -> str:
     m = r["moore"]
     lines.append(f"  Moore bound: {m['bound']:,} switches for degree {m['degree']}, diameter {m['diameter']}; "
                  f"ratio {m['ratio']:.3g}" if m["applies"] else f"  Moore bound: n/a ({m['why']})")
-    for row in r.get("paper", []):
-        lines.append(f"  {row['source']}: {row['name']} {_fmt_value(row['value'])}  [{row['formula']}]")
+    if r.get("paper"):
+        lines.append("  the source paper's figures, from the plan's parameters:")
+        width = max(len(row["name"]) for row in r["paper"])
+        for row in r["paper"]:
+            lines.append(f"    {row['name']:<{width}}  {fmt_value(row['value']):>12}  ({row['formula']}; {row['source']})")
     lay = r.get("layout")
     if lay:
         pm = lay["per_medium"]
@@ -220,7 +223,7 @@ def text(r: dict) -> str:
     return "\n".join(lines)
 
 
-def _fmt_value(v) -> str:
+def fmt_value(v) -> str:
     if isinstance(v, float):
         return f"{v:,.6g}" if abs(v) >= 1e-3 or v == 0 else f"{v:.4g}"
     return f"{v:,}" if isinstance(v, int) else str(v)
