@@ -161,3 +161,31 @@ def test_plan_engine_and_files_are_used_by_sim_run(tmp_path):
     s = json.loads((run / "summary.json").read_text())
     # updn finds no roots on a KNS by itself (it falls back); with the plan's root GUIDs it routes
     assert s["engines"] == ["updn"] and s["engine"] == "updn" and s["ok"], r.stdout
+
+
+def test_path_records_in_one_process_equal_saqueries(tmp_path):
+    """ibtool.sim.sa_paths asks the SA the same SubnAdmGet(PathRecord) as `saquery -p --slid S
+    --dlid D`, every pair from one process: the same records, field for field that the verifier
+    reads (lash: an engine whose SLs are deterministic; dfsssp draws a VL of a split layer at
+    random per query)."""
+    import random
+
+    from ibtool.formats import pathrecord
+    from ibtool.sim.live import LiveFabric
+    ibtool("topo", "slimfly", "--q", 3, "--hcas-per-router", 1, "--out", tmp_path / "sf3", check=0)
+    with LiveFabric(tmp_path / "sf3" / "topology.net", tmp_path / "w", ["lash"]) as lf:
+        assert lf.outcome["engine"] == "lash"
+        lf.client(["ibnetdiscover"], tmp_path / "fabric.out")
+        f = ibnetdiscover.read(tmp_path / "fabric.out")
+        lids = sorted(lid for (n, _), (lid, _) in f.port_lids.items() if not f.is_switch(n))
+        pairs = random.Random(1).sample([(a, b) for a in lids for b in lids if a != b], 30)
+        fast = subprocess.run([sys.executable, "-m", "ibtool.sim.sa_paths"], text=True, capture_output=True,
+                              input="".join(f"{a} {b}\n" for a, b in pairs), env=lf.env(), cwd=lf.scratch)
+        assert fast.returncode == 0, fast.stderr
+        slow = "".join(subprocess.run(["saquery", "-p", "--slid", str(a), "--dlid", str(b)], env=lf.env(),
+                                      cwd=lf.scratch, capture_output=True, text=True, check=True).stdout
+                       for a, b in pairs)
+    (tmp_path / "fast.out").write_text(fast.stdout)
+    (tmp_path / "slow.out").write_text(slow)
+    got, want = pathrecord.read(tmp_path / "fast.out"), pathrecord.read(tmp_path / "slow.out")
+    assert len(got) == 30 and got == want and len(set(got.values())) > 1  # lash uses several SLs here

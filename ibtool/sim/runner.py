@@ -348,23 +348,24 @@ QUERY_TRIES = 4
 
 def collect_path_sls(sim: Fabricsim, out: Path, fabric: Fabric, timeout: float, local: tuple[str, ...] = (),
                      parallel: int = 4, limit: int | None = MAX_PATH_QUERIES) -> dict:
-    """`saquery -p --slid S --dlid D` for every pair of HCA port base LIDs: the SA's PathRecords,
-    with the SL the routing engine gave each path; written as saquery prints them. (The SA answers
-    a query by source alone with a few records only, so it is one query per pair.) `local`: the
-    diags' -C/-P options for the port to query from."""
+    """`saquery -p --slid S --dlid D` for every HCA port's base LID S and every LID D of another HCA
+    port (with LMC > 0 each LID of its range: a path of its own, with its own SL): the SA's
+    PathRecords, with the SL the routing engine gave each path; written as saquery prints them.
+    (The SA answers a query by source alone with a few records only, so it is one query per
+    pair.) `local`: the diags' -C/-P options for the port to query from."""
     saquery = require("saquery", "infiniband-diags")
-    lids = sorted(lid for (node, port), (lid, _) in fabric.port_lids.items() if not fabric.is_switch(node))
-    pairs = [(a, b) for a in lids for b in lids if a != b]
-    if limit is not None and len(pairs) > limit:
-        raise InputError(f"--path-sls: {len(lids)} HCA ports make {len(pairs)} PathRecord queries; at most "
-                         f"{limit} (a fabric of up to {int(limit ** 0.5)} HCA ports)")
-
+    ports = sorted((lid, lmc) for (node, port), (lid, lmc) in fabric.port_lids.items() if not fabric.is_switch(node))
+    lids = [lid for lid, _ in ports]
+    pairs = [(a, d) for a in lids for b, lmc in ports if a != b for d in range(b, b + (1 << lmc))]
     text = _path_records_at_once(sim, pairs, local, timeout)
     if text is not None:
         with atomic_write(out, "wb") as fh:
             fh.write(text)
         return {"file": out.name, "pairs": len(pairs), "records": text.count(b"PathRecord dump:"),
                 "client": "libibmad, one process (ibtool.sim.sa_paths)"}
+    if limit is not None and len(pairs) > limit:  # saquery costs a process a pair
+        raise InputError(f"--path-sls: {len(lids)} HCA ports make {len(pairs)} PathRecord queries; without "
+                         f"libibmad (saquery, one process each) at most {limit}")
 
     def query(pair: tuple[int, int]) -> bytes:
         for attempt in range(QUERY_TRIES):  # the SA may not answer while OpenSM sweeps again (a fault step)

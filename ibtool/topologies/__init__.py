@@ -10,7 +10,7 @@ from typing import Any, Callable
 from ibtool.fabric import Fabric
 
 # Modules holding builders; adding a family means adding its module name here.
-FAMILIES = ["kns", "fattree", "sft", "kantc", "equality", "direct", "skywalk"]
+FAMILIES = ["kns", "fattree", "sft", "kantc", "equality", "direct", "skywalk", "slimfly", "dragonfly_canonical"]
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,11 @@ def topology(name: str, *, params: list[Param], summary: str, reference: str, ex
                                   layout, figures)
         return fn
     return wrap
+
+
+def figure(name: str, value, formula: str, source: str) -> dict:
+    """One of a paper's figures as `ibtool analyze` reports it (a row of Topology.figures)."""
+    return {"name": name, "value": value, "formula": formula, "source": source}
 
 
 def guid_list(fabric: Fabric, nodes) -> str:

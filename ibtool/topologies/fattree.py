@@ -34,6 +34,7 @@ from ibtool.fabric import CA, SWITCH, Fabric
 from ibtool.layout.model import FLOOR
 from ibtool.layout.policies import POLICIES, Placement, attached_switch, policy
 from ibtool.topologies import EngineFile, Param, guid_list, topology
+from ibtool.topologies import figure as row
 
 
 def name(prefix: str, *parts) -> str:
@@ -101,11 +102,6 @@ def p_kant(k: int, n: int) -> float:
     """Paper 001 V.C: P~ of the k-ary n-tree, shortest paths from a leaf switch to the other leaf
     switches on average, [sum_i k^i (k^i - k^(i-1))] / k^(n-1) = (k^n - 1/k^(n-2)) / (k+1)."""
     return (k ** n - 1 / k ** (n - 2)) / (k + 1)
-
-
-def row(name: str, value, formula: str, source: str) -> dict:
-    """One of the paper's figures as `ibtool analyze` reports it (Topology.figures)."""
-    return {"name": name, "value": value, "formula": formula, "source": source}
 
 
 def figures(params: dict) -> dict:

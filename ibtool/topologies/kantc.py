@@ -51,6 +51,7 @@ from itertools import product
 from ibtool.errors import InputError
 from ibtool.fabric import Fabric
 from ibtool.topologies import EngineFile, Param, guid_list, topology
+from ibtool.topologies import figure as row
 from ibtool.topologies.fattree import (
     check_radix,
     check_range,
@@ -58,7 +59,6 @@ from ibtool.topologies.fattree import (
     name,
     need_ports,
     p_kant,
-    row,
     tree_counts,
 )
 
