@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from measure import measure  # noqa: E402
+from analyze_bench import run_json  # noqa: E402  (one fresh process, its JSON)
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -33,17 +33,6 @@ POINTS = {  # label: (family, args, paper's B in Gb/s, paper's Phi in Gb/s)
     "Slim Fly q = 23": ("slimfly", ["--q", "23"], 60736, 370300),
     "Dragonfly a = 16, p = 8, h = 8": ("dragonfly-canonical", ["--a", "16", "--p", "8", "--h", "8"], 41666, 402480),
 }
-
-
-def run_json(argv, **kw):
-    r = measure(argv, cwd=ROOT, **kw)
-    try:
-        data = json.loads(r["stdout"]) if r["exit"] == 0 else {}
-    except json.JSONDecodeError:
-        data = {}
-    if r["exit"] != 0:
-        print(f"FAILED ({r['exit']}): {' '.join(map(str, argv))}\n{r['stderr']}", flush=True)
-    return r, data
 
 
 def bench_point(out: Path, label: str, family: str, args: list[str], paper_b: float, paper_phi: float) -> dict:

@@ -67,6 +67,12 @@ def topology(name: str, *, params: list[Param], summary: str, reference: str, ex
     return wrap
 
 
+def qos_on(fabric: Fabric) -> list[EngineFile]:
+    """`qos TRUE`, for engines whose layers need SL2VL tables (dfsssp, torus-2QoS): OpenSM
+    programs them (and dumps them, which `ibtool verify` checks per VL) only with QoS on."""
+    return [EngineFile("qos", "", "TRUE")]
+
+
 def figure(name: str, value, formula: str, source: str) -> dict:
     """One of a paper's figures as `ibtool analyze` reports it (a row of Topology.figures)."""
     return {"name": name, "value": value, "formula": formula, "source": source}

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from ibtool.errors import InputError
 from ibtool.fabric import Fabric
-from ibtool.topologies import EngineFile, Param, topology
+from ibtool.topologies import Param, qos_on, topology
 from ibtool.topologies import figure as row
 from ibtool.topologies.direct import MAX_SWITCHES, check_radix, floor_grid, new_fabric, positive
 
@@ -46,14 +46,35 @@ def closed_forms(a: int, p: int, h: int, g: int = 0) -> dict:
             "diameter": 3 if a > 1 else 1}  # local, global, local: every pair of groups is joined
 
 
+def figures(params: dict) -> dict:
+    a, p, h, g = (int(params[k]) for k in ("a", "p", "h", "g"))
+    cf = closed_forms(a, p, h, g)
+    src = "Kim et al. ISCA 2008"
+    k, n = cf["network_radix"], cf["routers"]
+    out = [row("groups g", cf["groups"], "a h + 1 (the most)" if g == a * h + 1 else "given", src),
+           row("routers N", n, "a g", src), row("network radix K", k, "a - 1 + h", src),
+           row("endpoints", cf["endpoints"], "a p g", src),
+           row("local links", cf["local_links"], "g a (a-1) / 2", src),
+           row("global links", cf["global_links"], "g (g-1) / 2", src),
+           row("balanced (a = 2p = 2h)", "yes" if a == 2 * p == 2 * h else "no", "a = 2p = 2h", src),
+           row("total network bandwidth Phi / phi (cables)", n * (k / 2 + p), "N (K/2 + p)", "paper 002 section 4.3")]
+    if (a, p, h, g) == (16, 8, 8, 129):
+        out += [row("paper 002 Fig. 4: b_r = B / Phi", 41666 / 402480,
+                    "B = 41,666 Gb/s (approx.), Phi = N phi (K/2 + p) = 402,480 Gb/s, phi = 10 Gb/s",
+                    "paper 002 Fig. 4 caption"),
+                row("global links across the middle (groups halved)", (g // 2) * (g - g // 2),
+                    "floor(g/2) ceil(g/2): every pair of groups one link", "this construction")]
+    return {"figures": out}
+
+
 @topology(
     "dragonfly-canonical",
     summary="canonical Dragonfly of Kim et al.: g groups of a fully connected routers, h global links each",
     reference="Kim, Dally, Scott, Abts, ISCA 2008; paper 002 section 5.4 (Fig. 4's DF point: a 16, p 8, h 8)",
     example="ibtool topo dragonfly-canonical --a 4 --p 2 --h 2 --out df   # 9 groups, 36 routers, 72 HCAs\n"
             "  ibtool topo dragonfly-canonical --a 16 --p 8 --h 8 --out df2064   # paper 002's DF: 2,064 routers",
-    engine="dfsssp", layout="cabinet-aware", engine_files=lambda f: qos_on(f),  # defined below
-    figures=lambda params: figures(params),  # defined below
+    engine="dfsssp", layout="cabinet-aware", engine_files=qos_on,
+    figures=figures,
     params=[
         Param("a", int, None, "routers per group (fully connected)"),
         Param("p", int, None, "endpoints (HCAs) per router"),
@@ -90,30 +111,3 @@ def dragonfly_canonical(a: int, p: int, h: int, g: int = 0, radix: int = 64) -> 
                 f.add_link(G * a + c // h, D * a + c2 // h, p + a + c % h, p + a + c2 % h)
     assert f.num_links == cf["router_links"] + a * g * p
     return f
-
-
-def qos_on(f: Fabric) -> list[EngineFile]:
-    """`qos TRUE`: OpenSM then programs (and dumps) the SL2VL tables dfsssp's layers need, which
-    `ibtool verify all` checks per VL with the path SLs."""
-    return [EngineFile("qos", "", "TRUE")]
-
-
-def figures(params: dict) -> dict:
-    a, p, h, g = (int(params[k]) for k in ("a", "p", "h", "g"))
-    cf = closed_forms(a, p, h, g)
-    src = "Kim et al. ISCA 2008"
-    k, n = cf["network_radix"], cf["routers"]
-    out = [row("groups g", cf["groups"], "a h + 1 (the most)" if g == a * h + 1 else "given", src),
-           row("routers N", n, "a g", src), row("network radix K", k, "a - 1 + h", src),
-           row("endpoints", cf["endpoints"], "a p g", src),
-           row("local links", cf["local_links"], "g a (a-1) / 2", src),
-           row("global links", cf["global_links"], "g (g-1) / 2", src),
-           row("balanced (a = 2p = 2h)", "yes" if a == 2 * p == 2 * h else "no", "a = 2p = 2h", src),
-           row("total network bandwidth Phi / phi (cables)", n * (k / 2 + p), "N (K/2 + p)", "paper 002 section 4.3")]
-    if (a, p, h, g) == (16, 8, 8, 129):
-        out += [row("paper 002 Fig. 4: b_r = B / Phi", 41666 / 402480,
-                    "B = 41,666 Gb/s (approx.), Phi = N phi (K/2 + p) = 402,480 Gb/s, phi = 10 Gb/s",
-                    "paper 002 Fig. 4 caption"),
-                row("global links across the middle (groups halved)", (g // 2) * (g - g // 2),
-                    "floor(g/2) ceil(g/2): every pair of groups one link", "this construction")]
-    return {"figures": out}

@@ -36,7 +36,7 @@ import numpy as np
 
 from ibtool.errors import InputError
 from ibtool.fabric import Fabric
-from ibtool.topologies import EngineFile, Param, topology
+from ibtool.topologies import Param, qos_on, topology
 from ibtool.topologies import figure as row
 from ibtool.topologies.direct import MAX_SWITCHES, check_radix, floor_grid, new_fabric
 
@@ -149,14 +149,37 @@ def closed_forms(q: int, p: int | None = None) -> dict:
             "moore_bound_d2": k * k + 1}
 
 
+def figures(params: dict) -> dict:
+    """Besta & Hoefler's closed forms, and paper 002's Fig. 4 point for the SF it names."""
+    q = int(params["q"])
+    p = int(params.get("hcas_per_router") or 0) or None
+    cf = closed_forms(q, p)
+    src = "Besta & Hoefler SC14"
+    k, n, p = cf["network_radix"], cf["routers"], cf["endpoints_per_router"]
+    out = [row("routers N", n, "2 q^2", src), row("network radix K", k, "(3q - delta)/2, delta = "
+                                                 f"{cf['delta']}", src),
+           row("endpoints per router p", p, "ceil(K/2) unless given", src),
+           row("endpoints", cf["endpoints"], "N p", src), row("router links", cf["router_links"], "N K / 2", src),
+           row("diameter", 2, "2 (MMS graphs)", src),
+           row("Moore bound ratio (diameter 2)", n / cf["moore_bound_d2"], "N / (K^2 + 1)", src),
+           row("total network bandwidth Phi / phi (cables)", n * (k / 2 + p), "N (K/2 + p)", "paper 002 section 4.3")]
+    if q == 23 and p == 18:
+        out += [row("paper 002 Fig. 4: b_r = B / Phi", 60736 / 370300,
+                    "B = 60,736 Gb/s (from Besta & Hoefler's Fig. 5c), Phi = N phi (K/2 + p) = 370,300 Gb/s with "
+                    "phi = 10 Gb/s and K = 34 as the paper writes", "paper 002 Fig. 4 caption"),
+                row("the same B over this plan's Phi", 60736 / (10 * n * (k / 2 + p)),
+                    f"Phi = {10 * n * (k / 2 + p):,.0f} Gb/s: MMS(23) has K = 35, not 34", "paper 002 with K = 35")]
+    return {"figures": out}
+
+
 @topology(
     "slimfly",
     summary="Slim Fly: the MMS graph of a prime power q (2q^2 routers, degree (3q-delta)/2, diameter 2)",
     reference="Besta & Hoefler, SC14 (Slim Fly); paper 002 sections 1, 5.4 (Fig. 4's SF point: q = 23)",
     example="ibtool topo slimfly --q 5 --out sf5   # 50 routers of degree 7 (the Hoffman-Singleton graph), "
             "4 HCAs each\n  ibtool topo slimfly --q 23 --out sf23   # paper 002's SF: 1,058 routers, 18 HCAs each",
-    engine="dfsssp", layout="cabinet-aware", engine_files=lambda f: qos_on(f),  # defined below
-    figures=lambda params: figures(params),  # defined below
+    engine="dfsssp", layout="cabinet-aware", engine_files=qos_on,
+    figures=figures,
     params=[
         Param("q", int, None, "a prime power (q = 4w + delta, delta in -1, 0, 1): 2q^2 routers"),
         Param("hcas_per_router", int, 0, "endpoints per router p (0: ceil(k'/2), Besta & Hoefler's choice)"),
@@ -200,32 +223,3 @@ def slimfly(q: int, hcas_per_router: int = 0, radix: int = 64) -> Fabric:
                 c = int(f_.sub[y, f_.mul[m, x]])  # y = m x + c
                 f.add_link(idx(0, x, y), idx(1, m, c), p + local + 1 + m, p + local + 1 + x)
     return f
-
-
-def qos_on(f: Fabric) -> list[EngineFile]:
-    """`qos TRUE`: OpenSM then programs (and dumps) the SL2VL tables dfsssp's layers need, which
-    `ibtool verify all` checks per VL with the path SLs."""
-    return [EngineFile("qos", "", "TRUE")]
-
-
-def figures(params: dict) -> dict:
-    """Besta & Hoefler's closed forms, and paper 002's Fig. 4 point for the SF it names."""
-    q = int(params["q"])
-    p = int(params.get("hcas_per_router") or 0) or None
-    cf = closed_forms(q, p)
-    src = "Besta & Hoefler SC14"
-    k, n, p = cf["network_radix"], cf["routers"], cf["endpoints_per_router"]
-    out = [row("routers N", n, "2 q^2", src), row("network radix K", k, "(3q - delta)/2, delta = "
-                                                 f"{cf['delta']}", src),
-           row("endpoints per router p", p, "ceil(K/2) unless given", src),
-           row("endpoints", cf["endpoints"], "N p", src), row("router links", cf["router_links"], "N K / 2", src),
-           row("diameter", 2, "2 (MMS graphs)", src),
-           row("Moore bound ratio (diameter 2)", n / cf["moore_bound_d2"], "N / (K^2 + 1)", src),
-           row("total network bandwidth Phi / phi (cables)", n * (k / 2 + p), "N (K/2 + p)", "paper 002 section 4.3")]
-    if q == 23 and p == 18:
-        out += [row("paper 002 Fig. 4: b_r = B / Phi", 60736 / 370300,
-                    "B = 60,736 Gb/s (from Besta & Hoefler's Fig. 5c), Phi = N phi (K/2 + p) = 370,300 Gb/s with "
-                    "phi = 10 Gb/s and K = 34 as the paper writes", "paper 002 Fig. 4 caption"),
-                row("the same B over this plan's Phi", 60736 / (10 * n * (k / 2 + p)),
-                    f"Phi = {10 * n * (k / 2 + p):,.0f} Gb/s: MMS(23) has K = 35, not 34", "paper 002 with K = 35")]
-    return {"figures": out}
