@@ -156,7 +156,8 @@ def figures(params: dict) -> dict:
     cf = closed_forms(q, p)
     src = "Besta & Hoefler SC14"
     k, n, p = cf["network_radix"], cf["routers"], cf["endpoints_per_router"]
-    out = [row("routers N", n, "2 q^2", src), row("network radix K", k, "(3q - delta)/2, delta = "
+    out = [row("q a prime power (an MMS graph exists)", "yes" if prime_power(q) else "no", "q = p^m", src),
+           row("routers N", n, "2 q^2", src), row("network radix K", k, "(3q - delta)/2, delta = "
                                                  f"{cf['delta']}", src),
            row("endpoints per router p", p, "ceil(K/2) unless given", src),
            row("endpoints", cf["endpoints"], "N p", src), row("router links", cf["router_links"], "N K / 2", src),

@@ -218,3 +218,34 @@ def test_lmc_multipath_routes_each_lid_deadlock_free(tmp_path):
     assert all(lmc == 2 for _, lmc in ranges)
     spread = sum(len(set(row[lid:lid + 4].tolist())) > 1 for row in tables.lft.values() for lid, _ in ranges)
     assert spread > 0
+
+
+def test_dragonfly_fig4_point_by_its_group_split():
+    """Paper 002's DF point, B ~ 41,666 Gb/s of Phi = 402,480: cutting the 129 groups 64.5 / 64.5
+    (groups 0..63 and routers 0..7 of group 64, with their HCAs: 8,256 HCAs a side) cuts 64 x 64
+    global links and 8 x 8 local ones, 4,160 cables = 41,600 Gb/s at 10 Gb/s, b_r 0.1034 (paper
+    0.1035); the arrangement sends routers 0..7's global links of group 64 to groups 0..63.
+    METIS finds 4,248 (bench/paper002_bench.py), so this split is the better upper bound."""
+    from ibtool.analyze.bisection import cut_of
+    from ibtool.analyze.graph import build
+    f = dragonfly_canonical(16, 8, 8)
+    side = np.asarray([0 if lab["cabinet"] < 64 or (lab["cabinet"] == 64 and lab["slot"] < 8) else 1
+                       for lab in f.labels], dtype=np.int8)
+    hca = np.asarray(f.types) != SWITCH
+    assert hca[side == 0].sum() == hca[side == 1].sum() == 8256
+    links = cut_of(build(f), side)
+    assert links == 64 * 64 + 8 * 8 == 4160
+    phi = 10 * f.num_links
+    assert phi == 402480 and links * 10 / phi == pytest.approx(41666 / 402480, rel=0.002)
+
+
+def test_paper_002_section_2_2_sizes(tmp_path):
+    """Section 2.2's Slim Fly sizes for 80-port routers, by Besta & Hoefler's closed forms."""
+    m35, m32, m33 = sf_forms(35, 80 - 53 - 1), sf_forms(32), sf_forms(33, 24)
+    assert (m35["delta"], m35["network_radix"], m35["routers"], m35["endpoints"]) == (-1, 53, 2450, 63700)
+    assert (m32["delta"], m32["routers"], m32["network_radix"], m32["endpoints"]) == (0, 2048, 48, 49152)
+    assert (m33["delta"], m33["routers"], m33["network_radix"], m33["endpoints"]) == (1, 2178, 49, 52272)
+    assert prime_power(35) is None and prime_power(33) is None and prime_power(32) == (2, 5)
+    assert all(2 * q * q != 2402 for q in range(1, 50))
+    r = ibtool("topo", "slimfly", "--q", 35, "--radix", 80, "--out", tmp_path / "p")
+    assert r.returncode == 2 and "--q 35: not a prime power" in r.stderr
