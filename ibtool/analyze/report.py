@@ -13,6 +13,7 @@ from ibtool.analyze.distances import distances
 from ibtool.analyze.graph import Graph, build
 from ibtool.analyze.latency import DEFAULT_MODEL, LatencyModel, latency
 from ibtool.analyze.paths import diversity
+from ibtool.errors import InputError
 from ibtool.fabric import SWITCH, Fabric
 
 
@@ -102,7 +103,7 @@ def paper_figures(params: dict) -> dict:
         return {}
     try:
         return t.figures(params)
-    except (KeyError, TypeError, ValueError):  # a fabric.json without the parameters the formulas need
+    except (KeyError, TypeError, ValueError, InputError):  # a fabric.json the formulas do not cover
         return {}
 
 

@@ -206,9 +206,10 @@ def group(ctx, paths, layout_opt, site, save_layout, prices, bisection, samples,
 
 
 def _figures(text: str, as_json: bool) -> None:
-    from ibtool.analyze.report import fmt_value, paper_figures
+    from ibtool.analyze.report import fmt_value
+    from ibtool.topologies import load_all
     fam, params = parse_figures(text)
-    rows = paper_figures(params).get("figures", [])
+    rows = load_all()[fam].figures(params).get("figures", [])  # out-of-range parameters: one line, exit 2
     if not rows:
         raise InputError(f"--figures {text!r}: {fam}'s paper figures need a plan: ibtool analyze PLAN")
     if as_json:

@@ -48,6 +48,9 @@ def closed_forms(a: int, p: int, h: int, g: int = 0) -> dict:
 
 def figures(params: dict) -> dict:
     a, p, h, g = (int(params[k]) for k in ("a", "p", "h", "g"))
+    if a < 1 or p < 0 or h < 1 or not 0 <= g <= a * h + 1:
+        raise InputError(f"dragonfly-canonical(a={a}, p={p}, h={h}, g={g}): needs a >= 1, p >= 0, h >= 1, "
+                         f"0 <= g <= a h + 1")
     cf = closed_forms(a, p, h, g)
     src = "Kim et al. ISCA 2008"
     k, n = cf["network_radix"], cf["routers"]

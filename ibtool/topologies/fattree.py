@@ -109,6 +109,8 @@ def figures(params: dict) -> dict:
     k, n = int(params["k"]), int(params["n"])
     if int(params.get("hcas_per_leaf") or k) != k:
         return {}  # not the k-ary n-tree the paper counts
+    if not (2 <= k <= 16 and 1 <= n <= 64):
+        raise InputError(f"fattree(k={k}, n={n}): paper 001's figures are computed for 2 <= k <= 16 and 1 <= n <= 64")
     nodes, sw, links = tree_counts(k, n)
     pk = p_kant(k, n)
     return {"figures": [

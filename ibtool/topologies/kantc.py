@@ -197,6 +197,8 @@ def rcp(k: int, n: int, nodes: int, diameter: int, p: int = 1) -> float:
 def paper001(family: str, k: int, n: int) -> list[dict]:
     """Paper 001's figures of FAMILY(k, n) from its parameters alone (no fabric built): counts,
     per-node costs and the savings of section V.A, PD of V.C, RCP of V.B, each with its formula."""
+    if not (2 <= k <= 16 and 2 <= n <= 64):
+        raise InputError(f"{family}(k={k}, n={n}): paper 001's figures are computed for 2 <= k <= 16 and 2 <= n <= 64")
     src = "paper 001"
     nodes, sw, links = counts(family, k, n)
     out = []

@@ -153,6 +153,8 @@ def figures(params: dict) -> dict:
     """Besta & Hoefler's closed forms, and paper 002's Fig. 4 point for the SF it names."""
     q = int(params["q"])
     p = int(params.get("hcas_per_router") or 0) or None
+    if not 3 <= q <= 10 ** 6 or (p is not None and p < 0):
+        raise InputError(f"slimfly(q={q}): the closed forms are computed for 3 <= q <= 1,000,000 and p >= 0")
     cf = closed_forms(q, p)
     src = "Besta & Hoefler SC14"
     k, n, p = cf["network_radix"], cf["routers"], cf["endpoints_per_router"]

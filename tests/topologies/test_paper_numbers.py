@@ -248,6 +248,7 @@ def test_analyze_reports_paper_001_figures_of_a_plan(tmp_path):
     ("kantc(q=3)", "kantc has no parameter 'q'"),
     ("nosuch(1)", "no family 'nosuch'"),
     ("torus(8)", "torus has no paper figures"),
+    ("kantc(99999999999999999999,8)", "computed for 2 <= k <= 16"),
 ])
 def test_analyze_figures_bad_input_is_one_line(spec, words):
     from support import ibtool
