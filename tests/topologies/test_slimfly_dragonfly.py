@@ -249,3 +249,16 @@ def test_paper_002_section_2_2_sizes(tmp_path):
     assert all(2 * q * q != 2402 for q in range(1, 50))
     r = ibtool("topo", "slimfly", "--q", 35, "--radix", 80, "--out", tmp_path / "p")
     assert r.returncode == 2 and "--q 35: not a prime power" in r.stderr
+
+
+def test_cabling_plans_for_both(tmp_path):
+    """`ibtool cabling` on both plans: every link a cable of the list, in stages, with a length."""
+    import csv
+    for fam, args, links in (("slimfly", ("--q", 3, "--hcas-per-router", 1), 45 + 18),
+                             ("dragonfly-canonical", ("--a", 2, "--p", 1, "--h", 1), 6 + 6)):
+        plan = tmp_path / fam
+        ibtool("topo", fam, *args, "--out", plan, check=0)
+        ibtool("cabling", plan, "--out", tmp_path / f"{fam}-cab", check=0)
+        rows = list(csv.DictReader(open(tmp_path / f"{fam}-cab" / "cables.csv")))
+        assert len(rows) == links and all(float(r["length_m"]) > 0 for r in rows)
+        assert {r["stage_name"] for r in rows} >= {"node cables (switch to HCA)"}
