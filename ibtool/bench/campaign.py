@@ -211,7 +211,7 @@ class Campaign:
                         "repeat": repeat, "seed": seed}
         self.measures = measures(inv, benchmarks, self.engines)
         for e in engines or []:
-            if parse_engines(e) != [e]:  # unknown names are refused before anything runs
+            if parse_engines(e, "--engines") != [e]:  # unknown names are refused before anything runs
                 raise InputError(f"invalid routing engine name {e!r}")
         if any(e != CURRENT for e in self.engines) and inv.sm is None:
             raise InputError("--engines needs an 'sm' section in the inventory (where and how to run OpenSM)",

@@ -87,6 +87,9 @@ def run_cmd(inventory, benchmarks, mappings, engines, repeat, seed, out, retry_f
     from ibtool.bench.campaign import Campaign
 
     inv = inv_mod.load(inventory)
+    if engines is not None:  # --engines "" is no list of engines, not the routing in place
+        from ibtool.sim.opensm import parse_engines
+        parse_engines(engines, "--engines")
     camp = Campaign(inv, out, _csv(benchmarks), _csv(mappings), _csv(engines) or None, repeat, seed, retry_failed,
                     new_parameters)
     if dry_run:

@@ -207,9 +207,12 @@ def _expected(plan: Fabric, down_links: set[int], down_nodes: set[int], sm_node:
 
 
 def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: float = 300,
-        progress=None, path_sls: bool | None = None, log_flags: int = 0x47) -> dict:
+        progress=None, path_sls: bool | None = None, log_flags: int = 0x47, conf_base: str | None = None,
+        conf_options=()) -> dict:
     """path_sls: collect every HCA pair's PathRecord (its SL) at each step; default: when the engine
-    programs SLs (SL_ENGINES). log_flags: OpenSM's -D (0x40 writes the SL2VL dump each step needs)."""
+    programs SLs (SL_ENGINES). log_flags: OpenSM's -D (0x40 writes the SL2VL dump each step needs).
+    conf_base: an opensm.conf to start from (the plan's, with its engine's files); conf_options:
+    more (key, value) options (`sim run --conf`)."""
     say = progress or (lambda m: None)
     if path_sls is None:
         path_sls = any(e in SL_ENGINES for e in engines)
@@ -227,9 +230,10 @@ def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: f
         # OpenSM calls an engine's update_sl2vl only with QoS on: without it the switches keep
         # their SL2VL tables (every SL on VL 0) and the SLs of the detours separate nothing
         conf.append(("qos", "TRUE"))
+    conf += list(conf_options)
     summary["opensm_conf"] = dict(conf)
     with LiveFabric(net, out / ".live", engines, timeout=timeout, opensm_args=["-D", hex(log_flags)],
-                    conf_options=conf) as lf:
+                    conf_options=conf, conf_base=conf_base) as lf:
         osm = lf.work / "osm"
 
         log = {"pos": 0, "engines": [], "up_after": False}

@@ -15,9 +15,10 @@ up (engine switching in a benchmark campaign, fault injection, counter collectio
 
 Interface:
 
-* ``LiveFabric(net, work, engines, timeout=120, conf_options=(), opensm_args=(), plugin_dir=...)``:
-  ``net`` an ibnetdiscover-format file, ``work`` a scratch directory (created), ``engines`` the
-  routing_engine list of OpenSM (plugin engines such as hdor need ``plugin_dir/lib<engine>.so``).
+* ``LiveFabric(net, work, engines, timeout=120, conf_options=(), opensm_args=(), plugin_dir=...,
+  conf_base=None)``: ``net`` an ibnetdiscover-format file, ``work`` a scratch directory (created),
+  ``engines`` the routing_engine list of OpenSM (plugin engines such as hdor need
+  ``plugin_dir/lib<engine>.so``), ``conf_base`` an opensm.conf to start from (a plan's).
 * ``.outcome``: ibtool.sim.opensm.routing_outcome of the current OpenSM's log, as a dict, plus
   ``vls_needed`` (from "Virtual Lanes needed: N" when the engine logs it), ``log`` and ``output``
   (OpenSM's own stdout/stderr file) and, when OpenSM exited or did not come up, ``error`` with
@@ -70,7 +71,8 @@ def last_error(*texts: str) -> str | None:
 
 class LiveFabric:
     def __init__(self, net: str | Path, work: str | Path, engines: list[str] | tuple[str, ...] = ("minhop",),
-                 timeout: float = 120, conf_options=(), opensm_args=(), plugin_dir: Path = opensm.PLUGIN_DIR):
+                 timeout: float = 120, conf_options=(), opensm_args=(), plugin_dir: Path = opensm.PLUGIN_DIR,
+                 conf_base: str | None = None):
         self.net = Path(net)
         if not self.net.is_file():
             raise InputError("no such net file", path=str(net))
@@ -78,6 +80,7 @@ class LiveFabric:
         self.engines = list(engines)
         self.timeout = timeout
         self.conf_options = list(conf_options)
+        self.conf_base = conf_base  # an opensm.conf to start from (a plan's: its engine's files)
         self.opensm_args = list(opensm_args)
         self.plugin_dir = Path(plugin_dir)
         self.sockname = f"ibtool-live-{os.getpid()}-{uuid.uuid4().hex[:8]}"
@@ -168,7 +171,7 @@ class LiveFabric:
         self._starts += 1
         tag = f"{self._starts}-{'_'.join(engines)}"
         conf = self.work / f"opensm-{tag}.conf"
-        conf.write_text(opensm.config(engines, [("force_log_flush", "TRUE"), *self.conf_options],
+        conf.write_text(opensm.config(engines, [("force_log_flush", "TRUE"), *self.conf_options], self.conf_base,
                                       fabric=str(self.net)))
         self.opensm_log = self.work / f"opensm-{tag}.log"
         self.opensm_out = self.work / f"opensm-{tag}.out"
