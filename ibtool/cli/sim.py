@@ -82,7 +82,9 @@ def run_cmd(net, engine, out, timeout, log_flags, conf_options, opensm_config, o
       saquery-paths.out    with --path-sls: the SA's PathRecords (the SL of every path)
 
     Exits 0 only when the subnet came up and one of the requested engines configured the
-    tables (OpenSM falls back to minhop silently; ibtool reads the log to tell).
+    tables (OpenSM falls back to minhop silently; ibtool reads the log to tell). When OpenSM
+    exits early its own last error lines are printed; exit 2 when it refused its command line
+    (an --opensm-arg it does not know, -h, a value out of its range).
 
     \b
     Example:
@@ -125,6 +127,8 @@ def run_cmd(net, engine, out, timeout, log_flags, conf_options, opensm_config, o
         step = s.get("routing_step_s")
         click.echo(f"opensm {t.get('opensm_s')} s" + (f", routing step {step:.3f} s" if step is not None else "")
                    + f", total {t.get('total_s')} s; results in {out}")
+        if s.get("opensm_error"):
+            click.echo(f"  {s['opensm_error']}", err=True)
         for e in s.get("errors", [])[:3]:
             click.echo(f"  opensm: {e}", err=True)
     if not s.get("ok"):

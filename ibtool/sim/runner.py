@@ -228,7 +228,9 @@ def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> di
             timed_out = False
             err = b""
             if daemon:
-                timed_out = not _wait_subnet_up(p, log, opts.timeout)
+                timed_out = not _wait_subnet_up(p, log, opts.timeout) and p.poll() is None
+                if p.poll() is not None:
+                    err = (out / "opensm.stderr").read_bytes()
             else:
                 try:
                     _, err = p.communicate(timeout=opts.timeout)
@@ -240,10 +242,12 @@ def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> di
             text = log.read_text(errors="replace") if log.exists() else ""
             outcome = opensm.routing_outcome(text, opts.engines)
             summary.update(outcome.as_dict())
-            summary["opensm_exit"] = None if timed_out or daemon else p.returncode
+            summary["opensm_exit"] = None if timed_out or (daemon and p.poll() is None) else p.returncode
             summary["timed_out"] = timed_out
             if err and err.strip():
                 summary["opensm_stderr"] = err.decode(errors="replace").strip()[-2000:]
+            if summary["opensm_exit"] not in (None, 0) and not outcome.subnet_up:
+                _opensm_exited_early(summary, err, log, argv, opts.opensm_args)
             if opts.discover:
                 say("discovering: ibnetdiscover, dump_fts")
                 timings["ibnetdiscover_s"] = round(sim.client(["ibnetdiscover"], out / "ibnetdiscover.out",
@@ -273,6 +277,26 @@ def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> di
         with atomic_write(out / "summary.json") as fh:
             fh.write(json.dumps(summary, indent=2) + "\n")
     return summary
+
+
+def _opensm_exited_early(summary: dict, err: bytes, log: Path, argv: list[str], extra: list[str]) -> None:
+    """OpenSM stopped before the subnet came up: its own last error lines go into the summary
+    (`opensm_error`, which `sim run` prints). Exiting before it wrote its log, it refused its
+    command line (an unknown option, -h, a value out of range): bad input, InputError."""
+    said = []
+    for ln in err.decode(errors="replace").splitlines():  # OpenSM parses its arguments twice: once each
+        ln = ln.strip()
+        if ln and ln not in said:
+            said.append(ln)
+    rc = summary["opensm_exit"]
+    if not log.exists() or log.stat().st_size == 0:
+        why = "; ".join(said[-3:]) or "it printed its usage"
+        summary["opensm_error"] = f"OpenSM refused its command line (exit {rc}): {why}"
+        raise InputError(f"{summary['opensm_error']}; its extra arguments: {' '.join(extra) or 'none'} "
+                         f"(--opensm-arg)")
+    errs = [e for e in summary.get("errors", [])][-2:]
+    summary["opensm_error"] = f"OpenSM exited (exit {rc}) before the subnet came up: " + (
+        "; ".join(said[-2:] + errs) or "no error in its output or log")
 
 
 _DR_HEADER = re.compile(rb"^Unicast lids \[[^\]]*\] of switch DR path slid \d+; dlid \d+; ([0-9,]+) guid (0x[0-9a-fA-F]+)")
