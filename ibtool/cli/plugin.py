@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from ibtool import children
 from ibtool.errors import EnvironmentProblem, InputError
 from ibtool.sim import opensm, opensm_options
 
@@ -27,7 +28,7 @@ def _make(target: str | None = None, quiet: bool = False) -> None:
         raise EnvironmentProblem("OpenSM headers not found; install the Debian packages libopensm-dev "
                                  "and libibumad-dev (make setup does)")
     argv = ["make", "-C", str(PLUGIN_DIR)] + ([target] if target else [])
-    p = subprocess.run(argv, capture_output=quiet, text=True)
+    p = children.run(argv, capture_output=quiet, text=True)
     if p.returncode != 0:
         tail = ((p.stdout or "") + (p.stderr or "")).strip().splitlines()[-15:] if quiet else []
         raise EnvironmentProblem(f"{' '.join(argv)} failed (exit {p.returncode})" +
@@ -38,7 +39,7 @@ def multiarch_libdir() -> Path:
     """Where Debian's dynamic loader looks by default (/usr/lib/<multiarch triplet>)."""
     for argv in (["dpkg-architecture", "-qDEB_HOST_MULTIARCH"], ["gcc", "-print-multiarch"]):
         try:
-            out = subprocess.run(argv, capture_output=True, text=True, timeout=10).stdout.strip()
+            out = children.run(argv, capture_output=True, text=True, timeout=10).stdout.strip()
         except (OSError, subprocess.TimeoutExpired):
             continue
         if out:
@@ -262,7 +263,7 @@ def install_cmd(prefix, conf, engines, plan, destdir, dry_run):
         click.echo(f"{pre}run ldconfig")
         if not dry_run:
             ldc = shutil.which("ldconfig", path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin")
-            if not ldc or subprocess.run([ldc]).returncode != 0:
+            if not ldc or children.run([ldc]).returncode != 0:
                 raise EnvironmentProblem("ldconfig failed")
 
     # 3. opensm.conf
