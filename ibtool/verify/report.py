@@ -151,6 +151,10 @@ def _checks(name: str, s: dict) -> list[dict]:
                                    + ("all unchanged" if u["ok"] else f"{u['changed_unaffected']} changed, e.g. "
                                       f"{u['examples'][0]}") + f" ({u['affected']} affected)"})
         return out
+    if name == "health" and (s.get("not_run") or not s.get("ports_checked")):
+        # a check that could not run is not a pass (issue 24)
+        why = s.get("not_run") or f"no port's counters to judge ({len(s.get('unanswered', []))} ports did not answer)"
+        return [{"name": "health", "ok": False, "not_run": True, "summary": why}]
     if name == "health":
         f = s["findings"]
         cables = {x["cable"] or x["link"] for x in f}
@@ -179,7 +183,7 @@ def text(rep: dict) -> str:
     verdict = "PASS" if rep["ok"] else "FAIL"
     lines.append(f"verify: {verdict}")
     for c in rep["checks"]:
-        tag = "info" if c.get("info") else ("PASS" if c["ok"] else "FAIL")
+        tag = "info" if c.get("info") else "NOT RUN" if c.get("not_run") else ("PASS" if c["ok"] else "FAIL")
         lines.append(f"  {c['name']}: {tag}  {c['summary']}")
     if "topology" in rep:
         lines += _topology_text(rep["topology"])
@@ -187,7 +191,7 @@ def text(rep: dict) -> str:
         lines += _coords_text(rep["coords"])
     if "routes" in rep:
         lines += _routes_text(rep["routes"])
-    if "health" in rep:
+    if "findings" in rep.get("health", {}):  # not when the check could not run
         lines += _health_text(rep["health"])
     return "\n".join(lines)
 
@@ -310,7 +314,8 @@ def _routes_text(r: dict) -> list[str]:
 def write_html(rep: dict, path: str | Path) -> None:
     esc = html.escape
     rows = "".join(f"<tr class='{'info' if c.get('info') else ('ok' if c['ok'] else 'bad')}'>"
-                   f"<td>{'info' if c.get('info') else ('PASS' if c['ok'] else 'FAIL')}</td><td>{esc(c['name'])}</td>"
+                   f"<td>{'info' if c.get('info') else 'NOT RUN' if c.get('not_run') else ('PASS' if c['ok'] else 'FAIL')}"
+                   f"</td><td>{esc(c['name'])}</td>"
                    f"<td>{esc(c['summary'])}</td></tr>" for c in rep["checks"])
     details = esc(text(rep).partition("\n")[2])  # the text report without its verdict line
     doc = f"""<!DOCTYPE html>
