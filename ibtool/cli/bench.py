@@ -6,7 +6,7 @@ import json
 
 import click
 
-from ibtool.errors import CheckFailed
+from ibtool.errors import CheckFailed, InputError
 
 
 def _csv(value: str | None) -> list[str]:
@@ -175,13 +175,22 @@ def parse_cmd(benchmark, file, as_json, exit_code):
       ibtool bench parse netgauge ebb/stdout.txt --json | jq .metrics
 
     Exit code 1 when the run failed (truncated, aborted) or is not a valid result (HPCC ran
-    its defaults after an invalid grid, HPCG ran without its input file ...).
+    its defaults after an invalid grid, HPCG ran without its input file ...); exit 2 when FILE
+    is not an output of that benchmark at all (HPCC: no banner).
     """
     from ibtool.bench.benchmarks.base import RunFiles
     from ibtool.bench.registry import BENCHMARKS
 
     cls = BENCHMARKS.get(benchmark)
-    r = cls.parse(RunFiles.from_path(file, exit_code))
+    files = RunFiles.from_path(file, exit_code)
+    if files.main is not None and cls.marks:
+        data = files.main.read_bytes()
+        if data.strip() and not any(m.encode() in data for m in cls.marks):
+            # a truncated real output is a failed run (exit 1); this is not one at all
+            binary = "; a binary file" if b"\0" in data[:4096] else ""
+            raise InputError(f"not {benchmark} output (none of {', '.join(repr(m) for m in cls.marks)}{binary})",
+                             path=str(file))
+    r = cls.parse(files)
     if as_json:
         click.echo(json.dumps(r.as_dict(), indent=2, sort_keys=True))
     else:
