@@ -140,8 +140,13 @@ def verify_routes(t: Transport | None, sm: dict, engine: str, dest: Path, live=N
     out = {"ok": bool(report.get("ok")) and p.returncode == 0, "exit_code": p.returncode,
            "report": str(dest / "verify_routes.json")}
     if not out["ok"]:
-        out["error"] = (f"the routes of {engine} failed verification (ibtool verify routes exit {p.returncode}; "
-                        f"see {dest / 'verify_routes.json'})")
+        # what is wrong with the tables, in the report's words ("credit loop: a cycle of 8 channels ...")
+        failed = [f"{c.get('name')}: {c.get('summary')}" for c in report.get("checks", [])
+                  if isinstance(c, dict) and not c.get("ok")]
+        out["error"] = (f"routing engine {engine} is in effect, but its tables fail verification: "
+                        f"{'; '.join(failed[:2]) or f'ibtool verify routes exit {p.returncode}'} "
+                        f"(see {dest / 'verify_routes.json'})")
+        out["failed_checks"] = failed
     return out
 
 

@@ -154,6 +154,9 @@ def report_cmd(campaign_dir, out, as_json):
         click.echo(json.dumps(res, indent=2))
     else:
         click.echo(f"{res['runs']} runs, {res['rows']} summary rows, {len(res['figures'])} figures -> {res['dir']}")
+        for machine, ids in sorted(res["one_host"].items()):
+            click.echo(f"note: {len(ids)} of {res['runs']} runs had all their ranks on one machine ({machine}): "
+                       "they measure no network")
 
 
 @group.command("parse")
@@ -241,6 +244,9 @@ def check_cmd(inventory):
         if not ok:
             raise EnvironmentProblem(f"Slurm is not usable: {lines[-1]}")
         return
+    alone = check_mod.one_machine(inv)
+    if alone:
+        click.echo(f"{'network':12s} NONE: {alone}")
     ok, line = check_mod.mpi_hello(inv)
     click.echo(f"{'mpi':12s} {line}")
     if not ok:
