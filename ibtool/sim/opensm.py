@@ -12,24 +12,11 @@ from pathlib import Path
 
 from ibtool.errors import InputError
 from ibtool.sim import opensm_options
+# engine names are values of OpenSM's routing_engine option, checked with the other options
+from ibtool.sim.opensm_options import BUILTIN_ENGINES, PLUGIN_ENGINES, parse_engines  # noqa: F401
 from ibtool.templating import render
 
-BUILTIN_ENGINES = ("minhop", "updn", "dnup", "file", "ftree", "lash", "dor", "torus-2QoS", "nue", "dfsssp", "sssp")
-PLUGIN_ENGINES = ("hdor",)  # external engines ibtool ships as OpenSM event plugins
 PLUGIN_DIR = Path(__file__).resolve().parents[2] / "opensm_plugin"
-
-
-def parse_engines(spec: str, option: str = "--engine") -> list[str]:
-    """'hdor,minhop' -> ['hdor', 'minhop'], refusing names OpenSM would silently ignore (and an
-    empty list: OpenSM would route with minhop)."""
-    names = [e for e in re.split(r"[,\s]+", spec.strip()) if e]
-    if not names:
-        raise InputError(f"{option}: no routing engine given")
-    known = BUILTIN_ENGINES + PLUGIN_ENGINES + ("no_fallback",)
-    for e in names:
-        if e not in known:
-            raise InputError(f"{option}: unknown routing engine {e!r} (known: {', '.join(known)})")
-    return names
 
 
 def config(engines: list[str], options: list[tuple[str, str]] = (), base_path: str | None = None,

@@ -21,6 +21,23 @@ from pathlib import Path
 
 from ibtool.errors import InputError
 
+BUILTIN_ENGINES = ("minhop", "updn", "dnup", "file", "ftree", "lash", "dor", "torus-2QoS", "nue", "dfsssp", "sssp")
+PLUGIN_ENGINES = ("hdor",)  # external engines ibtool ships as OpenSM event plugins
+
+
+def parse_engines(spec: str, option: str = "--engine") -> list[str]:
+    """'hdor,minhop' -> ['hdor', 'minhop'], refusing names OpenSM would silently ignore (and an
+    empty list: OpenSM would route with minhop)."""
+    names = [e for e in re.split(r"[,\s]+", spec.strip()) if e]
+    if not names:
+        raise InputError(f"{option}: no routing engine given")
+    known = BUILTIN_ENGINES + PLUGIN_ENGINES + ("no_fallback",)
+    for e in names:
+        if e not in known:
+            raise InputError(f"{option}: unknown routing engine {e!r} (known: {', '.join(known)})")
+    return names
+
+
 U8, U16, U32, U64 = (0, 0xFF), (0, 0xFFFF), (0, 0xFFFFFFFF), (0, (1 << 64) - 1)
 BOOL, TEXT, FILE, RAW = "bool", "text", "file", "raw"
 
@@ -165,7 +182,6 @@ def check(key: str, value: str, where: str | None = None, path: str | None = Non
         if value not in ("TRUE", "FALSE"):
             bad(f"{value!r} is not TRUE or FALSE (OpenSM reads anything but TRUE as FALSE)")
     elif spec == "engines":
-        from ibtool.sim.opensm import parse_engines
         parse_engines(value, where)
     elif spec in ("vlarb", "sl2vl"):
         why = _list_of(value, "vl:weight" if spec == "vlarb" else "a VL", 0, 14 if spec == "vlarb" else 15,
