@@ -48,7 +48,8 @@ def main(out: Path, rounds: int = 8) -> list[dict]:
     mine, stock = statistics.median(per["children.run"]), statistics.median(per["subprocess.run"])
     row = {"fabric": "KNS 3-ary 2-direct", "clients_per_way": rounds * len(lids),
            "children_run_ms": round(mine, 2), "subprocess_run_ms": round(stock, 2),
-           "ratio": round(mine / stock, 2), "spread_ms": {w: [round(min(v), 2), round(max(v), 2)] for w, v in per.items()}}
+           "ratio": round(mine / stock, 2),
+           "spread_ms": {w: [round(min(v), 2), round(max(v), 2)] for w, v in per.items()}}
     print(row, flush=True)
     return [row]
 

@@ -5,8 +5,9 @@ scratch directory (umad2sim writes ./sys-<pid> there), so runs in parallel never
 
 Nothing outlives a run: every child is started by ibtool.children (PR_SET_PDEATHSIG), so the
 kernel kills ibsim, OpenSM and every client even when ibtool itself is killed with SIGKILL; the
-scratch directory holds the owner's pid and start time, so the next run into the same --out removes a dead run's leftovers (and any
-process still working in them) and refuses to share it with a live one.
+scratch directory holds the owner's pid and start time, so the next run into the same --out
+removes a dead run's leftovers (and any process still working in them) and refuses to share it
+with a live one.
 """
 
 from __future__ import annotations
@@ -212,7 +213,7 @@ def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> di
             if err and err.strip():
                 summary["opensm_stderr"] = err.decode(errors="replace").strip()[-2000:]
             if summary["opensm_exit"] not in (None, 0) and not outcome.subnet_up:
-                _opensm_exited_early(summary, err, log, argv, opts.opensm_args)
+                _opensm_exited_early(summary, err, log, opts.opensm_args)
             if opts.discover:
                 say("discovering: ibnetdiscover, dump_fts")
                 timings["ibnetdiscover_s"] = round(sim.client(["ibnetdiscover"], out / "ibnetdiscover.out",
@@ -244,7 +245,7 @@ def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> di
     return summary
 
 
-def _opensm_exited_early(summary: dict, err: bytes, log: Path, argv: list[str], extra: list[str]) -> None:
+def _opensm_exited_early(summary: dict, err: bytes, log: Path, extra: list[str]) -> None:
     """OpenSM stopped before the subnet came up: its own last error lines go into the summary
     (`opensm_error`, which `sim run` prints). Exiting before it wrote its log, it refused its
     command line (an unknown option, -h, a value out of range): bad input, InputError."""

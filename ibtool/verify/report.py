@@ -183,8 +183,7 @@ def text(rep: dict) -> str:
     verdict = "PASS" if rep["ok"] else "FAIL"
     lines.append(f"verify: {verdict}")
     for c in rep["checks"]:
-        tag = "info" if c.get("info") else "NOT RUN" if c.get("not_run") else ("PASS" if c["ok"] else "FAIL")
-        lines.append(f"  {c['name']}: {tag}  {c['summary']}")
+        lines.append(f"  {c['name']}: {_tag(c)}  {c['summary']}")
     if "topology" in rep:
         lines += _topology_text(rep["topology"])
     if "coords" in rep:
@@ -194,6 +193,11 @@ def text(rep: dict) -> str:
     if "findings" in rep.get("health", {}):  # not when the check could not run
         lines += _health_text(rep["health"])
     return "\n".join(lines)
+
+
+def _tag(check: dict) -> str:
+    """A check's verdict: info, NOT RUN (it could not run: never a pass), PASS or FAIL."""
+    return "info" if check.get("info") else "NOT RUN" if check.get("not_run") else "PASS" if check["ok"] else "FAIL"
 
 
 def _health_text(h: dict) -> list[str]:
@@ -314,8 +318,7 @@ def _routes_text(r: dict) -> list[str]:
 def write_html(rep: dict, path: str | Path) -> None:
     esc = html.escape
     rows = "".join(f"<tr class='{'info' if c.get('info') else ('ok' if c['ok'] else 'bad')}'>"
-                   f"<td>{'info' if c.get('info') else 'NOT RUN' if c.get('not_run') else ('PASS' if c['ok'] else 'FAIL')}"
-                   f"</td><td>{esc(c['name'])}</td>"
+                   f"<td>{_tag(c)}</td><td>{esc(c['name'])}</td>"
                    f"<td>{esc(c['summary'])}</td></tr>" for c in rep["checks"])
     details = esc(text(rep).partition("\n")[2])  # the text report without its verdict line
     doc = f"""<!DOCTYPE html>
