@@ -323,7 +323,7 @@ def write_html(rep: dict, path: str | Path) -> None:
     details = esc(text(rep).partition("\n")[2])  # the text report without its verdict line
     doc = f"""<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>ibtool verify: {'PASS' if rep['ok'] else 'FAIL'}</title>
-<style>body{{font-family:sans-serif;margin:2em}} td{{padding:2px 8px;vertical-align:top}}
+<style>body{{font-family:sans-serif;margin:2em}} td{{padding:2px 8px;vertical-align:top}} td:first-child{{white-space:nowrap}}
 tr.ok td:first-child{{color:#070;font-weight:bold}} tr.bad td:first-child{{color:#b00;font-weight:bold}}
 tr.info td:first-child{{color:#555}} pre{{background:#f4f4f4;padding:1em;overflow-x:auto}}</style></head>
 <body><h1>ibtool verify: {'PASS' if rep['ok'] else 'FAIL'}</h1>
