@@ -322,8 +322,8 @@ def _marks(scene: Scene, out: list[str], labels: Labels, avoid: Labels) -> list[
                     # the ports at both ends, where they are told apart on the drawing
                     for (dev, port), (px, py) in ((a, pts[0]), (b, pts[-1])):
                         if port is not None and f.types[scene.device(dev)] == 2:
-                            labels.place(f"P{port}", ring(px, py, 6, size=7, rings=2), size=7,
-                                         cls=f"mark {m.kind} halo")
+                            _place_off(labels, avoid, f"P{port}", ring(px, py, 5, size=7, rings=3), 7,
+                                       f"mark {m.kind} halo")
         elif m.device is not None:
             i = scene.device(m.device)
             n = scene.node_of.get(i) if i is not None else None
@@ -333,15 +333,19 @@ def _marks(scene: Scene, out: list[str], labels: Labels, avoid: Labels) -> list[
                 m.drawn = True
         if anchor is not None and m.label:
             x, y, rx, ry = anchor
-            spots = ring(x, y, max(rx, 6), size=8, rings=8)
-            for s in spots:
-                bx = labels.box(m.label, s[0], s[1], 8, s[2])
-                if labels.free(bx) and avoid.free(bx):
-                    labels.place(m.label, [s], size=8, cls=f"mark {m.kind} halo", attrs=attrs)
-                    break
-            else:
-                labels.place(m.label, spots, size=8, cls=f"mark {m.kind} halo", attrs=attrs)
+            _place_off(labels, avoid, m.label, ring(x, y, max(rx, 6), size=8, rings=8), 8, f"mark {m.kind} halo",
+                       attrs)
     return res
+
+
+def _place_off(labels: Labels, avoid: Labels, text: str, spots, size: float, cls: str, attrs: str = "") -> None:
+    """A mark's label: at the first spot off other labels and off the nodes, else off labels only."""
+    for s in spots:
+        bx = labels.box(text, s[0], s[1], size, s[2])
+        if labels.free(bx) and avoid.free(bx):
+            labels.place(text, [s], size=size, cls=cls, attrs=attrs)
+            return
+    labels.place(text, spots, size=size, cls=cls, attrs=attrs)
 
 
 def _outline(n: Node, kind: str, attrs: str, tip: str) -> str:

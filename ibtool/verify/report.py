@@ -10,12 +10,9 @@ A report is a dict:
 
 from __future__ import annotations
 
-import html
 import json
 from pathlib import Path
 
-from ibtool.errors import InputError
-from ibtool.formats import atomic_write
 
 SCHEMA = "ibtool-verify/1"
 MAX_LINES = 40  # per list in the text report; JSON has everything
@@ -308,25 +305,6 @@ def _routes_text(r: dict) -> list[str]:
 # ------------------------------------------------------------------------------------ html
 
 def write_html(rep: dict, path: str | Path) -> None:
-    esc = html.escape
-    rows = "".join(f"<tr class='{'info' if c.get('info') else ('ok' if c['ok'] else 'bad')}'>"
-                   f"<td>{'info' if c.get('info') else ('PASS' if c['ok'] else 'FAIL')}</td><td>{esc(c['name'])}</td>"
-                   f"<td>{esc(c['summary'])}</td></tr>" for c in rep["checks"])
-    details = esc(text(rep).partition("\n")[2])  # the text report without its verdict line
-    doc = f"""<!DOCTYPE html>
-<html><head><meta charset="utf-8"><title>ibtool verify: {'PASS' if rep['ok'] else 'FAIL'}</title>
-<style>body{{font-family:sans-serif;margin:2em}} td{{padding:2px 8px;vertical-align:top}}
-tr.ok td:first-child{{color:#070;font-weight:bold}} tr.bad td:first-child{{color:#b00;font-weight:bold}}
-tr.info td:first-child{{color:#555}} pre{{background:#f4f4f4;padding:1em;overflow-x:auto}}</style></head>
-<body><h1>ibtool verify: {'PASS' if rep['ok'] else 'FAIL'}</h1>
-<p>{esc(', '.join(f'{k}: {v}' for k, v in rep['inputs'].items()))}</p>
-<table>{rows}</table>
-<h2>Details</h2><pre>{details}</pre>
-<h2>JSON</h2><pre>{esc(json.dumps(rep, indent=1))}</pre>
-</body></html>
-"""
-    try:
-        with atomic_write(path) as fh:
-            fh.write(doc)
-    except OSError as e:
-        raise InputError(f"cannot write the HTML report: {e.strerror}", path=str(path)) from None
+    """The report as a page with the fabric drawn and the findings on it (ibtool.verify.htmlreport)."""
+    from ibtool.verify import htmlreport
+    htmlreport.write_html(rep, path)
