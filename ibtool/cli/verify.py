@@ -378,8 +378,9 @@ def all_cmd(run_dir, plan, nnm, expect, permutations, junit_out, as_json, html_o
                "steps": {d.name: r for d, r in reps}}
         if html_out:  # every step drawn: what is down, the detours
             from ibtool.verify import htmlreport
+            top = _read_summary(run_dir / "summary.json").get("net")
             htmlreport.write_steps_html([(d.name, r, _read_summary(d / "summary.json")) for d, r in reps], rep,
-                                        html_out)
+                                        html_out, plan or (_plan_of(run_dir, top) if top else None))
         if junit_out:
             from ibtool.verify import junit
             junit.write(junit_out, [(f"verify all {run_dir}/{d.name}", r) for d, r in reps])

@@ -177,10 +177,11 @@ def _attrs(d: dict) -> str:
     return "".join(f' data-{k}="{escape(str(v))}"' for k, v in d.items() if v is not None and v != "")
 
 
-def heat_bin(v: float, vmax: float) -> int:
-    if vmax <= 0:
+def heat_bin(v: float, vmin: float, vmax: float) -> int:
+    """The colour of v on the scale from the layer's least to its greatest value."""
+    if vmax <= vmin:
         return 0
-    return min(len(HEAT) - 1, int(v / vmax * len(HEAT)))
+    return min(len(HEAT) - 1, int((v - vmin) / (vmax - vmin) * len(HEAT)))
 
 
 def render(scene: Scene, standalone: bool = False, desc: str = "") -> str:
@@ -192,7 +193,7 @@ def render(scene: Scene, standalone: bool = False, desc: str = "") -> str:
     extra_h = 0.0
     legend: list[str] = []
     if scene.heat:
-        extra_h = 34.0
+        extra_h = 28.0 * len(scene.heat) + 6
         legend = _heat_legend(scene, scene.height + 6)
     for t in scene.texts:
         text, x, y, cls, anchor = t
@@ -201,17 +202,16 @@ def render(scene: Scene, standalone: bool = False, desc: str = "") -> str:
     # the wires, heat-coloured where a heat layer gives them a value
     layers = []
     for h in scene.heat:
-        vmax = max(h.values.values(), default=0)
-        layers.append((h, vmax))
+        layers.append((h, min(h.values.values(), default=0), max(h.values.values(), default=0)))
     for w in scene.wires:
         cls = w.cls
         data = dict(w.data)
         tip = w.title
-        for k, (h, vmax) in enumerate(layers):
+        for k, (h, vmin, vmax) in enumerate(layers):
             vals = [h.values[li] for li in w.links if li in h.values]
             if not vals:
                 continue
-            b = heat_bin(max(vals), vmax)
+            b = heat_bin(max(vals), vmin, vmax)
             data[f"h{k}"] = b
             if k == 0:
                 cls += f" h{b}"
@@ -265,22 +265,22 @@ def render(scene: Scene, standalone: bool = False, desc: str = "") -> str:
 
 
 def _heat_legend(scene: Scene, y: float) -> list[str]:
+    """One row per heat layer: its name, the colours from its least to its greatest value."""
     out = []
-    x = 10.0
     for k, h in enumerate(scene.heat):
-        vmax = max(h.values.values(), default=0)
-        g = [f'<g class="legend" data-layer="h{k}"><text x="{x:.0f}" y="{y + 9:.0f}" class="axis">{escape(h.name)}'
-             f'</text>']
-        x0 = x + text_width(h.name, 9) + 8
+        vmin, vmax = min(h.values.values(), default=0), max(h.values.values(), default=0)
+        yk = y + 28 * k
+        g = [f'<g class="legend" data-layer="h{k}"><text x="10" y="{yk + 9:.0f}" class="axis">{escape(h.name)}</text>']
+        x0 = 10 + max(text_width(x.name, 9) for x in scene.heat) + 8
         for i, c in enumerate(HEAT):
-            lo = vmax * i / len(HEAT)
-            g.append(f'<rect x="{x0 + i * 18:.0f}" y="{y:.0f}" width="18" height="10" fill="{c}">'
-                     f'<title>{lo:g} .. {vmax * (i + 1) / len(HEAT):g}</title></rect>')
-        g.append(f'<text x="{x0:.0f}" y="{y + 20:.0f}" class="tiny">0</text>'
-                 f'<text x="{x0 + len(HEAT) * 18:.0f}" y="{y + 20:.0f}" text-anchor="end" class="tiny">'
+            lo = vmin + (vmax - vmin) * i / len(HEAT)
+            hi = vmin + (vmax - vmin) * (i + 1) / len(HEAT)
+            g.append(f'<rect x="{x0 + i * 16:.0f}" y="{yk:.0f}" width="16" height="10" fill="{c}">'
+                     f'<title>{lo:.4g} .. {hi:.4g}</title></rect>')
+        g.append(f'<text x="{x0:.0f}" y="{yk + 19:.0f}" class="tiny">{vmin:g}</text>'
+                 f'<text x="{x0 + len(HEAT) * 16:.0f}" y="{yk + 19:.0f}" text-anchor="end" class="tiny">'
                  f'{vmax:g}</text></g>')
         out += g
-        x = x0 + len(HEAT) * 18 + 30
     return out
 
 

@@ -217,8 +217,9 @@ def drawn(rep: dict, marks: list[Mark], fabric=None, layout=None, what: str = ""
 
 def meta(rep: dict) -> dict:
     inp = rep.get("inputs") or {}
-    return {"fabric": inp.get("fabric") or inp.get("discovered") or (inp.get("run") and
-                                                                     f"{inp['run']}/ibnetdiscover.out") or "",
+    run_fabric = Path(inp["run"]) / "ibnetdiscover.out" if inp.get("run") else None
+    return {"fabric": inp.get("fabric") or inp.get("discovered") or
+            (str(run_fabric) if run_fabric and run_fabric.is_file() else ""),
             "plan": inp.get("plan") or "", "run": inp.get("run") or "", "made": drawing.made_at(),
             "version": __version__}
 
@@ -357,20 +358,20 @@ def write_html(rep: dict, path: str | Path) -> None:
     _write(path, page(rep, "ibtool verify", body))
 
 
-def write_steps_html(steps: list[tuple[str, dict, dict]], rep: dict, path: str | Path) -> None:
+def write_steps_html(steps: list[tuple[str, dict, dict]], rep: dict, path: str | Path, plan=None) -> None:
     """A fault scenario (`sim run --faults`): per step its checks and the fabric with what is down
     at that step and the links that carry more routes than before the faults (the detours), and
-    the step's findings. steps: (name, step report, step summary.json)."""
+    the step's findings. steps: (name, step report, step summary.json); plan: the scenario's plan
+    (its net file), drawn on when it can be read, else step 0's expected fabric."""
     from ibtool.verify.report import text
     parts = []
-    f = lay = None
-    what = ""
+    f, lay, what = fabric_for({"inputs": {"plan": str(plan)}}) if plan else (None, None, "")
     base_loads: dict | None = None
     for name, r, summ in steps:
         if f is None:
             f, lay, what = fabric_for(r)
         items, marks = findings(r, cable_ids_for(r))
-        marks += down_marks(f, r)
+        marks += down_marks(f, summ.get("down") or [])
         loads = {(a, b): n for a, b, n, _ in (((r.get("routes") or {}).get("balance") or {}).get("links") or [])}
         if base_loads is None:
             base_loads = loads
@@ -389,27 +390,22 @@ def write_steps_html(steps: list[tuple[str, dict, dict]], rep: dict, path: str |
     _write(path, page(rep, "ibtool verify: fault scenario", "\n".join(parts)))
 
 
-def down_marks(plan, r: dict) -> list[Mark]:
-    """What is down at a step: the plan's cables and devices its expected.net (the plan without
-    them) lacks."""
-    run = (r.get("inputs") or {}).get("run")
-    exp = Path(run) / "expected.net" if run else None
-    if plan is None or exp is None or not exp.is_file():
-        return []
-    from ibtool.formats import ibnetdiscover
-    try:
-        e = ibnetdiscover.read(exp)
-    except IbtoolError:
-        return []
-    have = set(e.names)
-    out = [Mark("down", n, f"{n} is down at this step", device=n) for n in plan.names if n not in have]
-    links = e.link_set()
-    n = plan.names
-    for li in range(plan.num_links):
-        a, pa, b, pb = plan.link_a[li], plan.link_pa[li], plan.link_b[li], plan.link_pb[li]
-        if n[a] in have and n[b] in have and frozenset(((n[a], pa), (n[b], pb))) not in links:
-            out.append(Mark("down", "down", f"cable {n[a]} P{pa} - {n[b]} P{pb} is down at this step",
-                            ends=((n[a], pa), (n[b], pb))))
+def down_marks(plan, down: list[str]) -> list[Mark]:
+    """What `sim run --faults` took down at a step ("DEVICE PORT": a cable by either end, "DEVICE": a
+    switch and its cables), as marks on the plan."""
+    out = []
+    if plan is None:
+        return out
+    names = {n: i for i, n in enumerate(plan.names)}
+    for x in down:
+        dev, _, port = str(x).rpartition(" ")
+        if dev in names and port.isdigit():
+            pe = plan.peer(names[dev], int(port))
+            if pe is not None:
+                out.append(Mark("down", "down", f"cable {dev} P{port} - {plan.names[pe[0]]} P{pe[1]} is down",
+                                ends=((dev, int(port)), (plan.names[pe[0]], pe[1]))))
+                continue
+        out.append(Mark("down", str(x), f"{x} is down (and every cable of it)", device=str(x)))
     return out
 
 

@@ -161,3 +161,26 @@ def test_junit_of_a_failing_and_a_passing_cellia_run(cellia, tmp_path):
     assert r.returncode == 0, r.stdout
     ok = JUnitXml.fromfile(str(good))
     assert ok.tests == sum(len(list(s)) for s in ok) >= 8 and ok.failures == 0 and ok.errors == 0
+
+
+def test_fault_scenario_drawn_step_by_step(tmp_path):
+    from junitparser import JUnitXml
+    plan = tmp_path / "plan"
+    ibtool("topo", "kns", "--k", "3", "--n", "2", "--radix", "8", "--out", plan, check=0)
+    ibtool("sim", "run", plan / "topology.net", "--engine", "hdor", "--fail", "R[1,1] 3", "--out", tmp_path / "run",
+           check=0)
+    html, xml = tmp_path / "steps.html", tmp_path / "steps.xml"
+    r = ibtool("verify", "all", tmp_path / "run", "--html", html, "--junit", xml)
+    assert r.returncode == 0, r.stdout
+    suites = list(JUnitXml.fromfile(str(xml)))
+    assert [s.name.rsplit("/", 1)[1] for s in suites] == ["step-0", "step-1"] and all(s.failures == 0 for s in suites)
+    with chromium_page() as (page, errors):
+        page.goto(html.as_uri())
+        assert page.locator("section.step").count() == 2
+        s0, s1 = page.locator("section.step").nth(0), page.locator("section.step").nth(1)
+        assert "down R[1,1] 3" in s1.locator("h2").first.inner_text()
+        assert s0.locator("svg.ibd path.m").count() == 0  # before any fault: nothing marked
+        down = s1.locator("svg.ibd path.m.down")
+        assert down.count() == 1 and down.locator("title").text_content().startswith("cable R[1,1] P3 - S[1,1] P")
+        assert s1.locator("svg.ibd path.m.detour").count() > 0  # the links the detours moved routes onto
+    assert errors == []
