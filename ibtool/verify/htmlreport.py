@@ -59,7 +59,7 @@ def findings(rep: dict, cable_ids: dict | None = None) -> tuple[list[dict], list
 
     def lab(x: dict, a: tuple, b: tuple) -> list[str]:
         c = ids.get(a) or ids.get(b)
-        return _labels(x.get("labels")) or ([f"{c.a_label} / {c.b_label}"] if c else [])
+        return _labels(x.get("labels")) or ([c.a_label] if c else [])
 
     def add(what: str, text: str, cables=(), labels=(), fix: bool = True) -> dict:
         it = {"n": len(items) + 1, "what": what, "cables": [c for c in cables if c], "labels": list(labels),
@@ -132,11 +132,12 @@ def findings(rep: dict, cable_ids: dict | None = None) -> tuple[list[dict], list
 
 
 def _labels(x) -> list[str]:
+    """A cable's label as printed on its first end (it names both ends), one per cable."""
     if not x:
         return []
     if isinstance(x[0], (list, tuple)):
-        return [" / ".join(v) for v in x]
-    return [" / ".join(x)]
+        return [v[0] for v in x if v]
+    return [x[0]]
 
 
 def heat(scene, rep: dict) -> list[Heat]:
