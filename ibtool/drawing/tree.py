@@ -10,11 +10,9 @@ HCAs are dots under their switch, or one box per switch ("16 HCAs") beyond 1,500
 
 from __future__ import annotations
 
-from collections import deque
-
 from ibtool.drawing.scene import Node, Scene, Wire
 from ibtool.drawing.svg import text_width
-from ibtool.fabric import CA, SWITCH
+from ibtool.fabric import CA, SWITCH, switch_stages
 
 ROW = 110
 MAX_WIDE = 40
@@ -27,20 +25,7 @@ def levels_of(f, key: str | None) -> dict[int, int]:
     """switch -> level: the label `key`, or the hop distance from the nearest HCA."""
     if key is not None:
         return {i: int(f.labels[i][key]) for i in range(f.num_nodes) if f.types[i] == SWITCH}
-    dist = {}
-    q = deque()
-    for i in range(f.num_nodes):
-        if f.types[i] == CA:
-            for _, nb, _ in f.neighbors(i):
-                if f.types[nb] == SWITCH and nb not in dist:
-                    dist[nb] = 0
-                    q.append(nb)
-    while q:
-        i = q.popleft()
-        for _, nb, _ in f.neighbors(i):
-            if f.types[nb] == SWITCH and nb not in dist:
-                dist[nb] = dist[i] + 1
-                q.append(nb)
+    dist = switch_stages(f)
     for i in range(f.num_nodes):  # switches no HCA reaches: a row of their own at the top
         if f.types[i] == SWITCH and i not in dist:
             dist[i] = max(dist.values(), default=-1) + 1

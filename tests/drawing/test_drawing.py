@@ -195,3 +195,16 @@ def test_cabling_svgs_render_alone_as_in_their_page(tmp_path):
             # and not blank: the drawing has its colours alone (boxes filled, lines drawn)
             assert len(alone.getcolors(1 << 16) or []) > 5, svg.name
     assert errors == []
+
+
+def test_fat_tree_k8_n3_switch_labels_do_not_overlap(tmp_path):
+    from ibtool.layout import place
+    from ibtool.topologies import load_all
+    f = load_all()["fattree"].build(k=8, n=3)
+    svg, note = drawing.topology(place(f))
+    assert note.startswith("switches by level")
+    with chromium_page() as (page, errors):
+        boxes = render_check(page, svg, tmp_path, "fattree")
+    assert overlaps(boxes) == []
+    assert {f.names[i] for i in range(f.num_nodes) if f.types[i] == 2} <= {b[4] for b in boxes}  # every switch named
+    assert errors == []
