@@ -50,7 +50,8 @@ def _say(as_json: bool):
 def _emit(rep: dict, as_json: bool, html_out: Path | None, flat: str | None = None, code: int = 1,
           junit_out: Path | None = None, suite: str = "ibtool verify") -> None:
     if html_out:
-        report.write_html(rep, html_out)
+        from ibtool.verify import htmlreport
+        htmlreport.write_html(rep, html_out)
     if junit_out:
         from ibtool.verify import junit
         junit.write(junit_out, [(suite, rep)])

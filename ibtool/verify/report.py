@@ -1,5 +1,5 @@
 """Verification reports: a short human summary first (PASS/FAIL per check, counts), details after;
-JSON with a stable schema (docs/verify.md); a self-contained HTML page.
+JSON with a stable schema (docs/verify.md); the HTML page is ibtool.verify.htmlreport's.
 
 A report is a dict:
 
@@ -10,8 +10,6 @@ A report is a dict:
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 
 
 SCHEMA = "ibtool-verify/1"
@@ -300,11 +298,3 @@ def _routes_text(r: dict) -> list[str]:
         if e["dimension_order"]["example"]:
             out.append("  route out of dimension order, e.g. " + e["dimension_order"]["example"])
     return out
-
-
-# ------------------------------------------------------------------------------------ html
-
-def write_html(rep: dict, path: str | Path) -> None:
-    """The report as a page with the fabric drawn and the findings on it (ibtool.verify.htmlreport)."""
-    from ibtool.verify import htmlreport
-    htmlreport.write_html(rep, path)
