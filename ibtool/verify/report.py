@@ -10,8 +10,6 @@ A report is a dict:
 
 from __future__ import annotations
 
-
-
 SCHEMA = "ibtool-verify/1"
 MAX_LINES = 40  # per list in the text report; JSON has everything
 
