@@ -182,6 +182,9 @@ def test_cabling_svgs_render_alone_as_in_their_page(tmp_path):
             label = root.get("aria-label")
             page.goto(svg.as_uri())
             alone = Image.open(io.BytesIO(page.locator("svg").first.screenshot())).convert("RGB")
+            # its own print layout: one landscape A4 page, the drawing scaled to it
+            pdf = page.pdf(prefer_css_page_size=True)
+            assert re.findall(rb"/MediaBox \[0 0 (\d+)[.\d]* (\d+)", pdf) == [(b"841", b"594")], svg.name
             host = pkg / ("racks/" + svg.stem[5:] + ".html" if svg.stem.startswith("rack-") else "index.html")
             page.goto(host.as_uri())
             inline = page.locator(f'svg[aria-label="{label}"]').first
