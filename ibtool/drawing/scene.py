@@ -92,6 +92,8 @@ class Scene:
         self.marks: list[Mark] = []
         self.heat: list[Heat] = []
         self.router = None  # (node_a, node_b) -> points: how a cable between two nodes runs (floors)
+        self._names: dict[str, int] | None = None
+        self._links: dict[tuple[int, int], int] | None = None
 
     # ---------------------------------------------------------------- building
     def add_node(self, node: Node) -> Node:
@@ -115,7 +117,7 @@ class Scene:
 
     # ---------------------------------------------------------------- lookups
     def device(self, name: str) -> int | None:
-        if not hasattr(self, "_names"):
+        if self._names is None:
             self._names = {n: i for i, n in enumerate(self.fabric.names)}
         return self._names.get(name)
 
@@ -132,7 +134,7 @@ class Scene:
         return None
 
     def _link_index(self, i: int, p: int) -> int | None:
-        if not hasattr(self, "_links"):
+        if self._links is None:
             f = self.fabric
             self._links = {}
             for li, (x, px, y, py) in enumerate(zip(f.link_a, f.link_pa, f.link_b, f.link_pb)):
