@@ -107,6 +107,8 @@ def findings(rep: dict, cable_ids: dict | None = None) -> tuple[list[dict], list
                               ref=f"f{it['n']}"))
     for x in t.get("not_reached", []) or []:
         add("not reached", x["text"], fix=False)
+    for x in t.get("ahead_of_plan", []) or []:
+        add("ahead of plan", x["text"], [x.get("cable_id")], fix=False)
     r = rep.get("routes") or {}
     cyc = (r.get("deadlock") or {}).get("cycle") or []
     if cyc:
