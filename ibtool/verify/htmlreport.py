@@ -123,10 +123,10 @@ def findings(rep: dict, cable_ids: dict | None = None) -> tuple[list[dict], list
     h = rep.get("health") or {}
     for x in h.get("findings", []):
         it = add("reseat or replace", x["action"], [x.get("cable")], _labels(x.get("labels")))
-        ends = x.get("link")
-        if isinstance(ends, (list, tuple)) and len(ends) == 2 and all(isinstance(e, str) for e in ends):
+        ends = str(x.get("link") or "").split(" - ")  # "A port 1 - B port 2"
+        if len(ends) == 2:
             marks.append(Mark("health", x.get("cable") or f"#{it['n']}", x["action"],
-                              ends=tuple(end(e) for e in ends), ref=f"f{it['n']}"))
+                              ends=tuple(long_end(e) for e in ends), ref=f"f{it['n']}"))
         else:
             marks.append(Mark("health", x.get("cable") or f"#{it['n']}", x["action"], device=x["device"],
                               ref=f"f{it['n']}"))
