@@ -85,42 +85,36 @@ def scene(layout, links=None) -> Scene:
     sc = Scene(f, width, height, f"floor: {ncab} cabinets, {sum(len(v) for v in pairs.values())} cables between "
                                  f"cabinets")
     R, C = layout.cabinet_row, layout.cabinet_col
-    # the aisles: each cut at every point a route turns or a cabinet drops in; a route adds its
-    # count to every piece it runs along (difference arrays per aisle)
+    # the aisles: each cut at every point a route turns or a cabinet drops in; every piece holds
+    # the cables routed along it (its count, and the links a heat map colours it by)
     hstops = {t: sorted({_aisle_x(u) for u in range(cols + 1)} | {_x(c) for c in range(cols)}) for t in range(rows + 1)}
     vstops = {u: sorted({_aisle_y(t) for t in range(rows + 1)}) for u in range(cols + 1)}
-    hdiff = {t: np.zeros(len(v) + 1, dtype=np.int64) for t, v in hstops.items()}
-    vdiff = {u: np.zeros(len(v) + 1, dtype=np.int64) for u, v in vstops.items()}
+    hseg: dict[tuple[int, int], list[int]] = {}
+    vseg: dict[tuple[int, int], list[int]] = {}
     hrow = {_aisle_y(t): t for t in range(rows + 1)}
     vcol = {_aisle_x(u): u for u in range(cols + 1)}
     for (x, y), lis in pairs.items():
         pts = route(int(R[x]), int(C[x]), int(R[y]), int(C[y]))
-        n = len(lis)
         for (x1, y1), (x2, y2) in zip(pts[1:-1], pts[2:-1]):
             if y1 == y2 and x1 != x2:
                 t = hrow[y1]
                 i, j = sorted((bisect_left(hstops[t], x1), bisect_left(hstops[t], x2)))
-                hdiff[t][i] += n
-                hdiff[t][j] -= n
+                for k in range(i, j):
+                    hseg.setdefault((t, k), []).extend(lis)
             elif x1 == x2 and y1 != y2:
                 u = vcol[x1]
                 i, j = sorted((bisect_left(vstops[u], y1), bisect_left(vstops[u], y2)))
-                vdiff[u][i] += n
-                vdiff[u][j] -= n
-    for t, stops in hstops.items():
-        run = np.cumsum(hdiff[t])
-        y = _aisle_y(t)
-        for i in range(len(stops) - 1):
-            if run[i] > 0:
-                sc.add_wire(Wire([(stops[i], y), (stops[i + 1], y)], "tray", [], title=f"{run[i]} cables in this "
-                                 f"aisle", label=f"{run[i]:,}", width=_w(run[i]), data={"count": int(run[i])}))
-    for u, stops in vstops.items():
-        run = np.cumsum(vdiff[u])
-        x = _aisle_x(u)
-        for i in range(len(stops) - 1):
-            if run[i] > 0:
-                sc.add_wire(Wire([(x, stops[i]), (x, stops[i + 1])], "tray", [], title=f"{run[i]} cables in this "
-                                 f"aisle", label=f"{run[i]:,}", width=_w(run[i]), data={"count": int(run[i])}))
+                for k in range(i, j):
+                    vseg.setdefault((u, k), []).extend(lis)
+    for (t, k), lis in sorted(hseg.items()):
+        y, n = _aisle_y(t), len(lis)
+        # not through add_wire: a cable runs along several pieces, and a mark follows its own route
+        sc.wires.append(Wire([(hstops[t][k], y), (hstops[t][k + 1], y)], "tray", lis, title=f"{n} cables in this aisle",
+                             label=f"{n:,}", width=_w(n), data={"count": n}))
+    for (u, k), lis in sorted(vseg.items()):
+        x, n = _aisle_x(u), len(lis)
+        sc.wires.append(Wire([(x, vstops[u][k]), (x, vstops[u][k + 1])], "tray", lis, title=f"{n} cables in this aisle",
+                             label=f"{n:,}", width=_w(n), data={"count": n}))
     # each cabinet's drop into the aisle below it
     for c in range(ncab):
         if out_of[c]:
