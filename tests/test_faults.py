@@ -178,6 +178,8 @@ def test_a_step_that_sets_port_errors_is_checked_for_cable_health(plan, tmp_path
     assert "step-1: FAIL" in text and "failed: health:" in text, text
     # counters that could not be read are no pass: health NOT RUN, the step fails
     (run / "step-1" / "perfquery.out").unlink()
-    v = ibtool("verify", "all", run / "step-1", check=1)
+    v = ibtool("verify", "all", run / "step-1", "--junit", tmp_path / "junit.xml", check=1)
     assert "  health: NOT RUN  the step set port counters but none were collected" in v.stdout, v.stdout
     assert v.stdout.startswith("verify: FAIL")
+    junit = (tmp_path / "junit.xml").read_text()  # a CI server shows it as an error, not a pass
+    assert '<error message="the step set port counters but none were collected' in junit and 'type="NOT RUN"' in junit
