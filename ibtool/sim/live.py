@@ -8,16 +8,17 @@ up (engine switching in a benchmark campaign, fault injection, counter collectio
     with LiveFabric("topology.net", Path("work"), ["dfsssp"]) as lf:
         lf.outcome                    # what OpenSM's log says: subnet_up, engine, fallback ... (a dict)
         lf.client(["ibnetdiscover"], Path("fabric.out"))   # a diags client against the fabric
-        subprocess.run(["perfquery"], env=lf.env(), cwd=lf.scratch)   # or run one yourself
+        children.run(["perfquery"], env=lf.env(), cwd=lf.scratch)   # or run one yourself (ibtool.children)
         lf.console('Unlink "S-0002c90200000001"[3]')       # an ibsim console command; returns its output
         lf.restart_opensm(["updn"])   # stop OpenSM, start it again with other engines, wait for them
     # leaving the block stops OpenSM, then ibsim, whatever happened (Ctrl-C and SIGTERM included)
 
 Interface:
 
-* ``LiveFabric(net, work, engines, timeout=120, conf_options=(), opensm_args=(), plugin_dir=...)``:
-  ``net`` an ibnetdiscover-format file, ``work`` a scratch directory (created), ``engines`` the
-  routing_engine list of OpenSM (plugin engines such as hdor need ``plugin_dir/lib<engine>.so``).
+* ``LiveFabric(net, work, engines, timeout=120, conf_options=(), opensm_args=(), plugin_dir=...,
+  conf_base=None)``: ``net`` an ibnetdiscover-format file, ``work`` a scratch directory (created),
+  ``engines`` the routing_engine list of OpenSM (plugin engines such as hdor need
+  ``plugin_dir/lib<engine>.so``), ``conf_base`` an opensm.conf to start from (a plan's).
 * ``.outcome``: ibtool.sim.opensm.routing_outcome of the current OpenSM's log, as a dict, plus
   ``vls_needed`` (from "Virtual Lanes needed: N" when the engine logs it), ``log`` and ``output``
   (OpenSM's own stdout/stderr file) and, when OpenSM exited or did not come up, ``error`` with
@@ -42,10 +43,11 @@ import time
 import uuid
 from pathlib import Path
 
+from ibtool import children
 from ibtool.errors import EnvironmentProblem, InputError
 from ibtool.formats import ibnetdiscover
 from ibtool.sim import opensm
-from ibtool.sim.runner import UMAD2SIM, Fabricsim, die_with_parent, limits, require, stop_process
+from ibtool.sim.runner import UMAD2SIM, Fabricsim, limits, require
 
 _VLS = re.compile(r"Virtual Lanes needed: (\d+)")
 PROMPT = b"sim> "
@@ -70,7 +72,8 @@ def last_error(*texts: str) -> str | None:
 
 class LiveFabric:
     def __init__(self, net: str | Path, work: str | Path, engines: list[str] | tuple[str, ...] = ("minhop",),
-                 timeout: float = 120, conf_options=(), opensm_args=(), plugin_dir: Path = opensm.PLUGIN_DIR):
+                 timeout: float = 120, conf_options=(), opensm_args=(), plugin_dir: Path = opensm.PLUGIN_DIR,
+                 conf_base: str | None = None):
         self.net = Path(net)
         if not self.net.is_file():
             raise InputError("no such net file", path=str(net))
@@ -78,6 +81,7 @@ class LiveFabric:
         self.engines = list(engines)
         self.timeout = timeout
         self.conf_options = list(conf_options)
+        self.conf_base = conf_base  # an opensm.conf to start from (a plan's: its engine's files)
         self.opensm_args = list(opensm_args)
         self.plugin_dir = Path(plugin_dir)
         self.sockname = f"ibtool-live-{os.getpid()}-{uuid.uuid4().hex[:8]}"
@@ -118,10 +122,9 @@ class LiveFabric:
         # read-write: ibsim never sees end-of-file on its console while we hold it
         self._fifo_fd = os.open(self.fifo, os.O_RDWR)
         with open(self.ibsim_log, "wb") as log:
-            self._ibsim = subprocess.Popen([exe, "-s", *limits(fabric), str(self.net.resolve())], cwd=self.scratch,
-                                           env=dict(os.environ, IBSIM_SOCKNAME=self.sockname), stdin=self._fifo_fd,
-                                           stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                           preexec_fn=die_with_parent())  # noqa: PLW1509
+            self._ibsim = children.popen([exe, "-s", *limits(fabric), str(self.net.resolve())], cwd=self.scratch,
+                                         env=dict(os.environ, IBSIM_SOCKNAME=self.sockname), stdin=self._fifo_fd,
+                                         stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + self.timeout
         while b"Network simulator ready" not in self.ibsim_log.read_bytes():
             if self._ibsim.poll() is not None:
@@ -135,10 +138,10 @@ class LiveFabric:
 
     def stop(self) -> None:
         if self._opensm is not None:
-            stop_process(self._opensm)
+            children.stop(self._opensm)
             self._opensm = None
         if self._ibsim is not None:
-            stop_process(self._ibsim)
+            children.stop(self._ibsim)
             self._ibsim = None
         if self._fifo_fd is not None:
             os.close(self._fifo_fd)
@@ -151,7 +154,7 @@ class LiveFabric:
         if self._ibsim is None or self._ibsim.poll() is not None:
             raise EnvironmentProblem("ibsim is not running")
         if self._opensm is not None:
-            stop_process(self._opensm)
+            children.stop(self._opensm)
             self._opensm = None
         self.engines = list(engines)
         env_extra = {"OSM_TMP_DIR": str((self.work / "osm").resolve()),
@@ -168,7 +171,7 @@ class LiveFabric:
         self._starts += 1
         tag = f"{self._starts}-{'_'.join(engines)}"
         conf = self.work / f"opensm-{tag}.conf"
-        conf.write_text(opensm.config(engines, [("force_log_flush", "TRUE"), *self.conf_options],
+        conf.write_text(opensm.config(engines, [("force_log_flush", "TRUE"), *self.conf_options], self.conf_base,
                                       fabric=str(self.net)))
         self.opensm_log = self.work / f"opensm-{tag}.log"
         self.opensm_out = self.work / f"opensm-{tag}.out"
@@ -176,9 +179,8 @@ class LiveFabric:
         argv = [require("opensm", "opensm"), "-F", str(conf.resolve()), "-f", str(self.opensm_log.resolve()),
                 *self.opensm_args]
         with open(self.opensm_out, "wb") as out:
-            self._opensm = subprocess.Popen(argv, cwd=self.scratch, env=self.env(**env_extra),
-                                            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                            start_new_session=True, preexec_fn=die_with_parent())  # noqa: PLW1509
+            self._opensm = children.popen(argv, cwd=self.scratch, env=self.env(**env_extra),
+                                          stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + self.timeout
         text, exited = "", False
         while True:
