@@ -384,8 +384,8 @@ def _path_records_at_once(sim: Fabricsim, pairs, local: tuple[str, ...], timeout
     each. None when libibmad is missing, so the caller asks saquery pair by pair."""
     import sys
     text = "".join(f"{a} {b}\n" for a, b in pairs).encode()
-    p = subprocess.run([sys.executable, "-m", "ibtool.sim.sa_paths", *local], input=text, cwd=sim.work,
-                       env=sim.env(), capture_output=True, timeout=timeout + 0.01 * len(pairs), check=False)
+    p = children.run([sys.executable, "-m", "ibtool.sim.sa_paths", *local], input=text, cwd=sim.work,
+                     env=sim.env(), capture_output=True, timeout=timeout + 0.01 * len(pairs))
     if p.returncode == 3:
         return None
     if p.returncode != 0:
