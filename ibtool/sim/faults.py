@@ -41,7 +41,8 @@ from ibtool.fabric import SWITCH, Fabric
 from ibtool.formats import atomic_write, ibnetdiscover, open_input, output_dir
 from ibtool.sim import opensm
 from ibtool.sim.live import LiveFabric
-from ibtool.sim.runner import collect_path_sls, complete_top_lid
+from ibtool import sa
+from ibtool.sim.runner import complete_top_lid
 
 _CONFIGURED = re.compile(r"(\S+) tables configured on all switches")
 # engines that hand each path its own SL (OpenSM's path_sl hook): their steps need the PathRecords
@@ -284,7 +285,7 @@ def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: f
             paths = None
             if path_sls and state.subnet_up:
                 (d / "saquery-paths.out").unlink(missing_ok=True)
-                paths = collect_path_sls(sim, d / "saquery-paths.out", found, timeout)
+                paths = sa.path_sls(sim, d / "saquery-paths.out", found, timeout)
             s = {"net": "expected.net", "step": k, "faults": step.describe() if step else "none (before any fault)",
                  "down": sorted(f"{plan.names[plan.link_a[li]]} {plan.link_pa[li]}" for li in down_links)
                  + sorted(plan.names[n] for n in down_nodes),

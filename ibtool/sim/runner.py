@@ -28,6 +28,7 @@ from pathlib import Path
 from ibtool.errors import EnvironmentProblem, InputError, Interrupted
 from ibtool.fabric import Fabric
 from ibtool.formats import atomic_write, ibnetdiscover, output_dir
+from ibtool.sa import path_sls
 from ibtool.sim import opensm
 
 UMAD2SIM = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
@@ -256,10 +257,10 @@ def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> di
                     summary["dump_fts_top_lid"] = top
                     timings["top_lid_s"] = round(time.monotonic() - t0, 3)
             if daemon and not timed_out and p.poll() is None:
-                say("reading every HCA's PathRecords from the SA (saquery -p): the SL of each path")
+                say("reading every HCA pair's PathRecord from the SA: the SL of each path")
                 t0 = time.monotonic()
-                summary["path_sls"] = collect_path_sls(sim, out / "saquery-paths.out",
-                                                       ibnetdiscover.read(out / "ibnetdiscover.out"), opts.timeout)
+                summary["path_sls"] = path_sls(sim, out / "saquery-paths.out",
+                                               ibnetdiscover.read(out / "ibnetdiscover.out"), opts.timeout, progress=say)
                 timings["path_sls_s"] = round(time.monotonic() - t0, 3)
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: whatever the log said, this run did not finish
         summary["interrupted"] = True
@@ -340,43 +341,6 @@ def _wait_subnet_up(p: subprocess.Popen, log: Path, timeout: float) -> bool:
             return True
         time.sleep(0.2)
     return False
-
-
-MAX_PATH_QUERIES = 20_000
-QUERY_TRIES = 4
-
-
-def collect_path_sls(sim: Fabricsim, out: Path, fabric: Fabric, timeout: float, local: tuple[str, ...] = (),
-                     parallel: int = 4, limit: int | None = MAX_PATH_QUERIES) -> dict:
-    """`saquery -p --slid S --dlid D` for every pair of HCA port base LIDs: the SA's PathRecords,
-    with the SL the routing engine gave each path; written as saquery prints them. (The SA answers
-    a query by source alone with a few records only, so it is one query per pair.) `local`: the
-    diags' -C/-P options for the port to query from."""
-    saquery = require("saquery", "infiniband-diags")
-    lids = sorted(lid for (node, port), (lid, _) in fabric.port_lids.items() if not fabric.is_switch(node))
-    pairs = [(a, b) for a in lids for b in lids if a != b]
-    if limit is not None and len(pairs) > limit:
-        raise InputError(f"--path-sls: {len(lids)} HCA ports make {len(pairs)} PathRecord queries; at most "
-                         f"{limit} (a fabric of up to {int(limit ** 0.5)} HCA ports)")
-
-    def query(pair: tuple[int, int]) -> bytes:
-        for attempt in range(QUERY_TRIES):  # the SA may not answer while OpenSM sweeps again (a fault step)
-            p = subprocess.run([saquery, *local, "-p", "--slid", str(pair[0]), "--dlid", str(pair[1])], cwd=sim.work,
-                               env=sim.env(), capture_output=True, timeout=timeout, check=False)
-            if p.returncode == 0:
-                break
-            time.sleep(0.5 * (attempt + 1))
-        if p.returncode != 0:
-            msg = p.stderr.decode(errors="replace").strip().splitlines()
-            raise EnvironmentProblem(f"saquery -p --slid {pair[0]} --dlid {pair[1]} failed (exit {p.returncode}): "
-                                     f"{msg[-1] if msg else 'no output'}")
-        return p.stdout
-
-    with ThreadPoolExecutor(parallel) as pool:
-        text = b"".join(pool.map(query, pairs))
-    with atomic_write(out, "wb") as fh:
-        fh.write(text)
-    return {"file": out.name, "pairs": len(pairs), "records": text.count(b"PathRecord dump:")}
 
 
 def _raise_interrupt(signum, frame):
