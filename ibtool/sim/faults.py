@@ -134,6 +134,24 @@ def read(path: str | Path, fabric: Fabric) -> Scenario:
     return Scenario(steps, sweep, settle)
 
 
+def commands(plan: Fabric, step: Step, where: str, ids: list[str] | None = None) -> list[tuple[str, str, int, int | None]]:
+    """A step as ibsim console commands, in the order they are sent: (command, verb, node, port).
+    Up first: ReLink of a switch brings back every cable of it, also one to a switch the step takes
+    down; then down (Unlink), then port counters (PerformanceSet). `ids`: ibsim's node ids."""
+    ids = ids or [ibnetdiscover.node_id(plan, i) for i in range(plan.num_nodes)]
+    out = []
+    for verb, specs in (("ReLink", step.up), ("Unlink", step.down)):
+        for spec in specs:
+            node, port = target(plan, spec, where)
+            out.append((f'{verb} "{ids[node]}"' + (f"[{port}]" if port else ""), verb, node, port))
+    for spec, counters in step.errors.items():
+        node, port = target(plan, spec, where)
+        for key, value in counters.items():
+            out.append((f'PerformanceSet "{ids[node]}"[{port}] PortCounters.{key}={value}', "PerformanceSet",
+                        node, port))
+    return out
+
+
 def random_scenario(fabric: Fabric, count: int, seed: int, sm_node: int = 0) -> Scenario:
     """`count` steps, each one more switch-to-switch cable or switch down, keeping the switches
     connected and the SM's own switch up."""
@@ -307,21 +325,14 @@ def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: f
             before = len(configured())
             wall = time.time() - 0.5  # file times lag the clock a little (coarse kernel timestamps)
             t0 = time.monotonic()
-            # up first: ReLink of a switch brings back every cable of it, also one to a switch this
-            # step takes down
-            for verb, specs in (("ReLink", step.up), ("Unlink", step.down)):
-                for spec in specs:
-                    node, port = target(plan, spec, f"step {k}")
-                    lf.console(f'{verb} "{ids[node]}"' + (f"[{port}]" if port else ""))
+            for command, verb, node, port in commands(plan, step, f"step {k}", ids):
+                lf.console(command)
+                if verb in ("Unlink", "ReLink"):
                     gone, key = (down_links, link_of[node, port]) if port else (down_nodes, node)
                     if verb == "Unlink":
                         gone.add(key)
                     else:
                         gone.discard(key)
-            for spec, counters in step.errors.items():
-                node, port = target(plan, spec, f"step {k}")
-                for key, value in counters.items():
-                    lf.console(f'PerformanceSet "{ids[node]}"[{port}] PortCounters.{key}={value}')
             s = collect(k, step, t0 if (step.down or step.up) else None, before, wall)
             say(f"step {k}: {step.describe()}: {s['engine'] or 'no engine'} configured the tables"
                 + (f" in {s['seconds_to_tables']} s" if s["seconds_to_tables"] is not None else "")
