@@ -191,11 +191,11 @@ def _print(d: dict) -> None:
         click.echo(f"  SM {sm['sm']} on {sm['node']}{prio}: {state}"
                    + (f" (pid {sm['pid']})" if sm["pid"] else "") + what
                    + (f"; {sm['error']}" if sm["error"] and sm["state"] != "STANDBY" else ""))
-    click.echo("infiniband-diags reach it from its scratch directory (umad2sim writes ./sys-<pid> there):")
-    click.echo(f"  cd {d['scratch']}")
+    click.echo("infiniband-diags and `ibtool collect` reach it with these two variables (umad2sim makes and "
+               "removes ./sys-<pid> in the current directory):")
     click.echo(f"  export IBSIM_SOCKNAME={d['IBSIM_SOCKNAME']}")
     click.echo(f"  export LD_PRELOAD={d['LD_PRELOAD']}")
-    click.echo("  ibnetdiscover; perfquery; ibtool collect --out ../collect")
+    click.echo(f"  (or: . {d['run']}/sim/env.sh)   then: ibnetdiscover; perfquery; ibtool collect --out collect")
     click.echo(f"change it: ibtool sim set {d['run']} --down 'DEVICE PORT' ... ; "
                f"its SMs: ibtool sim sm {d['run']} --kill|--start|--restart --sm N")
     click.echo(f"stop it: ibtool sim down {d['run']}")
@@ -287,7 +287,7 @@ def up_cmd(net, out, engine, sms, sm_on, sm_priority, conf_options, opensm_confi
         _signal.signal(_signal.SIGTERM, old_term)
     d = _describe(lf, run)
     with open(run / "sim" / "env.sh", "w") as fh:
-        fh.write(f"# . {run}/sim/env.sh, then run infiniband-diags from {lf.scratch}\n"
+        fh.write(f"# . {run}/sim/env.sh: infiniband-diags and ibtool collect reach the fabric ibtool sim up started\n"
                  f"export IBSIM_SOCKNAME={lf.sockname}\nexport LD_PRELOAD={d['LD_PRELOAD']}\n")
     master = lf.master()
     ok = master is not None and master.outcome.get("ok", False)
