@@ -30,6 +30,7 @@ import random
 import re
 import shutil
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -295,8 +296,10 @@ def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: f
                     shutil.copyfile(src, dst)
             expected = _expected(plan, down_links, down_nodes)
             ibnetdiscover.write(expected, d / "expected.net")
-            lf.client(["ibnetdiscover"], d / "ibnetdiscover.out", timeout)
-            lf.client(["dump_fts"], d / "dump_fts.out", timeout)
+            with ThreadPoolExecutor(2) as pool:  # two independent clients: one on each core
+                done = [pool.submit(lf.client, [tool], d / f"{tool}.out", timeout) for tool in ("ibnetdiscover", "dump_fts")]
+                for job in done:
+                    job.result()
             found = ibnetdiscover.read(d / "ibnetdiscover.out")
             sim = SimpleNamespace(work=lf.scratch, env=lf.env)
             top = complete_top_lid(sim, d / "dump_fts.out", found, timeout)
