@@ -5,13 +5,13 @@ set, like any diags client). Writes, in the run layout `ibtool verify all` reads
 
     ibnetdiscover.out   the topology (ibnetdiscover)
     dump_fts.out        every switch's forwarding table (dump_fts; the top block dump_fts leaves
-                        out when the top LID is a multiple of 64 is read with smpdump and merged,
+                        out when the top LID is a multiple of 64 is read (smpdump's query, all switches at once) and merged,
                         the tool's own output kept as dump_fts.raw.out)
     sl2vl.dump          every switch port's SL-to-VL table (smpquery sl2vl), in OpenSM's
                         opensm-sl2vl.dump layout
     perfquery.out       the port counters of every cabled port (perfquery LID PORT,PORT,...: one
                         query per device, several devices at once)
-    saquery-paths.out   the SA's PathRecord of every HCA-to-HCA pair (ibtool.sa: the query of
+    saquery-paths.out   the SA's PathRecord of every HCA-to-HCA pair (ibtool.mad: the query of
                         `saquery -p --slid S --dlid D`, all pairs from one process), for the SL
                         the routing engine gives each path (the per-VL deadlock check needs it)
     summary.json        what was collected and what failed, per item; tool versions; the time
@@ -37,7 +37,7 @@ from pathlib import Path
 from ibtool.errors import EnvironmentProblem
 from ibtool.fabric import SWITCH, Fabric
 from ibtool.formats import atomic_write, ibnetdiscover, output_dir
-from ibtool.sa import path_sls
+from ibtool.mad import path_sls
 from ibtool.sim.runner import complete_top_lid, require
 
 AUTO_PATH_PAIRS = 1024 * 1023  # --path-sls auto asks the SA for at most this many pairs
@@ -155,7 +155,7 @@ def _counters(c: Clients, f: Fabric, parallel: int, item: dict) -> str:
 
 
 def _path_sls(c: Clients, f: Fabric, out: Path, mode: str, say) -> dict:
-    """The SL of every HCA-to-HCA path, asked of the SA (ibtool.sa). An SA that does not answer
+    """The SL of every HCA-to-HCA path, asked of the SA (ibtool.mad). An SA that does not answer
     is recorded, not fatal: the per-VL deadlock check then puts every route on SL 0."""
     hcas = sum(1 for node, _ in f.port_lids if not f.is_switch(node))
     pairs = hcas * (hcas - 1)

@@ -42,7 +42,7 @@ from ibtool.fabric import SWITCH, Fabric
 from ibtool.formats import atomic_write, ibnetdiscover, open_input, output_dir
 from ibtool.sim import opensm
 from ibtool.sim.live import LiveFabric
-from ibtool import sa
+from ibtool import mad
 from ibtool.sim.runner import complete_top_lid
 
 _CONFIGURED = re.compile(r"(\S+) tables configured on all switches")
@@ -306,7 +306,7 @@ def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: f
             paths = None
             if path_sls and state.subnet_up:
                 (d / "saquery-paths.out").unlink(missing_ok=True)
-                paths = sa.path_sls(sim, d / "saquery-paths.out", found, timeout)
+                paths = mad.path_sls(sim, d / "saquery-paths.out", found, timeout)
             s = {"net": "expected.net", "step": k, "faults": step.describe() if step else "none (before any fault)",
                  "down": sorted(f"{plan.names[plan.link_a[li]]} {plan.link_pa[li]}" for li in down_links)
                  + sorted(plan.names[n] for n in down_nodes),

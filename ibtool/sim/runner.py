@@ -20,7 +20,6 @@ import signal
 import subprocess
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +27,7 @@ from pathlib import Path
 from ibtool.errors import EnvironmentProblem, InputError, Interrupted
 from ibtool.fabric import Fabric
 from ibtool.formats import atomic_write, ibnetdiscover, output_dir
-from ibtool.sa import path_sls
+from ibtool.mad import lft_blocks, path_sls
 from ibtool.sim import opensm
 
 UMAD2SIM = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
@@ -282,9 +281,10 @@ _DR_HEADER_M = re.compile(_DR_HEADER.pattern, re.MULTILINE)
 
 def complete_top_lid(sim: Fabricsim, dump: Path, fabric: Fabric, timeout: float, say=None) -> dict | None:
     """dump_fts (infiniband-diags 44) does not print the top LID when it is a multiple of 64: it
-    stops before the 64-entry LFT block that LID opens. Read that block from every switch with
-    `smpdump -D <path> 0x19 <block>` (the LinearForwardingTable attribute, by the directed route
-    dump_fts printed) and add the entries to dump_fts.out in dump_fts's own format; the tool's
+    stops before the 64-entry LFT block that LID opens. Read that block from every switch — the
+    query of `smpdump -D <path> 0x19 <block>` (the LinearForwardingTable attribute, by the directed
+    route dump_fts printed), all switches from one process (ibtool.mad) — and add the entries to
+    dump_fts.out in dump_fts's own format; the tool's
     own output stays in dump_fts.raw.out. Returns what was done, or None when nothing was missing."""
     owners = fabric.lid_owners()
     top = max(owners, default=0)
@@ -293,23 +293,11 @@ def complete_top_lid(sim: Fabricsim, dump: Path, fabric: Fabric, timeout: float,
     raw = dump.read_bytes()
     if re.search(rb"^0x%04x " % top, raw, re.MULTILINE):
         return None  # printed after all (a fixed infiniband-diags)
-    smpdump = require("smpdump", "infiniband-diags")
     if say:
-        say(f"reading LID {top} from every switch with smpdump (dump_fts leaves out a top LID that is a multiple of 64)")
+        say(f"reading LID {top} from every switch (dump_fts leaves out a top LID that is a multiple of 64)")
     paths = [(int(m.group(2), 16), m.group(1).decode()) for m in _DR_HEADER_M.finditer(raw)]
-
-    def read_block(path: str) -> int:
-        p = subprocess.run([smpdump, "-D", path, "0x19", str(top // 64)], cwd=sim.work, env=sim.env(),
-                           capture_output=True, timeout=timeout, check=False)
-        words = p.stdout.split()
-        if p.returncode != 0 or not words or len(words[0]) != 4:
-            msg = (p.stderr or p.stdout).decode(errors="replace").strip().splitlines()
-            raise EnvironmentProblem(f"smpdump -D {path} 0x19 {top // 64} failed (exit {p.returncode}): "
-                                     f"{msg[-1] if msg else 'no output'}")
-        return int(words[0][:2], 16)  # the block's first entry: LID top (top % 64 == 0)
-
-    with ThreadPoolExecutor(4) as pool:
-        ports = dict(zip((g for g, _ in paths), pool.map(read_block, [p for _, p in paths])))
+    blocks = lft_blocks(sim, [p for _, p in paths], top // 64, timeout)  # one process, every switch at once
+    ports = {g: blocks[p][0] for g, p in paths}  # the block's first entry: LID top (top % 64 == 0)
     node, port = owners[top]
     kind = "Switch" if fabric.is_switch(node) else "Channel Adapter"
     tail = f" : ({kind} portguid {fabric.port_guid(node, port):#018x}: '{fabric.names[node]}')\n".encode()
@@ -328,7 +316,7 @@ def complete_top_lid(sim: Fabricsim, dump: Path, fabric: Fabric, timeout: float,
     os.link(dump, keep)  # the tool's own output, untouched
     with atomic_write(dump, "wb") as fh:
         fh.write(b"".join(out))
-    return {"lid": top, "read_with": "smpdump (LinearForwardingTable block by directed route)",
+    return {"lid": top, "read_with": "SubnGet(LinearForwardingTable) block by directed route (smpdump's query)",
             "switches": len(ports), "routed": sum(1 for v in ports.values() if v != 255),
             "raw": "dump_fts.raw.out"}
 

@@ -34,7 +34,7 @@ FAST_POLLS = ("--conf", "sminfo_polling_timeout=1000", "--conf", "polling_retry_
 @pytest.fixture(params=list(SHAPES))
 def fabric(request, tmp_path):
     """A KNS up in ibsim with two SMs (SM 1 master on the first HCA, SM 2 standby on the last);
-    yields (run dir, what `sim up` printed, the plan, a router-switch cable far from both SMs)."""
+    yields (run dir, what `sim up` printed, the plan's net file, a router-switch cable far from both SMs)."""
     ibtool("topo", "kns", *SHAPES[request.param], "--out", tmp_path / "plan", check=0)
     net = tmp_path / "plan" / "topology.net"
     plan = ibnetdiscover.read(net)
@@ -45,7 +45,7 @@ def fabric(request, tmp_path):
         routers = [i for i in range(plan.num_nodes) if plan.names[i].startswith("R[")]  # the plan's names
         r = routers[len(routers) // 2]
         port = next(p for p, peer, _ in plan.neighbors(r) if plan.names[peer].startswith("S["))
-        yield run, d, plan, f"{plan.names[r]} {port}"
+        yield run, d, net, f"{plan.names[r]} {port}"
     finally:
         ibtool("sim", "down", run)
 
@@ -79,7 +79,7 @@ def test_standby_takes_over_and_routes_as_the_master(fabric, tmp_path):
     """The master routes the complete KNS and a cable failure; the cable is repaired; the master's
     host dies; the standby takes over and routes the complete KNS, then the same cable failure,
     exactly as the master did."""
-    run, d, plan, cable = fabric
+    run, d, net, cable = fabric
     assert [s["state"] for s in d["sms"]] == ["MASTER", "STANDBY"] and d["sms"][0]["engine"] == "hdor"
     master0 = collect(d, tmp_path / "master-complete")
     s = json.loads(ibtool("sim", "set", run, "--down", cable, "--wait", "--json", check=0).stdout)
@@ -105,7 +105,9 @@ def test_standby_takes_over_while_a_cable_is_down(fabric, tmp_path):
     standby, which never saw the complete KNS, takes over and programs what the master had
     programmed — knowing the KNS from the description file (the plan's hdor.conf, put beside its
     opensm.conf by `sim up`) or from what is left of it."""
-    run, d, plan, cable = fabric
+    run, d, net, cable = fabric
+    desc = run / "sim" / "sm-2" / "hdor.conf"  # the standby's -F directory: `sim up` put the plan's there
+    assert desc.is_file() and desc.read_bytes() == net.with_name("hdor.conf").read_bytes()
     s = json.loads(ibtool("sim", "set", run, "--down", cable, "--wait", "--json", check=0).stdout)
     assert s["engine"] == "hdor" and s["sm"] == 1
     master1 = collect(d, tmp_path / "master-degraded")

@@ -23,7 +23,7 @@ from ibtool.formats import ibnetdiscover, lft, pathrecord, sl2vl
 from ibtool.routing import hdor
 from ibtool.sim import faults
 from ibtool.sim.live import LiveFabric
-from ibtool.sa import path_sls
+from ibtool.mad import path_sls
 
 pytestmark = [pytest.mark.ibsim, pytest.mark.usefixtures("libhdor")]
 
