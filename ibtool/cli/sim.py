@@ -34,6 +34,23 @@ def _kv(ctx, param, values):
     return out
 
 
+def _engines_and_flags(net, engine, opensm_config, log_flags) -> tuple[list[str], str | None, int]:
+    """--engine (default: the plan's opensm.conf beside NET, with its options), the opensm.conf to
+    start from, and --log-flags as a number."""
+    if engine is None and opensm.plan_engines(net) is not None:
+        engines = opensm.plan_engines(net)  # the plan's engine, with its options (root GUIDs ...)
+        opensm_config = opensm_config or str(Path(net).with_name("opensm.conf"))
+    else:
+        engines = opensm.parse_engines(engine or "minhop")
+    try:
+        flags = int(log_flags, 0)
+    except ValueError:
+        raise InputError(f"--log-flags: not a number: {log_flags!r}") from None
+    if not 0 <= flags <= 0xFF:  # OpenSM's log flags are one byte (OSM_LOG_ERROR 0x01 .. OSM_LOG_SYS 0x80)
+        raise InputError(f"--log-flags: {log_flags} is outside 0x00..0xff")
+    return engines, opensm_config, flags
+
+
 @group.command(name="run")
 @click.argument("net", type=click.Path(path_type=Path))
 @click.option("--engine", "-R", default=None,
@@ -86,17 +103,7 @@ def run_cmd(net, engine, out, timeout, log_flags, conf_options, opensm_config, o
       ibtool sim run cellia/topology.net --engine hdor --out run
       ibtool sim run cellia/topology.net --engine dfsssp --path-sls --conf qos=TRUE --out run-dfsssp
     """
-    if engine is None and opensm.plan_engines(net) is not None:
-        engines = opensm.plan_engines(net)  # the plan's engine, with its options (root GUIDs ...)
-        opensm_config = opensm_config or str(net.with_name("opensm.conf"))
-    else:
-        engines = opensm.parse_engines(engine or "minhop")
-    try:
-        flags = int(log_flags, 0)
-    except ValueError:
-        raise InputError(f"--log-flags: not a number: {log_flags!r}") from None
-    if not 0 <= flags <= 0xFF:  # OpenSM's log flags are one byte (OSM_LOG_ERROR 0x01 .. OSM_LOG_SYS 0x80)
-        raise InputError(f"--log-flags: {log_flags} is outside 0x00..0xff")
+    engines, opensm_config, flags = _engines_and_flags(net, engine, opensm_config, log_flags)
     if faults or fail or random_faults:
         return _scenario(net, out, engines, timeout, faults, fail, random_faults, seed, as_json, path_sls, flags)
     opts = RunOptions(engines=engines, timeout=timeout, log_flags=flags, conf_options=conf_options,
@@ -247,17 +254,7 @@ def up_cmd(net, out, engine, sms, sm_on, sm_priority, conf_options, opensm_confi
     import signal as _signal
     if not Path(net).is_file():
         raise InputError("no such net file", path=str(net))
-    if engine is None and opensm.plan_engines(net) is not None:
-        engines = opensm.plan_engines(net)
-        opensm_config = opensm_config or str(Path(net).with_name("opensm.conf"))
-    else:
-        engines = opensm.parse_engines(engine or "minhop")
-    try:
-        flags = int(log_flags, 0)
-    except ValueError:
-        raise InputError(f"--log-flags: not a number: {log_flags!r}") from None
-    if not 0 <= flags <= 0xFF:
-        raise InputError(f"--log-flags: {log_flags} is outside 0x00..0xff")
+    engines, opensm_config, flags = _engines_and_flags(net, engine, opensm_config, log_flags)
     if sms and sm_on and sms != len(sm_on):
         raise InputError(f"--sms {sms} but {len(sm_on)} --sm-on")
     if hdor_conf is None and Path(net).with_name("hdor.conf").is_file():
