@@ -138,3 +138,18 @@ def test_collect_reads_every_path_sl_the_sa_gives(plan, tmp_path, fabrics):
         want = dict(pool.map(saquery, list(got)))
     assert got == want
     assert any(sl > 0 for sl in got.values())  # the detours: a check that could fail
+
+
+def test_collect_records_an_sa_that_does_not_answer(plan, tmp_path, fabrics):
+    """The SM stopped (`sim sm --stop`): the bulk PathRecord queries go unanswered, are sent again,
+    and collect records the SA as not answering — path SLs not collected, nothing half-written."""
+    run = tmp_path / "run"
+    d = up(fabrics, plan, run, "--engine", "minhop")
+    assert json.loads(ibtool("sim", "sm", run, "--stop", "--json", check=0).stdout)["signal"] == "SIGTERM"
+    env = dict(os.environ, IBSIM_SOCKNAME=d["IBSIM_SOCKNAME"], LD_PRELOAD=d["LD_PRELOAD"])
+    import sys
+    r = subprocess.run([sys.executable, "-m", "ibtool.cli.main", "collect", "-o", str(tmp_path / "c"), "--json"],
+                       cwd=d["scratch"], env=env, capture_output=True, text=True, timeout=300)
+    item = json.loads(r.stdout)["items"]["path_sls"]
+    assert item["collected"] is False and "the SA answered no PathRecord query for 72 of 72" in item["why"]
+    assert not (tmp_path / "c" / "saquery-paths.out").exists()

@@ -205,7 +205,7 @@ class LiveFabric:
             raise InputError(f"{len(sm_priorities)} SM priorities for {count} SMs")
         if any(not 0 <= p <= 15 for p in sm_priorities or ()):
             raise InputError("an SM priority is 0..15")
-        plan = ibnetdiscover.read(self.net)
+        plan = ibnetdiscover.read(self.net) if count > 1 or sm_nodes else None  # only to place SMs
         if sm_nodes:
             picked = [self._node(plan, x) for x in sm_nodes]
         elif count == 1:
