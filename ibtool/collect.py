@@ -25,55 +25,22 @@ them on any size.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 
 from ibtool.errors import EnvironmentProblem
 from ibtool.fabric import SWITCH, Fabric
 from ibtool.formats import atomic_write, ibnetdiscover, output_dir
 from ibtool.mad import path_sls
+from ibtool.sim.clients import Clients, port_counters, why
 from ibtool.sim.runner import complete_top_lid, require
 
 AUTO_PATH_PAIRS = 1024 * 1023  # --path-sls auto asks the SA for at most this many pairs
 TOOLS = {"ibnetdiscover": "infiniband-diags", "dump_fts": "infiniband-diags", "smpquery": "infiniband-diags",
          "smpdump": "infiniband-diags", "perfquery": "infiniband-diags"}
-
-
-@dataclass
-class Clients:
-    """How diags clients are run: the local port to use, a scratch cwd, the environment."""
-    work: Path
-    ca: str | None = None
-    port: int | None = None
-    timeout: float = 60.0
-
-    def env(self) -> dict[str, str]:
-        return dict(os.environ)
-
-    def local(self) -> list[str]:
-        return [*(["-C", self.ca] if self.ca else []), *(["-P", str(self.port)] if self.port else [])]
-
-    def argv(self, tool: str, *args) -> list[str]:
-        return [tool, *self.local(), *map(str, args)]
-
-    def run(self, tool: str, *args) -> subprocess.CompletedProcess:
-        try:
-            return subprocess.run(self.argv(tool, *args), cwd=self.work, env=self.env(), capture_output=True,
-                                  text=True, timeout=self.timeout)
-        except subprocess.TimeoutExpired:
-            return subprocess.CompletedProcess(self.argv(tool, *args), 124, "", f"timed out after {self.timeout:g} s")
-
-
-def _why(p: subprocess.CompletedProcess) -> str:
-    lines = [ln.strip() for ln in (p.stderr or p.stdout or "").splitlines()
-             if ln.strip() and "sim_connect: attached" not in ln]
-    return f"exit {p.returncode}: {lines[-1] if lines else 'no output'}"
 
 
 def _version(c: Clients, tool: str) -> str | None:
@@ -97,7 +64,7 @@ def _sl2vl(c: Clients, f: Fabric, parallel: int, item: dict) -> str:
         node, lid, port = job
         p = c.run("smpquery", "sl2vl", lid, port)
         rows = row.findall(p.stdout) if p.returncode == 0 else []
-        return job, rows, None if rows else _why(p)
+        return job, rows, None if rows else why(p)
 
     tables: dict[int, list[str]] = {}
     failed = []
@@ -116,41 +83,6 @@ def _sl2vl(c: Clients, f: Fabric, parallel: int, item: dict) -> str:
         out.append(f'Switch {f.guids[node]:#018x}, base LID {lid}, "{f.names[node]}"\n'
                    "#in out : 0  1  2  3  4  5  6  7  8  9  10 11 12 13 14 15\n")
         out.extend(r + "\n" for r in sorted(tables[node], key=lambda s: tuple(int(x) for x in s.split()[:2])))
-    return "".join(out)
-
-
-def _counters(c: Clients, f: Fabric, parallel: int, item: dict) -> str:
-    """perfquery of every cabled port: one query per device (its cabled ports as a list)."""
-    jobs = []
-    for node in range(f.num_nodes):
-        ports = [p for p, _, _ in f.neighbors(node)]
-        if f.types[node] == SWITCH:
-            lid = f.port_lids.get((node, 0), (0, 0))[0]
-            if lid and ports:
-                jobs.append((node, lid, ports))
-        else:
-            for p in ports:  # a CA port has a LID of its own
-                lid = f.port_lids.get((node, p), (0, 0))[0]
-                if lid:
-                    jobs.append((node, lid, [p]))
-
-    def one(job):
-        node, lid, ports = job
-        p = c.run("perfquery", lid, ",".join(map(str, ports)))
-        if p.returncode != 0 or "# Port counters" not in p.stdout:
-            p = c.run("perfquery", lid, ",".join(map(str, ports)))  # a PMA may miss the first query
-        return job, p
-
-    out, failed, answered = [], [], 0
-    with ThreadPoolExecutor(parallel) as pool:
-        for (node, lid, ports), p in pool.map(one, jobs):
-            got = p.stdout.count("# Port counters") if p.returncode == 0 else 0
-            if got < len(ports):
-                failed.append({"device": f.names[node], "lid": lid, "ports": ports, "error": _why(p)})
-            if got:
-                answered += got
-                out.append(p.stdout if p.stdout.endswith("\n") else p.stdout + "\n")
-    item.update({"queries": len(jobs), "ports": answered, "failed": failed, "ok": not failed})
     return "".join(out)
 
 
@@ -195,8 +127,8 @@ def collect(out: str | Path, ca: str | None = None, port: int | None = None, tim
         t0 = time.monotonic()
         p = c.run("ibnetdiscover")
         if p.returncode != 0 or not p.stdout.strip():
-            items["ibnetdiscover"] = {"ok": False, "error": _why(p)}
-            raise EnvironmentProblem(f"ibnetdiscover failed ({_why(p)}): is this host on a fabric "
+            items["ibnetdiscover"] = {"ok": False, "error": why(p)}
+            raise EnvironmentProblem(f"ibnetdiscover failed ({why(p)}): is this host on a fabric "
                                      f"(for ibsim: LD_PRELOAD=umad2sim and IBSIM_SOCKNAME)?")
         with atomic_write(out / "ibnetdiscover.out") as fh:
             fh.write(p.stdout)
@@ -215,7 +147,7 @@ def collect(out: str | Path, ca: str | None = None, port: int | None = None, tim
                 item["top_lid"] = top
             item["seconds"] = round(time.monotonic() - t0, 3)
         else:
-            item = {"ok": False, "error": _why(p)}
+            item = {"ok": False, "error": why(p)}
         items["dump_fts"] = item
         say("SL-to-VL tables (smpquery sl2vl)")
         t0 = time.monotonic()
@@ -231,7 +163,7 @@ def collect(out: str | Path, ca: str | None = None, port: int | None = None, tim
         say("port counters (perfquery)")
         t0 = time.monotonic()
         item = {}
-        text = _counters(c, f, parallel, item)
+        text = port_counters(c, f, parallel, item)
         with atomic_write(out / "perfquery.out") as fh:
             fh.write(text)
         item["seconds"] = round(time.monotonic() - t0, 3)

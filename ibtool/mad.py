@@ -249,8 +249,9 @@ def _child(clients, args: list[str], items: list[str], timeout: float, say, what
     """Run `python -m ibtool.mad ARGS` with `items` on stdin; line(bytes) for each line it prints.
     A child that prints nothing for `timeout` s is stopped."""
     from ibtool.errors import EnvironmentProblem
-    p = subprocess.Popen([sys.executable, "-m", "ibtool.mad", *args], cwd=clients.work, env=clients.env(),
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    from ibtool import children
+    p = children.popen([sys.executable, "-m", "ibtool.mad", *args], cwd=clients.work, env=clients.env(),
+                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     p.stdin.write(" ".join(items).encode())
     p.stdin.close()
     err: list[str] = []

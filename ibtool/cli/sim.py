@@ -12,7 +12,7 @@ import click
 from ibtool.cli import OutPath, finite_seconds
 from ibtool.errors import CheckFailed, InputError
 from ibtool.formats import ibnetdiscover
-from ibtool.sim import opensm
+from ibtool.sim import opensm, opensm_options
 from ibtool.sim.runner import RunOptions, run
 
 
@@ -30,29 +30,39 @@ def _kv(ctx, param, values):
         if not re.fullmatch(r"[A-Za-z0-9_]+", k.strip()) or any(c in val for c in "\r\n\0"):
             # a newline would add a line of its own to opensm.conf
             raise click.BadParameter(f"expected KEY=VALUE on one line, KEY of letters, digits and _; got {v[:60]!r}")
-        out.append((k.strip(), val.strip()))
+        # OpenSM would skip an unknown key or a value beyond its range, saying so only in its log
+        k, val = k.strip(), opensm_options.check(k.strip(), val.strip(), f"--conf {v[:80]}")
+        if k in opensm_options.FILE_KEYS and val != "(null)":
+            val = str(Path(val).resolve())  # OpenSM runs in a scratch directory, not here
+        out.append((k, val))
     return out
 
 
-def _engines_and_flags(net, engine, opensm_config, log_flags) -> tuple[list[str], str | None, int]:
-    """--engine (default: the plan's opensm.conf beside NET, with its options), the opensm.conf to
-    start from, and --log-flags as a number."""
+def _plan(net, engine, opensm_config, log_flags) -> tuple[Path, list[str], str | None, int]:
+    """NET (a plan directory: its topology.net), --engine (default: the plan's opensm.conf beside
+    NET, with its options), the opensm.conf to start from, and --log-flags as a number."""
+    net = Path(net)
+    if net.is_dir():  # a plan directory: its topology.net (and so its opensm.conf)
+        if not (net / "topology.net").is_file():
+            raise InputError("is a directory, not a net file; a plan directory (`ibtool topo --out DIR`) holds "
+                             "topology.net, and this one has none", path=str(net))
+        net = net / "topology.net"
     if engine is None and opensm.plan_engines(net) is not None:
         engines = opensm.plan_engines(net)  # the plan's engine, with its options (root GUIDs ...)
-        opensm_config = opensm_config or str(Path(net).with_name("opensm.conf"))
+        opensm_config = opensm_config or str(net.with_name("opensm.conf"))
     else:
-        engines = opensm.parse_engines(engine or "minhop")
+        engines = opensm.parse_engines("minhop" if engine is None else engine)
     try:
         flags = int(log_flags, 0)
     except ValueError:
         raise InputError(f"--log-flags: not a number: {log_flags!r}") from None
     if not 0 <= flags <= 0xFF:  # OpenSM's log flags are one byte (OSM_LOG_ERROR 0x01 .. OSM_LOG_SYS 0x80)
         raise InputError(f"--log-flags: {log_flags} is outside 0x00..0xff")
-    return engines, opensm_config, flags
+    return net, engines, opensm_config, flags
 
 
 @group.command(name="run")
-@click.argument("net", type=click.Path(path_type=Path))
+@click.argument("net", metavar="NET|PLAN", type=click.Path(path_type=Path))
 @click.option("--engine", "-R", default=None,
               help="Routing engines for OpenSM, tried in order (e.g. hdor,minhop). hdor is loaded from "
                    "opensm_plugin/libhdor.so automatically. Default: the plan's opensm.conf beside NET "
@@ -86,7 +96,8 @@ def _engines_and_flags(net, engine, opensm_config, log_flags) -> tuple[list[str]
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json.")
 def run_cmd(net, engine, out, timeout, log_flags, conf_options, opensm_config, opensm_args, no_discover, path_sls,
             faults, fail, random_faults, seed, as_json):
-    """Bring NET up in ibsim, route it once with OpenSM, discover it.
+    """Bring NET up in ibsim, route it once with OpenSM, discover it (PLAN: a plan directory, its
+    topology.net with its opensm.conf).
 
     \b
     Writes into OUT:
@@ -96,16 +107,20 @@ def run_cmd(net, engine, out, timeout, log_flags, conf_options, opensm_config, o
       saquery-paths.out    with --path-sls: the SA's PathRecords (the SL of every path)
 
     Exits 0 only when the subnet came up and one of the requested engines configured the
-    tables (OpenSM falls back to minhop silently; ibtool reads the log to tell).
+    tables (OpenSM falls back to minhop silently; ibtool reads the log to tell). When OpenSM
+    exits early its own last error lines are printed; exit 2 when it refused its command line
+    (an --opensm-arg it does not know, -h, a value out of its range).
 
     \b
     Example:
+      ibtool sim run cellia --out run                         # the plan's engine (hdor)
       ibtool sim run cellia/topology.net --engine hdor --out run
       ibtool sim run cellia/topology.net --engine dfsssp --path-sls --conf qos=TRUE --out run-dfsssp
     """
-    engines, opensm_config, flags = _engines_and_flags(net, engine, opensm_config, log_flags)
+    net, engines, opensm_config, flags = _plan(net, engine, opensm_config, log_flags)
     if faults or fail or random_faults:
-        return _scenario(net, out, engines, timeout, faults, fail, random_faults, seed, as_json, path_sls, flags)
+        return _scenario(net, out, engines, timeout, faults, fail, random_faults, seed, as_json, path_sls, flags,
+                         opensm_config, conf_options)
     opts = RunOptions(engines=engines, timeout=timeout, log_flags=flags, conf_options=conf_options,
                       conf_base=opensm_config, opensm_args=list(opensm_args), discover=not no_discover,
                       path_sls=bool(path_sls))
@@ -122,13 +137,16 @@ def run_cmd(net, engine, out, timeout, log_flags, conf_options, opensm_config, o
         step = s.get("routing_step_s")
         click.echo(f"opensm {t.get('opensm_s')} s" + (f", routing step {step:.3f} s" if step is not None else "")
                    + f", total {t.get('total_s')} s; results in {out}")
+        if s.get("opensm_error"):
+            click.echo(f"  {s['opensm_error']}", err=True)
         for e in s.get("errors", [])[:3]:
             click.echo(f"  opensm: {e}", err=True)
     if not s.get("ok"):
         raise SystemExit(1)
 
 
-def _scenario(net, out, engines, timeout, faults, fail, random_faults, seed, as_json, path_sls, flags):
+def _scenario(net, out, engines, timeout, faults, fail, random_faults, seed, as_json, path_sls, flags, conf_base,
+              conf_options):
     """`sim run` with faults: a live fabric, one OpenSM, a step at a time (ibtool.sim.faults)."""
     from ibtool.formats import ibnetdiscover
     from ibtool.sim import faults as fault_scenarios
@@ -147,7 +165,8 @@ def _scenario(net, out, engines, timeout, faults, fail, random_faults, seed, as_
     else:
         sc = fault_scenarios.random_scenario(plan, random_faults, seed)
     progress = None if as_json else (lambda m: click.echo(f"  {m}", err=True))
-    s = fault_scenarios.run(Path(net), out, engines, sc, timeout, progress, path_sls=path_sls, log_flags=flags)
+    s = fault_scenarios.run(Path(net), out, engines, sc, timeout, progress, path_sls=path_sls, log_flags=flags,
+                            conf_base=conf_base, conf_options=conf_options)
     if as_json:
         click.echo(json.dumps(s, indent=2))
     else:
@@ -252,9 +271,9 @@ def up_cmd(net, out, engine, sms, sm_on, sm_priority, conf_options, opensm_confi
     from ibtool.sim.live import LiveFabric
     from ibtool.sim.runner import _raise_interrupt
     import signal as _signal
-    if not Path(net).is_file():
+    net, engines, opensm_config, flags = _plan(net, engine, opensm_config, log_flags)
+    if not net.is_file():
         raise InputError("no such net file", path=str(net))
-    engines, opensm_config, flags = _engines_and_flags(net, engine, opensm_config, log_flags)
     if sms and sm_on and sms != len(sm_on):
         raise InputError(f"--sms {sms} but {len(sm_on)} --sm-on")
     if hdor_conf is None and Path(net).with_name("hdor.conf").is_file():

@@ -18,9 +18,11 @@ the switches in two.
 Each step is applied through ibsim's console (Unlink, ReLink, PerformanceSet); then the run waits
 for OpenSM to configure tables again and writes RUN/step-N/ (step-0 is before any fault):
 ibnetdiscover.out, dump_fts.out (complete: the top LID read with smpdump), expected.net (the plan
-without what is down) and summary.json: the faults, the engine that configured the tables, whether
-OpenSM fell back, and the seconds from the fault to tables configured. `ibtool verify all RUN`
-verifies every step against its expected.net.
+without what is down), perfquery.out (the port counters, at a step that sets them with `errors:`)
+and summary.json: the faults, the engine that configured the tables, whether OpenSM fell back, and
+the seconds from the fault to tables configured. `ibtool verify all RUN` verifies every step
+against its expected.net, and the cable health of a step that set counters (a step whose counters
+could not be read is "health: NOT RUN", never a pass).
 """
 
 from __future__ import annotations
@@ -37,12 +39,13 @@ from types import SimpleNamespace
 
 import yaml
 
+from ibtool import mad
 from ibtool.errors import InputError
 from ibtool.fabric import SWITCH, Fabric
 from ibtool.formats import atomic_write, ibnetdiscover, open_input, output_dir
 from ibtool.sim import opensm
+from ibtool.sim.clients import Clients, port_counters
 from ibtool.sim.live import LiveFabric
-from ibtool import mad
 from ibtool.sim.runner import complete_top_lid
 
 _CONFIGURED = re.compile(r"(\S+) tables configured on all switches")
@@ -227,9 +230,12 @@ def _expected(plan: Fabric, down_links: set[int], down_nodes: set[int], sm_node:
 
 
 def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: float = 300,
-        progress=None, path_sls: bool | None = None, log_flags: int = 0x47) -> dict:
+        progress=None, path_sls: bool | None = None, log_flags: int = 0x47, conf_base: str | None = None,
+        conf_options=()) -> dict:
     """path_sls: collect every HCA pair's PathRecord (its SL) at each step; default: when the engine
-    programs SLs (SL_ENGINES). log_flags: OpenSM's -D (0x40 writes the SL2VL dump each step needs)."""
+    programs SLs (SL_ENGINES). log_flags: OpenSM's -D (0x40 writes the SL2VL dump each step needs).
+    conf_base: an opensm.conf to start from (the plan's, with its engine's files); conf_options:
+    more (key, value) options (`sim run --conf`)."""
     say = progress or (lambda m: None)
     if path_sls is None:
         path_sls = any(e in SL_ENGINES for e in engines)
@@ -247,9 +253,10 @@ def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: f
         # OpenSM calls an engine's update_sl2vl only with QoS on: without it the switches keep
         # their SL2VL tables (every SL on VL 0) and the SLs of the detours separate nothing
         conf.append(("qos", "TRUE"))
+    conf += list(conf_options)
     summary["opensm_conf"] = dict(conf)
     with LiveFabric(net, out / ".live", engines, timeout=timeout, opensm_args=["-D", hex(log_flags)],
-                    conf_options=conf) as lf:
+                    conf_options=conf, conf_base=conf_base) as lf:
         osm = lf.work / "osm"
 
         log = {"pos": 0, "engines": [], "up_after": False}
@@ -307,6 +314,14 @@ def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: f
             if path_sls and state.subnet_up:
                 (d / "saquery-paths.out").unlink(missing_ok=True)
                 paths = mad.path_sls(sim, d / "saquery-paths.out", found, timeout)
+            counters = None
+            (d / "perfquery.out").unlink(missing_ok=True)  # an earlier run's is not this step's
+            if step is not None and step.errors:  # the step changed port counters: collect them for health
+                counters = {}
+                text = port_counters(Clients(lf.scratch, timeout=timeout, environ=lf.env()), found, 4, counters)
+                if text:
+                    with atomic_write(d / "perfquery.out") as fh:
+                        fh.write(text)
             s = {"net": "expected.net", "step": k, "faults": step.describe() if step else "none (before any fault)",
                  "down": sorted(f"{plan.names[plan.link_a[li]]} {plan.link_pa[li]}" for li in down_links)
                  + sorted(plan.names[n] for n in down_nodes),
@@ -314,6 +329,7 @@ def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: f
                  "fallback": engine is not None and engine not in engines,
                  "seconds_to_tables": waited, "timed_out": t_fault is not None and waited is None,
                  "routing_step_s": state.routing_step_s, "dump_fts_top_lid": top, "path_sls": paths,
+                 "changes_counters": bool(step and step.errors), "counters": counters,
                  "dumps": sorted(p.name for p in (d / "osm").iterdir())}
             s["ok"] = bool(s["subnet_up"] and engine in engines and not s["timed_out"])
             with atomic_write(d / "summary.json") as fh:

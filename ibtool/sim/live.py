@@ -9,7 +9,7 @@ and failover, ``ibtool sim up``) uses this:
     with LiveFabric("topology.net", Path("work"), ["dfsssp"]) as lf:
         lf.outcome                    # what OpenSM's log says: subnet_up, engine, fallback ... (a dict)
         lf.client(["ibnetdiscover"], Path("fabric.out"))   # a diags client against the fabric
-        subprocess.run(["perfquery"], env=lf.env(), cwd=lf.scratch)   # or run one yourself
+        children.run(["perfquery"], env=lf.env(), cwd=lf.scratch)   # or run one yourself (ibtool.children)
         lf.console('Unlink "S-0002c90200000001"[3]')       # an ibsim console command; returns its output
         lf.restart_opensm(["updn"])   # stop OpenSM, start it again with other engines, wait for them
     # leaving the block stops OpenSM, then ibsim, whatever happened (Ctrl-C and SIGTERM included)
@@ -70,10 +70,11 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ibtool import children
 from ibtool.errors import EnvironmentProblem, InputError
 from ibtool.formats import atomic_write, ibnetdiscover
 from ibtool.sim import opensm
-from ibtool.sim.runner import UMAD2SIM, Fabricsim, _claim, die_with_parent, limits, require, stop_process
+from ibtool.sim.runner import UMAD2SIM, Fabricsim, _claim, limits, require
 
 _VLS = re.compile(r"Virtual Lanes needed: (\d+)")
 _STATE = re.compile(r"Entering (\S+) state")
@@ -320,7 +321,7 @@ class LiveFabric:
 
     def _spawn(self, argv: list[str], **kw) -> tuple[int, str]:
         """Start a child in a session of its own; it dies with this process unless detached."""
-        pre = None if self.detached else die_with_parent()
+        pre = None if self.detached else children.die_with_parent()
         p = subprocess.Popen(argv, start_new_session=True, preexec_fn=pre, **kw)  # noqa: PLW1509
         self._popen[p.pid] = p
         return p.pid, start_time(p.pid)
@@ -385,7 +386,7 @@ class LiveFabric:
     def _stop_pid(self, pid: int, started: str | None, sig: int) -> None:
         p = self._popen.pop(pid, None)
         if p is not None and sig == signal.SIGTERM:
-            stop_process(p)
+            children.stop(p)
         else:
             signal_process(pid, started, sig)
             if p is not None:

@@ -3,15 +3,15 @@
 Each run has its own IBSIM_SOCKNAME, OSM_TMP_DIR and OSM_CACHE_DIR, and runs its clients from a
 scratch directory (umad2sim writes ./sys-<pid> there), so runs in parallel never meet.
 
-Nothing outlives a run: every child gets PR_SET_PDEATHSIG, so the kernel kills ibsim, OpenSM and
-the clients even when ibtool itself is killed with SIGKILL; the scratch directory holds the owner's
-pid and start time, so the next run into the same --out removes a dead run's leftovers (and any
-process still working in them) and refuses to share it with a live one.
+Nothing outlives a run: every child is started by ibtool.children (PR_SET_PDEATHSIG), so the
+kernel kills ibsim, OpenSM and every client even when ibtool itself is killed with SIGKILL; the
+scratch directory holds the owner's pid and start time, so the next run into the same --out
+removes a dead run's leftovers (and any process still working in them) and refuses to share it
+with a live one.
 """
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import re
@@ -24,6 +24,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ibtool import children
 from ibtool.errors import EnvironmentProblem, InputError, Interrupted
 from ibtool.fabric import Fabric
 from ibtool.formats import atomic_write, ibnetdiscover, output_dir
@@ -31,20 +32,6 @@ from ibtool.mad import lft_blocks, path_sls
 from ibtool.sim import opensm
 
 UMAD2SIM = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
-PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
-_libc = ctypes.CDLL(None, use_errno=True)
-
-
-def die_with_parent():
-    """A preexec_fn: the child gets SIGKILL when this process dies, however it dies (kill -9 too).
-    (preexec_fn is unsafe in a threaded parent; `sim run` starts no threads.)"""
-    parent = os.getpid()
-
-    def pre():
-        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        if os.getppid() != parent:  # the parent died before prctl took effect
-            os._exit(1)
-    return pre
 
 
 def require(tool: str, package: str) -> str:
@@ -75,12 +62,11 @@ class Fabricsim:
         """Run an infiniband-diags client against this fabric, stdout to `out`; returns seconds."""
         t0 = time.monotonic()
         with open(out, "wb") as fh:
-            p = subprocess.Popen(argv, cwd=self.work, env=self.env(**env), stdout=fh, stderr=subprocess.PIPE,
-                                 start_new_session=True, preexec_fn=die_with_parent())  # noqa: PLW1509
+            p = children.popen(argv, cwd=self.work, env=self.env(**env), stdout=fh, stderr=subprocess.PIPE)
             try:
                 _, err = p.communicate(timeout=timeout)
             except subprocess.TimeoutExpired:
-                stop_process(p)
+                children.stop(p)
                 raise EnvironmentProblem(f"{argv[0]} did not finish within {timeout:.0f} s") from None
         if p.returncode != 0:
             msg = (err or b"").decode(errors="replace").strip().splitlines()
@@ -114,9 +100,8 @@ def ibsim(net: str | Path, work: Path, fabric: Fabric | None = None, timeout: fl
     log = work.parent / "ibsim.log"
     env = dict(os.environ, IBSIM_SOCKNAME=sock)
     with open(log, "wb") as fh:
-        proc = subprocess.Popen([exe, "-s", *limits(fabric), "-n", str(net)], cwd=work, env=env,
-                                stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
-                                start_new_session=True, preexec_fn=die_with_parent())  # noqa: PLW1509
+        proc = children.popen([exe, "-s", *limits(fabric), "-n", str(net)], cwd=work, env=env,
+                              stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + timeout
         while b"Network simulator ready" not in log.read_bytes():
@@ -132,25 +117,7 @@ def ibsim(net: str | Path, work: Path, fabric: Fabric | None = None, timeout: fl
             time.sleep(0.05)
         yield Fabricsim(net, work, sock, proc, log)
     finally:
-        stop_process(proc)
-
-
-def stop_process(p: subprocess.Popen, grace: float = 3.0) -> None:
-    """Stop a child started in its own session: TERM its process group, then KILL after `grace` s."""
-    if p.poll() is not None:
-        return
-    try:
-        os.killpg(p.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    try:
-        p.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        p.wait()
+        children.stop(proc)
 
 
 @dataclass
@@ -219,31 +186,34 @@ def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> di
                     "-D", hex(opts.log_flags), *opts.opensm_args]
             summary["opensm_argv"] = argv
             t0 = time.monotonic()
-            p = subprocess.Popen(argv, cwd=work, env=sim.env(**env_extra), stdin=subprocess.DEVNULL,
-                                 stdout=subprocess.DEVNULL,
-                                 stderr=sm_up.enter_context(open(out / "opensm.stderr", "wb")) if daemon
-                                 else subprocess.PIPE,
-                                 start_new_session=True, preexec_fn=die_with_parent())  # noqa: PLW1509
-            sm_up.callback(stop_process, p)  # also on Ctrl-C / SIGTERM
+            p = children.popen(argv, cwd=work, env=sim.env(**env_extra), stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL,
+                               stderr=sm_up.enter_context(open(out / "opensm.stderr", "wb")) if daemon
+                               else subprocess.PIPE)
+            sm_up.callback(children.stop, p)  # also on Ctrl-C / SIGTERM
             timed_out = False
             err = b""
             if daemon:
-                timed_out = not _wait_subnet_up(p, log, opts.timeout)
+                timed_out = not _wait_subnet_up(p, log, opts.timeout) and p.poll() is None
+                if p.poll() is not None:
+                    err = (out / "opensm.stderr").read_bytes()
             else:
                 try:
                     _, err = p.communicate(timeout=opts.timeout)
                 except subprocess.TimeoutExpired:
                     timed_out = True
                 finally:
-                    stop_process(p)
+                    children.stop(p)
             timings["opensm_s"] = round(time.monotonic() - t0, 3)
             text = log.read_text(errors="replace") if log.exists() else ""
             outcome = opensm.routing_outcome(text, opts.engines)
             summary.update(outcome.as_dict())
-            summary["opensm_exit"] = None if timed_out or daemon else p.returncode
+            summary["opensm_exit"] = None if timed_out or (daemon and p.poll() is None) else p.returncode
             summary["timed_out"] = timed_out
             if err and err.strip():
                 summary["opensm_stderr"] = err.decode(errors="replace").strip()[-2000:]
+            if summary["opensm_exit"] not in (None, 0) and not outcome.subnet_up:
+                _opensm_exited_early(summary, err, log, opts.opensm_args)
             if opts.discover:
                 say("discovering: ibnetdiscover, dump_fts")
                 timings["ibnetdiscover_s"] = round(sim.client(["ibnetdiscover"], out / "ibnetdiscover.out",
@@ -273,6 +243,26 @@ def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> di
         with atomic_write(out / "summary.json") as fh:
             fh.write(json.dumps(summary, indent=2) + "\n")
     return summary
+
+
+def _opensm_exited_early(summary: dict, err: bytes, log: Path, extra: list[str]) -> None:
+    """OpenSM stopped before the subnet came up: its own last error lines go into the summary
+    (`opensm_error`, which `sim run` prints). Exiting before it wrote its log, it refused its
+    command line (an unknown option, -h, a value out of range): bad input, InputError."""
+    said = []
+    for ln in err.decode(errors="replace").splitlines():  # OpenSM parses its arguments twice: once each
+        ln = ln.strip()
+        if ln and ln not in said:
+            said.append(ln)
+    rc = summary["opensm_exit"]
+    if not log.exists() or log.stat().st_size == 0:
+        why = "; ".join(said[-3:]) or "it printed its usage"
+        summary["opensm_error"] = f"OpenSM refused its command line (exit {rc}): {why}"
+        raise InputError(f"{summary['opensm_error']}; its extra arguments: {' '.join(extra) or 'none'} "
+                         f"(--opensm-arg)")
+    errs = [e for e in summary.get("errors", [])][-2:]
+    summary["opensm_error"] = f"OpenSM exited (exit {rc}) before the subnet came up: " + (
+        "; ".join(said[-2:] + errs) or "no error in its output or log")
 
 
 _DR_HEADER = re.compile(rb"^Unicast lids \[[^\]]*\] of switch DR path slid \d+; dlid \d+; ([0-9,]+) guid (0x[0-9a-fA-F]+)")
@@ -356,7 +346,7 @@ def _claim(work: Path) -> None:
             pid, started = None, None
         if pid is not None and pid != os.getpid() and _start_time(pid) == started:
             raise InputError(f"--out {work.parent}: in use by a running `ibtool sim run` (pid {pid})")
-        for proc in Path("/proc").iterdir():  # ibsim/OpenSM of an ibtool that predates die_with_parent
+        for proc in Path("/proc").iterdir():  # ibsim/OpenSM of an ibtool that predates ibtool.children
             if proc.name.isdigit():
                 try:
                     cwd = os.readlink(proc / "cwd")
