@@ -5,19 +5,21 @@ set, like any diags client). Writes, in the run layout `ibtool verify all` reads
 
     ibnetdiscover.out   the topology (ibnetdiscover)
     dump_fts.out        every switch's forwarding table (dump_fts; the top block dump_fts leaves
-                        out when the top LID is a multiple of 64 is read with smpdump and merged,
+                        out when the top LID is a multiple of 64 is read (smpdump's query, all switches at once) and merged,
                         the tool's own output kept as dump_fts.raw.out)
     sl2vl.dump          every switch port's SL-to-VL table (smpquery sl2vl), in OpenSM's
                         opensm-sl2vl.dump layout
     perfquery.out       the port counters of every cabled port (perfquery LID PORT,PORT,...: one
                         query per device, several devices at once)
-    saquery-paths.out   the SA's PathRecord of every HCA-to-HCA pair (saquery -p), for the SL the
-                        routing engine gives each path (the per-VL deadlock check needs it)
+    saquery-paths.out   the SA's PathRecord of every HCA-to-HCA pair (ibtool.mad: the query of
+                        `saquery -p --slid S --dlid D`, all pairs from one process), for the SL
+                        the routing engine gives each path (the per-VL deadlock check needs it)
     summary.json        what was collected and what failed, per item; tool versions; the time
 
 A device or port that does not answer is recorded, not fatal; only a failed ibnetdiscover is (the
-rest needs the topology). Path SLs take one SA query per pair of HCA ports: by default they are
-asked only up to MAX_PATH_QUERIES pairs (a fabric of ~140 HCA ports); `on` asks them on any size.
+rest needs the topology). Path SLs take one SA query per pair of HCA ports: `auto` asks them up to
+AUTO_PATH_PAIRS pairs (1,024 HCA ports, about a minute) and says so when it does not; `on` asks
+them on any size.
 """
 
 from __future__ import annotations
@@ -32,9 +34,11 @@ from pathlib import Path
 from ibtool.errors import EnvironmentProblem
 from ibtool.fabric import SWITCH, Fabric
 from ibtool.formats import atomic_write, ibnetdiscover, output_dir
+from ibtool.mad import path_sls
 from ibtool.sim.clients import Clients, port_counters, why
-from ibtool.sim.runner import MAX_PATH_QUERIES, collect_path_sls, complete_top_lid, require
+from ibtool.sim.runner import complete_top_lid, require
 
+AUTO_PATH_PAIRS = 1024 * 1023  # --path-sls auto asks the SA for at most this many pairs
 TOOLS = {"ibnetdiscover": "infiniband-diags", "dump_fts": "infiniband-diags", "smpquery": "infiniband-diags",
          "smpdump": "infiniband-diags", "perfquery": "infiniband-diags"}
 
@@ -82,27 +86,25 @@ def _sl2vl(c: Clients, f: Fabric, parallel: int, item: dict) -> str:
     return "".join(out)
 
 
-def _path_sls(c: Clients, f: Fabric, out: Path, parallel: int, mode: str, say) -> dict:
-    """The SL of every HCA-to-HCA path, asked of the SA (one PathRecord query per pair, so `auto`
-    asks only up to MAX_PATH_QUERIES pairs). An SA that does not answer is recorded, not fatal:
-    the per-VL deadlock check then puts every route on SL 0."""
+def _path_sls(c: Clients, f: Fabric, out: Path, mode: str, say) -> dict:
+    """The SL of every HCA-to-HCA path, asked of the SA (ibtool.mad). An SA that does not answer
+    is recorded, not fatal: the per-VL deadlock check then puts every route on SL 0."""
     hcas = sum(1 for node, _ in f.port_lids if not f.is_switch(node))
     pairs = hcas * (hcas - 1)
-    if mode == "off" or (mode == "auto" and pairs > MAX_PATH_QUERIES):
+    if mode == "off" or (mode == "auto" and pairs > AUTO_PATH_PAIRS):
         why = "--path-sls off" if mode == "off" else (
-            f"{pairs} HCA pairs, more than the {MAX_PATH_QUERIES} PathRecord queries --path-sls auto asks; "
-            "use --path-sls on")
+            f"{pairs} HCA pairs, more than the {AUTO_PATH_PAIRS} --path-sls auto asks; use --path-sls on")
+        if mode == "auto":
+            say(f"path SLs not collected: {why}")
         (out / "saquery-paths.out").unlink(missing_ok=True)  # an earlier collection's is not this fabric's
         return {"ok": True, "collected": False, "why": why}
-    say(f"path SLs (saquery -p, {pairs} pairs)")
-    t0 = time.monotonic()
+    say(f"path SLs (the SA's PathRecord of each of {pairs} HCA pairs)")
     try:
-        item = collect_path_sls(c, out / "saquery-paths.out", f, c.timeout, tuple(c.local()), parallel,
-                                limit=None if mode == "on" else MAX_PATH_QUERIES)
+        item = path_sls(c, out / "saquery-paths.out", f, c.timeout, tuple(c.local()), say)
     except EnvironmentProblem as e:  # no SA on this fabric (no SM running), or it stopped answering
         (out / "saquery-paths.out").unlink(missing_ok=True)
         return {"ok": True, "collected": False, "why": f"the SA did not answer: {e}"}
-    return {"ok": True, "collected": True, **item, "seconds": round(time.monotonic() - t0, 3)}
+    return {"ok": True, "collected": True, **item}
 
 
 def collect(out: str | Path, ca: str | None = None, port: int | None = None, timeout: float = 60.0,
@@ -166,7 +168,7 @@ def collect(out: str | Path, ca: str | None = None, port: int | None = None, tim
             fh.write(text)
         item["seconds"] = round(time.monotonic() - t0, 3)
         items["counters"] = item
-        items["path_sls"] = _path_sls(c, f, out, parallel, path_sls, say)
+        items["path_sls"] = _path_sls(c, f, out, path_sls, say)
         summary["tools"] = {t: _version(c, t) for t in ("ibnetdiscover", "dump_fts", "smpquery", "perfquery")}
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -195,7 +195,15 @@ def children_of(pid: int) -> list[str]:
                 continue
             end = stat.rfind(b")")
             if int(stat[end + 2:].split()[1]) == pid:
-                names.append(stat[stat.find(b"(") + 1:end].decode(errors="replace"))
+                name = stat[stat.find(b"(") + 1:end].decode(errors="replace")
+                if name.startswith("python"):  # ibtool's own bulk MAD client: `python -m ibtool.mad WHAT`
+                    try:
+                        with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                            argv = fh.read().split(b"\0")
+                        name = " ".join(a.decode() for a in argv[argv.index(b"-m") + 1:][:2])
+                    except (OSError, ValueError):
+                        pass
+                names.append(name)
     return names
 
 
@@ -221,14 +229,16 @@ def run_of(pid: int) -> list[str]:
 
 
 # the phases of `sim run --path-sls`, in order, each told by the child it runs
+# (the top LID dump_fts leaves out and the path SLs are asked by one process each, ibtool.mad, with
+# the queries of smpdump and saquery)
 PHASES = {"ibsim start": "ibsim", "OpenSM sweep": "opensm", "ibnetdiscover": "ibnetdiscover",
-          "dump_fts": "dump_fts", "smpdump": "smpdump", "path SLs": "saquery"}
+          "dump_fts": "dump_fts", "smpdump": "ibtool.mad lft", "path SLs": "ibtool.mad paths"}
 
 
 @pytest.fixture(scope="module")
 def top_lid_64(tmp_path_factory):
     """A small KNS whose top LID is 64 (8 switches + 56 HCAs): dump_fts leaves that LID out, so the
-    run reads it with smpdump, a phase of its own."""
+    run reads it with smpdump's query (ibtool.mad lft), a phase of its own."""
     out = tmp_path_factory.mktemp("plan") / "k2"
     ibtool("topo", "kns", "--k", "2", "--n", "2", "--hcas-per-router", "14", "--radix", "16", "--out", out, check=0)
     return out / "topology.net"

@@ -32,19 +32,21 @@ import random
 import re
 import shutil
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 
 import yaml
 
+from ibtool import mad
 from ibtool.errors import InputError
 from ibtool.fabric import SWITCH, Fabric
 from ibtool.formats import atomic_write, ibnetdiscover, open_input, output_dir
 from ibtool.sim import opensm
 from ibtool.sim.clients import Clients, port_counters
 from ibtool.sim.live import LiveFabric
-from ibtool.sim.runner import collect_path_sls, complete_top_lid
+from ibtool.sim.runner import complete_top_lid
 
 _CONFIGURED = re.compile(r"(\S+) tables configured on all switches")
 # engines that hand each path its own SL (OpenSM's path_sl hook): their steps need the PathRecords
@@ -134,6 +136,24 @@ def read(path: str | Path, fabric: Fabric) -> Scenario:
     if sweep < 1 or not 1 <= settle <= 3600:
         raise InputError("sweep_interval must be >= 1 and settle 1..3600 seconds", path=p)
     return Scenario(steps, sweep, settle)
+
+
+def commands(plan: Fabric, step: Step, where: str, ids: list[str] | None = None) -> list[tuple[str, str, int, int | None]]:
+    """A step as ibsim console commands, in the order they are sent: (command, verb, node, port).
+    Up first: ReLink of a switch brings back every cable of it, also one to a switch the step takes
+    down; then down (Unlink), then port counters (PerformanceSet). `ids`: ibsim's node ids."""
+    ids = ids or [ibnetdiscover.node_id(plan, i) for i in range(plan.num_nodes)]
+    out = []
+    for verb, specs in (("ReLink", step.up), ("Unlink", step.down)):
+        for spec in specs:
+            node, port = target(plan, spec, where)
+            out.append((f'{verb} "{ids[node]}"' + (f"[{port}]" if port else ""), verb, node, port))
+    for spec, counters in step.errors.items():
+        node, port = target(plan, spec, where)
+        for key, value in counters.items():
+            out.append((f'PerformanceSet "{ids[node]}"[{port}] PortCounters.{key}={value}', "PerformanceSet",
+                        node, port))
+    return out
 
 
 def random_scenario(fabric: Fabric, count: int, seed: int, sm_node: int = 0) -> Scenario:
@@ -283,15 +303,17 @@ def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: f
                     shutil.copyfile(src, dst)
             expected = _expected(plan, down_links, down_nodes)
             ibnetdiscover.write(expected, d / "expected.net")
-            lf.client(["ibnetdiscover"], d / "ibnetdiscover.out", timeout)
-            lf.client(["dump_fts"], d / "dump_fts.out", timeout)
+            with ThreadPoolExecutor(2) as pool:  # two independent clients: one on each core
+                done = [pool.submit(lf.client, [tool], d / f"{tool}.out", timeout) for tool in ("ibnetdiscover", "dump_fts")]
+                for job in done:
+                    job.result()
             found = ibnetdiscover.read(d / "ibnetdiscover.out")
             sim = SimpleNamespace(work=lf.scratch, env=lf.env)
             top = complete_top_lid(sim, d / "dump_fts.out", found, timeout)
             paths = None
             if path_sls and state.subnet_up:
                 (d / "saquery-paths.out").unlink(missing_ok=True)
-                paths = collect_path_sls(sim, d / "saquery-paths.out", found, timeout)
+                paths = mad.path_sls(sim, d / "saquery-paths.out", found, timeout)
             counters = None
             (d / "perfquery.out").unlink(missing_ok=True)  # an earlier run's is not this step's
             if step is not None and step.errors:  # the step changed port counters: collect them for health
@@ -322,21 +344,14 @@ def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: f
             before = len(configured())
             wall = time.time() - 0.5  # file times lag the clock a little (coarse kernel timestamps)
             t0 = time.monotonic()
-            # up first: ReLink of a switch brings back every cable of it, also one to a switch this
-            # step takes down
-            for verb, specs in (("ReLink", step.up), ("Unlink", step.down)):
-                for spec in specs:
-                    node, port = target(plan, spec, f"step {k}")
-                    lf.console(f'{verb} "{ids[node]}"' + (f"[{port}]" if port else ""))
+            for command, verb, node, port in commands(plan, step, f"step {k}", ids):
+                lf.console(command)
+                if verb in ("Unlink", "ReLink"):
                     gone, key = (down_links, link_of[node, port]) if port else (down_nodes, node)
                     if verb == "Unlink":
                         gone.add(key)
                     else:
                         gone.discard(key)
-            for spec, counters in step.errors.items():
-                node, port = target(plan, spec, f"step {k}")
-                for key, value in counters.items():
-                    lf.console(f'PerformanceSet "{ids[node]}"[{port}] PortCounters.{key}={value}')
             s = collect(k, step, t0 if (step.down or step.up) else None, before, wall)
             say(f"step {k}: {step.describe()}: {s['engine'] or 'no engine'} configured the tables"
                 + (f" in {s['seconds_to_tables']} s" if s["seconds_to_tables"] is not None else "")

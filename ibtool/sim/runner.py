@@ -20,7 +20,6 @@ import signal
 import subprocess
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +28,7 @@ from ibtool import children
 from ibtool.errors import EnvironmentProblem, InputError, Interrupted
 from ibtool.fabric import Fabric
 from ibtool.formats import atomic_write, ibnetdiscover, output_dir
+from ibtool.mad import lft_blocks, path_sls
 from ibtool.sim import opensm
 
 UMAD2SIM = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
@@ -226,10 +226,10 @@ def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> di
                     summary["dump_fts_top_lid"] = top
                     timings["top_lid_s"] = round(time.monotonic() - t0, 3)
             if daemon and not timed_out and p.poll() is None:
-                say("reading every HCA's PathRecords from the SA (saquery -p): the SL of each path")
+                say("reading every HCA pair's PathRecord from the SA: the SL of each path")
                 t0 = time.monotonic()
-                summary["path_sls"] = collect_path_sls(sim, out / "saquery-paths.out",
-                                                       ibnetdiscover.read(out / "ibnetdiscover.out"), opts.timeout)
+                summary["path_sls"] = path_sls(sim, out / "saquery-paths.out",
+                                               ibnetdiscover.read(out / "ibnetdiscover.out"), opts.timeout, progress=say)
                 timings["path_sls_s"] = round(time.monotonic() - t0, 3)
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: whatever the log said, this run did not finish
         summary["interrupted"] = True
@@ -271,9 +271,10 @@ _DR_HEADER_M = re.compile(_DR_HEADER.pattern, re.MULTILINE)
 
 def complete_top_lid(sim: Fabricsim, dump: Path, fabric: Fabric, timeout: float, say=None) -> dict | None:
     """dump_fts (infiniband-diags 44) does not print the top LID when it is a multiple of 64: it
-    stops before the 64-entry LFT block that LID opens. Read that block from every switch with
-    `smpdump -D <path> 0x19 <block>` (the LinearForwardingTable attribute, by the directed route
-    dump_fts printed) and add the entries to dump_fts.out in dump_fts's own format; the tool's
+    stops before the 64-entry LFT block that LID opens. Read that block from every switch — the
+    query of `smpdump -D <path> 0x19 <block>` (the LinearForwardingTable attribute, by the directed
+    route dump_fts printed), all switches from one process (ibtool.mad) — and add the entries to
+    dump_fts.out in dump_fts's own format; the tool's
     own output stays in dump_fts.raw.out. Returns what was done, or None when nothing was missing."""
     owners = fabric.lid_owners()
     top = max(owners, default=0)
@@ -282,23 +283,11 @@ def complete_top_lid(sim: Fabricsim, dump: Path, fabric: Fabric, timeout: float,
     raw = dump.read_bytes()
     if re.search(rb"^0x%04x " % top, raw, re.MULTILINE):
         return None  # printed after all (a fixed infiniband-diags)
-    smpdump = require("smpdump", "infiniband-diags")
     if say:
-        say(f"reading LID {top} from every switch with smpdump (dump_fts leaves out a top LID that is a multiple of 64)")
+        say(f"reading LID {top} from every switch (dump_fts leaves out a top LID that is a multiple of 64)")
     paths = [(int(m.group(2), 16), m.group(1).decode()) for m in _DR_HEADER_M.finditer(raw)]
-
-    def read_block(path: str) -> int:
-        p = children.run([smpdump, "-D", path, "0x19", str(top // 64)], cwd=sim.work, env=sim.env(),
-                         capture_output=True, timeout=timeout)
-        words = p.stdout.split()
-        if p.returncode != 0 or not words or len(words[0]) != 4:
-            msg = (p.stderr or p.stdout).decode(errors="replace").strip().splitlines()
-            raise EnvironmentProblem(f"smpdump -D {path} 0x19 {top // 64} failed (exit {p.returncode}): "
-                                     f"{msg[-1] if msg else 'no output'}")
-        return int(words[0][:2], 16)  # the block's first entry: LID top (top % 64 == 0)
-
-    with ThreadPoolExecutor(4) as pool:
-        ports = dict(zip((g for g, _ in paths), pool.map(read_block, [p for _, p in paths])))
+    blocks = lft_blocks(sim, [p for _, p in paths], top // 64, timeout)  # one process, every switch at once
+    ports = {g: blocks[p][0] for g, p in paths}  # the block's first entry: LID top (top % 64 == 0)
     node, port = owners[top]
     kind = "Switch" if fabric.is_switch(node) else "Channel Adapter"
     tail = f" : ({kind} portguid {fabric.port_guid(node, port):#018x}: '{fabric.names[node]}')\n".encode()
@@ -317,7 +306,7 @@ def complete_top_lid(sim: Fabricsim, dump: Path, fabric: Fabric, timeout: float,
     os.link(dump, keep)  # the tool's own output, untouched
     with atomic_write(dump, "wb") as fh:
         fh.write(b"".join(out))
-    return {"lid": top, "read_with": "smpdump (LinearForwardingTable block by directed route)",
+    return {"lid": top, "read_with": "SubnGet(LinearForwardingTable) block by directed route (smpdump's query)",
             "switches": len(ports), "routed": sum(1 for v in ports.values() if v != 255),
             "raw": "dump_fts.raw.out"}
 
@@ -330,68 +319,6 @@ def _wait_subnet_up(p: subprocess.Popen, log: Path, timeout: float) -> bool:
             return True
         time.sleep(0.2)
     return False
-
-
-MAX_PATH_QUERIES = 20_000
-QUERY_TRIES = 4
-
-
-def collect_path_sls(sim: Fabricsim, out: Path, fabric: Fabric, timeout: float, local: tuple[str, ...] = (),
-                     parallel: int = 4, limit: int | None = MAX_PATH_QUERIES) -> dict:
-    """`saquery -p --slid S --dlid D` for every HCA port's base LID S and every LID D of another HCA
-    port (with LMC > 0 each LID of its range: a path of its own, with its own SL): the SA's
-    PathRecords, with the SL the routing engine gave each path; written as saquery prints them.
-    (The SA answers a query by source alone with a few records only, so it is one query per
-    pair.) `local`: the diags' -C/-P options for the port to query from."""
-    saquery = require("saquery", "infiniband-diags")
-    ports = sorted((lid, lmc) for (node, port), (lid, lmc) in fabric.port_lids.items() if not fabric.is_switch(node))
-    lids = [lid for lid, _ in ports]
-    pairs = [(a, d) for a in lids for b, lmc in ports if a != b for d in range(b, b + (1 << lmc))]
-    text = _path_records_at_once(sim, pairs, local, timeout)
-    if text is not None:
-        with atomic_write(out, "wb") as fh:
-            fh.write(text)
-        return {"file": out.name, "pairs": len(pairs), "records": text.count(b"PathRecord dump:"),
-                "client": "libibmad, one process (ibtool.sim.sa_paths)"}
-    if limit is not None and len(pairs) > limit:  # saquery costs a process a pair
-        raise InputError(f"--path-sls: {len(lids)} HCA ports make {len(pairs)} PathRecord queries; without "
-                         f"libibmad (saquery, one process each) at most {limit}")
-
-    def query(pair: tuple[int, int]) -> bytes:
-        for attempt in range(QUERY_TRIES):  # the SA may not answer while OpenSM sweeps again (a fault step)
-            p = children.run([saquery, *local, "-p", "--slid", str(pair[0]), "--dlid", str(pair[1])], cwd=sim.work,
-                             env=sim.env(), capture_output=True, timeout=timeout)
-            if p.returncode == 0:
-                break
-            time.sleep(0.5 * (attempt + 1))
-        if p.returncode != 0:
-            msg = p.stderr.decode(errors="replace").strip().splitlines()
-            raise EnvironmentProblem(f"saquery -p --slid {pair[0]} --dlid {pair[1]} failed (exit {p.returncode}): "
-                                     f"{msg[-1] if msg else 'no output'}")
-        return p.stdout
-
-    with ThreadPoolExecutor(parallel) as pool:
-        text = b"".join(pool.map(query, pairs))
-    with atomic_write(out, "wb") as fh:
-        fh.write(text)
-    return {"file": out.name, "pairs": len(pairs), "records": text.count(b"PathRecord dump:"),
-            "client": "saquery, one process per pair"}
-
-
-def _path_records_at_once(sim: Fabricsim, pairs, local: tuple[str, ...], timeout: float) -> bytes | None:
-    """Every pair's PathRecord from one process (ibtool.sim.sa_paths, the same SubnAdmGet as
-    `saquery -p --slid --dlid` through libibmad): milliseconds a pair instead of saquery's process
-    each. None when libibmad is missing, so the caller asks saquery pair by pair."""
-    import sys
-    text = "".join(f"{a} {b}\n" for a, b in pairs).encode()
-    p = children.run([sys.executable, "-m", "ibtool.sim.sa_paths", *local], input=text, cwd=sim.work,
-                     env=sim.env(), capture_output=True, timeout=timeout + 0.01 * len(pairs))
-    if p.returncode == 3:
-        return None
-    if p.returncode != 0:
-        msg = [ln for ln in p.stderr.decode(errors="replace").splitlines() if not ln.startswith("ibwarn")]
-        raise EnvironmentProblem(f"PathRecord queries failed (exit {p.returncode}): {msg[-1] if msg else 'no output'}")
-    return p.stdout
 
 
 def _raise_interrupt(signum, frame):
