@@ -93,7 +93,7 @@ def plan_cmd(plan, out, site, preset, policy, prices, label_format, site_name, r
     cp = plan_cables(layout, site_name, room, label_format or LABEL_FORMAT)
     out = output_dir(out or plan_dir / "cabling")
     engine = _plan_engine(plan_dir)
-    s = write_package(cp, out, price_table, engine, build, progress=_say(as_json))
+    s = write_package(cp, out, price_table, engine, build, progress=_say(as_json), source=str(plan_dir))
     if as_json:
         click.echo(json.dumps({"ok": True, "fabric": fabric.name, "policy": layout.policy, **s}, indent=2))
         return

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import click
 
+from ibtool import children
 from ibtool.errors import EnvironmentProblem, InputError
-from ibtool.sim import opensm
+from ibtool.sim import opensm, opensm_options
 
 PLUGIN_DIR = opensm.PLUGIN_DIR
 LIB = "libhdor.so"
@@ -27,7 +28,7 @@ def _make(target: str | None = None, quiet: bool = False) -> None:
         raise EnvironmentProblem("OpenSM headers not found; install the Debian packages libopensm-dev "
                                  "and libibumad-dev (make setup does)")
     argv = ["make", "-C", str(PLUGIN_DIR)] + ([target] if target else [])
-    p = subprocess.run(argv, capture_output=quiet, text=True)
+    p = children.run(argv, capture_output=quiet, text=True)
     if p.returncode != 0:
         tail = ((p.stdout or "") + (p.stderr or "")).strip().splitlines()[-15:] if quiet else []
         raise EnvironmentProblem(f"{' '.join(argv)} failed (exit {p.returncode})" +
@@ -38,7 +39,7 @@ def multiarch_libdir() -> Path:
     """Where Debian's dynamic loader looks by default (/usr/lib/<multiarch triplet>)."""
     for argv in (["dpkg-architecture", "-qDEB_HOST_MULTIARCH"], ["gcc", "-print-multiarch"]):
         try:
-            out = subprocess.run(argv, capture_output=True, text=True, timeout=10).stdout.strip()
+            out = children.run(argv, capture_output=True, text=True, timeout=10).stdout.strip()
         except (OSError, subprocess.TimeoutExpired):
             continue
         if out:
@@ -80,22 +81,22 @@ def _write(path: Path, data: bytes, mode: int = 0o644) -> None:
 _KEY = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(.*?)\s*$")
 
 
-def update_conf(text: str, engines: list[str], plugin: str = "hdor", extra: dict[str, str] | None = None
-                ) -> tuple[str, list[str]]:
-    """Set routing_engine (and the `extra` keys, e.g. root_guid_file) and add `plugin` to
-    event_plugin_name in an opensm.conf text.
+def update_conf(text: str, engines: list[str], plugin: str = "hdor",
+                options: list[tuple[str, str]] = ()) -> tuple[str, list[str]]:
+    """Set routing_engine (and `options`, e.g. a plan's) and add `plugin` to event_plugin_name in
+    an opensm.conf text.
 
     The first active line of each key is rewritten in place; later active duplicates (OpenSM would
     take the last one) are commented out. Missing keys are appended. Returns (text, changes)."""
     lines = text.splitlines()
     changes: list[str] = []
-    want = {"routing_engine": ",".join(engines), **(extra or {})}
+    want = {"routing_engine": ",".join(engines), **dict(options)}
     seen: dict[str, int] = {}
     for i, ln in enumerate(lines):
         if ln.lstrip().startswith("#"):
             continue
         m = _KEY.match(ln)
-        if not m or m.group(1) not in ("event_plugin_name", *want):
+        if not m or (m.group(1) not in want and m.group(1) != "event_plugin_name"):
             continue
         key, val = m.group(1), m.group(2)
         if key in seen:
@@ -117,9 +118,7 @@ def update_conf(text: str, engines: list[str], plugin: str = "hdor", extra: dict
     add = []
     if "event_plugin_name" not in seen:
         add.append(f"event_plugin_name {plugin}")
-    for key, val in want.items():
-        if key not in seen:
-            add.append(f"{key} {val}")
+    add += [f"{k} {v}" for k, v in want.items() if k not in seen]
     if add:
         if lines and lines[-1].strip():
             lines.append("")
@@ -153,6 +152,37 @@ def _updn_roots(kc, path) -> bytes:
     return f"0x{r0.guid:016x}\n0x{min(ends)[1]:016x}\n".encode()
 
 
+def _set(options: list[tuple[str, str]], key: str, val: str) -> list[tuple[str, str]]:
+    """`options` with `key` set to `val` (replacing any value it had)."""
+    return [o for o in options if o[0] != key] + [(key, val)]
+
+
+def plan_options(plan: Path) -> tuple[list[str], list[tuple[str, str]]]:
+    """A plan's routing_engine and its other opensm.conf options, each checked, the files it names
+    made absolute against the plan (it names them relative to itself, so it can be moved)."""
+    conf = (plan / "opensm.conf") if plan.is_dir() else plan
+    text = _read(conf, "--plan")
+    if text is None:
+        raise InputError(f"--plan {plan}: no opensm.conf (a plan directory of `ibtool topo`?)")
+    try:
+        text = opensm_options.resolve_files(text.decode(), conf.resolve().parent)
+    except UnicodeDecodeError:
+        raise InputError("not UTF-8 text (not an opensm.conf?)", path=str(conf)) from None
+    opensm_options.check_text(text, str(conf))
+    engines, options = None, []
+    for raw in text.splitlines():
+        kv = opensm_options.parse_line(raw)
+        if kv is None or kv[0] == "event_plugin_name":
+            continue
+        if kv[0] == "routing_engine":
+            engines = opensm.parse_engines(kv[1], f"{conf}: routing_engine")
+        else:
+            options = _set(options, *kv)  # OpenSM takes a key's last line
+    if engines is None:
+        raise InputError("no routing_engine line (not a plan's opensm.conf?)", path=str(conf))
+    return engines, options
+
+
 @click.group(name="plugin")
 def group():
     """Build and install the hdor OpenSM routing engine (libhdor.so, an OpenSM event plugin).
@@ -160,7 +190,8 @@ def group():
     \b
     ibtool plugin build                       # make -C opensm_plugin -> opensm_plugin/libhdor.so
     ibtool plugin install --dry-run           # show what would change
-    ibtool plugin install                     # /usr/lib/<triplet>/libhdor.so + /etc/opensm/opensm.conf
+    ibtool plugin install --plan cellia       # /usr/lib/<triplet>/libhdor.so + /etc/opensm/opensm.conf
+                                              # (the plan's options) + /etc/opensm/hdor.conf
     systemctl restart opensm                  # Debian's unit reads /etc/opensm/opensm.conf
     """
 
@@ -186,32 +217,46 @@ def build_cmd(intree):
                    f"({LDCONF} + ldconfig) instead of the multiarch libdir.")
 @click.option("--conf", type=click.Path(path_type=Path), default=DEFAULT_CONF, show_default=True,
               help="opensm.conf to create or update (Debian's opensm.service reads /etc/opensm/opensm.conf).")
-@click.option("--engines", default="hdor,nue", show_default=True,
+@click.option("--engines", default=None,
               help="routing_engine list written into the conf (OpenSM tries them in order; after hdor an engine "
-                   "without credit loops on a KNS: nue, or updn with its roots taken from --kns-conf; docs/plugin.md "
-                   "\"The fallback\").")
+                   "without credit loops on a KNS: nue, or updn with its roots taken from the description; "
+                   "docs/plugin.md \"The fallback\"). Default: the --plan's, else hdor,nue.")
+@click.option("--plan", type=click.Path(path_type=Path),
+              help="A KNS plan directory (`ibtool topo kns`): its opensm.conf options (qos TRUE, and the "
+                   "files any engine reads, made absolute: a plan names them relative to itself) go into "
+                   "the conf too, its routing_engine unless --engines is given, and its hdor.conf unless "
+                   "--kns-conf is given.")
 @click.option("--destdir", type=click.Path(path_type=Path),
               help="Stage every file under this root (packaging); ldconfig is not run.")
 @click.option("--kns-conf", "kns_conf", type=click.Path(path_type=Path),
               help="A KNS description (hdor.conf, from `ibtool route hdor --kns-conf` or the plan of `ibtool topo "
                    "kns`) to install beside --conf, where hdor reads it.")
 @click.option("--dry-run", is_flag=True, help="Print what would change; change nothing.")
-def install_cmd(prefix, conf, engines, destdir, kns_conf, dry_run):
+def install_cmd(prefix, conf, engines, plan, destdir, kns_conf, dry_run):
     """Install libhdor.so where Debian's opensm finds it and enable it in opensm.conf.
 
     OpenSM dlopens lib<name>.so by bare name, so the library must be on the loader's default path
     (or in a directory registered with ldconfig); `event_plugin_name` exists only in the config file.
-    With --kns-conf the KNS description goes beside the conf (/etc/opensm/hdor.conf): hdor then
-    knows the KNS at its first sweep even when cables or switches are missing (docs/plugin.md).
+    With --kns-conf (or a --plan's hdor.conf) the KNS description goes beside the conf
+    (/etc/opensm/hdor.conf): hdor then knows the KNS at its first sweep even when cables or
+    switches are missing (docs/plugin.md).
 
     \b
     Examples:
-      ibtool plugin install --dry-run
-      ibtool plugin install --engines hdor,updn --kns-conf hdor.conf
+      ibtool plugin install --dry-run                       # show what would change
+      ibtool plugin install --plan cellia                   # the plan's engines, options, hdor.conf
+      ibtool plugin install --engines hdor,updn --kns-conf hdor.conf   # a description of the real fabric
+      ibtool plugin install --destdir pkg --prefix /opt/ibtool   # staged for a package
     """
-    names = opensm.parse_engines(engines)
+    plan_engines, extra = plan_options(plan) if plan else (None, [])
+    names = opensm.parse_engines(engines, "--engines") if engines is not None else plan_engines or ["hdor", "nue"]
+    if kns_conf is None and plan is not None:  # the plan's description (`ibtool topo kns` writes one)
+        own = (plan if plan.is_dir() else plan.parent) / "hdor.conf"
+        kns_conf = own if own.is_file() else None
     if "hdor" not in names:
-        raise InputError(f"--engines {engines!r} does not list hdor")
+        raise InputError(f"--engines {','.join(names)!r} does not list hdor" if engines is not None or not plan
+                         else f"--plan {plan}: its routing_engine {','.join(names)} does not list hdor "
+                              "(give --engines)")
     if names[-1] == "hdor":
         click.echo("note: hdor is last in routing_engine; a fabric hdor declines then gets OpenSM's "
                    "default minhop", err=True)
@@ -235,17 +280,17 @@ def install_cmd(prefix, conf, engines, destdir, kns_conf, dry_run):
     except UnicodeDecodeError:
         raise InputError(f"--conf {cpath}: not a text file (not UTF-8); is it an opensm.conf?") from None
     desc = roots = None
-    extra: dict[str, str] = {}
     if kns_conf is not None:  # a description hdor would refuse stops the install here, with its line
         from ibtool.formats import hdor_conf
         kc = hdor_conf.read(kns_conf)
         cdir = (conf.resolve() if not conf.is_absolute() else conf).parent
         desc = (_root(destdir, cdir / "hdor.conf"), _read(kns_conf, "--kns-conf"), kc)
-        extra["qos"] = "TRUE"  # OpenSM programs hdor's SL2VL tables of a degraded KNS only with QoS on
-        if "updn" in names:  # updn finds no roots on a KNS by itself
+        # OpenSM programs hdor's SL2VL tables of a degraded KNS only with QoS on
+        extra = _set(extra, "qos", "TRUE")
+        if "updn" in names:  # updn finds no roots on a KNS by itself: from the description, beside it
             roots = (_root(destdir, cdir / "hdor-root-guids"), _updn_roots(kc, kns_conf))
-            extra["root_guid_file"] = str(cdir / "hdor-root-guids")
-    new, changes = update_conf(old or "", names, extra=extra)
+            extra = _set(extra, "root_guid_file", str(cdir / "hdor-root-guids"))
+    new, changes = update_conf(old or "", names, options=extra)
 
     # 1. the library
     data = _read(src, "library")
@@ -265,7 +310,7 @@ def install_cmd(prefix, conf, engines, destdir, kns_conf, dry_run):
         click.echo(f"{pre}run ldconfig")
         if not dry_run:
             ldc = shutil.which("ldconfig", path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin")
-            if not ldc or subprocess.run([ldc]).returncode != 0:
+            if not ldc or children.run([ldc]).returncode != 0:
                 raise EnvironmentProblem("ldconfig failed")
 
     # 3. opensm.conf
@@ -310,7 +355,7 @@ def install_cmd(prefix, conf, engines, destdir, kns_conf, dry_run):
     if names[names.index("hdor") + 1:][:1] in (["minhop"], ["dor"]):
         click.echo(f"note: {names[names.index('hdor') + 1]} after hdor makes credit loops on a KNS hdor declines; "
                    "nue does not (docs/plugin.md \"The fallback\")", err=True)
-    if "updn" in names and kns_conf is None:
+    if "updn" in names and kns_conf is None and "root_guid_file" not in dict(extra):
         click.echo("note: updn finds no roots on a KNS by itself: give --kns-conf (its roots are taken from the "
                    "description) or a root_guid_file", err=True)
     if not dry_run and destdir is None:

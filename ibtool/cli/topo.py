@@ -55,9 +55,10 @@ def check_out(out: Path, force: bool) -> None:
 def write_plan(fabric, out: Path, engines: list[str], engine_files=(), layout=None, build=None) -> dict[str, str]:
     """Write the plan files into `out`; built in a temporary sibling and moved in, so an error
     never leaves a half-written plan. `engine_files` (EngineFile) are written beside the plan and
-    named in opensm.conf by absolute path, since OpenSM reads them relative to its own cwd (one
-    with an empty filename is a plain `key value` option); `layout` (ibtool.layout) is written
-    as layout.json."""
+    named in opensm.conf relative to it, so the plan can be copied, moved and committed (`sim run`
+    and `plugin install --plan` make them absolute when they hand the conf to OpenSM); one with an
+    empty filename is a plain `key value` option. `layout` (ibtool.layout) is written as
+    layout.json."""
     out = output_dir(out)
     tmp = out.with_name(f".{out.name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -71,8 +72,8 @@ def write_plan(fabric, out: Path, engines: list[str], engine_files=(), layout=No
         for ef in engine_files:
             if ef.filename:
                 (tmp / ef.filename).write_text(ef.content)
-        options = [(ef.key, str(out.resolve() / ef.filename) if ef.filename else ef.content) for ef in engine_files
-                   if ef.key]
+        # relative to the plan (a plan can be moved); an unnamed file (hdor.conf) is found by its place
+        options = [(ef.key, ef.filename or ef.content) for ef in engine_files if ef.key]
         (tmp / "opensm.conf").write_text(opensm.config(engines, options, fabric=fabric.name))
         # `build` (family and arguments) lets later steps rebuild the fabric with its labels
         summary = {**fabric.summary(), **({"build": build} if build else {})}
@@ -100,8 +101,9 @@ def _make_command(topo):
     for p in topo.params:
         # no default= at all for a required one: click >= 8.3 takes an explicit None as a given value
         dflt = {} if p.default is None else {"default": p.default, "show_default": True}
-        params.append(click.Option([f"--{p.name.replace('_', '-')}"], type=p.type, required=p.default is None,
-                                   help=p.help, **dflt))
+        kind = {"is_flag": True} if p.type is bool else {"type": p.type}  # a bool parameter is a flag
+        params.append(click.Option([f"--{p.name.replace('_', '-')}"], required=p.default is None,
+                                   help=p.help, **kind, **dflt))
 
     def callback(out, force, engine, as_json, **kw):
         engines = opensm.parse_engines(engine)

@@ -5,9 +5,10 @@
     index.html    wiring stages, bill of materials, racks, switches, topology and floor drawings
     racks/*.html  per rack: elevation (SVG) and the cables starting there, in wiring order
     switches/*.html  per switch: every port, what to plug, from where, with which label
-    svg/*.svg     the same drawings as separate files
+    svg/*.svg     the same drawings as separate files (ibtool.drawing: styles and print layout inside)
 
-Every HTML file is self-contained (styles and drawings inline) and prints on A4/Letter.
+Every HTML file is self-contained (styles and drawings inline), prints on A4/Letter, and says which
+fabric and plan it is about, when it was made and by which ibtool.
 """
 
 from __future__ import annotations
@@ -20,10 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ibtool import __version__
+from ibtool import __version__, drawing
 from ibtool.fabric import SWITCH
 from ibtool.formats import cables_csv
-from ibtool.layout import drawings
 from ibtool.layout.cabling import CablePlan, bom
 from ibtool.layout.model import FLOOR, SIDES
 from ibtool.templating import render
@@ -61,11 +61,14 @@ def _port_row(p: dict) -> str:
 
 
 def write_package(plan: CablePlan, out: Path, prices: dict | None = None, engine: str | None = None,
-                  build: dict | None = None, progress=None) -> dict:
+                  build: dict | None = None, progress=None, source: str | None = None) -> dict:
     """Write the package into `out` (built in a sibling temporary directory and moved in, so a
-    failure leaves no partial package). Returns a summary."""
+    failure leaves no partial package); `source`: the plan directory it is made from. Returns a
+    summary."""
     say = progress or (lambda m: None)
     f, lay = plan.fabric, plan.layout
+    made = {"made": drawing.made_at(), "version": __version__, "source": source or ""}
+    desc = f"{f.name}" + (f", plan {source}" if source else "") + f"; made {made['made']} by ibtool {__version__}"
     tmp = out.with_name(f".{out.name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     (tmp / "racks").mkdir(parents=True)
@@ -93,20 +96,20 @@ def write_package(plan: CablePlan, out: Path, prices: dict | None = None, engine
         say(f"rack sheets: {lay.num_cabinets}")
         racks = []
         for c in range(lay.num_cabinets):
-            svg = drawings.rack_elevation(lay, c)
-            (tmp / "svg" / f"rack-{rack_files[c][:-5]}.svg").write_text(svg)
+            svg = drawing.rack_elevation(lay, c, desc=desc)
+            (tmp / "svg" / f"rack-{rack_files[c][:-5]}.svg").write_text(drawing.standalone(svg))
             devices = int((lay.cabinet == c).sum())
             (tmp / "racks" / rack_files[c]).write_text(render(
                 "cabling/rack.html.j2", rack=lay.cabinet_names[c], fabric=f.name, site=plan.site, room=plan.room,
                 devices=devices, count=len(rack_rows[c]), table="".join(map(_cable_row, rack_rows[c])),
-                elevation=svg))
+                elevation=svg, **made))
             racks.append({"name": lay.cabinet_names[c], "file": rack_files[c], "kind": lay.cabinet_kind[c],
                           "devices": devices, "cables": len(rack_rows[c])})
         if floor_rows:  # devices the layout leaves on the floor (e.g. paper 004's compute nodes)
             (tmp / "racks" / "floor.html").write_text(render(
                 "cabling/rack.html.j2", rack="floor (not placed)", fabric=f.name, site=plan.site, room=plan.room,
                 devices=int((lay.cabinet == FLOOR).sum()), count=len(floor_rows),
-                table="".join(map(_cable_row, floor_rows)), elevation=""))
+                table="".join(map(_cable_row, floor_rows)), elevation="", **made))
             racks.append({"name": "floor (not placed)", "file": "floor.html", "kind": "floor",
                           "devices": int((lay.cabinet == FLOOR).sum()), "cables": len(floor_rows)})
 
@@ -140,16 +143,22 @@ def write_package(plan: CablePlan, out: Path, prices: dict | None = None, engine
                 "cabling/switch.html.j2", switch=f.names[s], fabric=f.name, rack=plan.rack(s),
                 rack_file=rack_files[c] if c != FLOOR else None, u=int(lay.u[s]) if c != FLOOR else None,
                 side=SIDES[lay.side[s]], guid=f"{f.guids[s]:#018x}", nports=len(ports), table=table,
-                used=sum(1 for p in ports if p["cable"])))
+                used=sum(1 for p in ports if p["cable"]), **made))
             sheets.append({"name": f.names[s], "file": fname})
 
         say("drawings and index")
-        drawing, note = drawings.topology(lay)
-        if drawing:
-            (tmp / "svg" / "topology.svg").write_text(drawing)
-        floor = drawings.floor_plan(lay) if lay.num_cabinets > 1 and lay.num_cabinets <= 4096 else None
-        if floor:
-            (tmp / "svg" / "floor.svg").write_text(floor)
+        # a cabinet on the floor opens its rack sheet: from the index, and from the file in svg/
+        here = {c: f"racks/{rack_files[c]}" for c in range(lay.num_cabinets)}
+        there = {c: f"../racks/{rack_files[c]}" for c in range(lay.num_cabinets)}
+        topo, note = drawing.topology(lay, desc=desc, links=here)
+        is_floor = bool(topo) and "data-cabinet=" in topo
+        floor = None
+        if lay.num_cabinets > 1 and lay.num_cabinets <= 4096:
+            floor = topo if is_floor else drawing.floor_plan(lay, desc, here)
+            floor_file = drawing.standalone(drawing.floor_plan(lay, desc, there))
+            (tmp / "svg" / "floor.svg").write_text(floor_file)
+        if topo:
+            (tmp / "svg" / "topology.svg").write_text(floor_file if is_floor else drawing.standalone(topo))
         stage_no = plan.stage
         ids = [r["cable_id"] for r in rows]
         stages = []
@@ -164,8 +173,9 @@ def write_package(plan: CablePlan, out: Path, prices: dict | None = None, engine
             cable_model=lay.site.cable_model, version=__version__, stages=stages, bom=items,
             priced=bool(prices), currency=(prices or {}).get("currency", ""),
             price_source=(prices or {}).get("source", ""), total=round(sum(r["price"] for r in priced), 2),
-            unpriced=len(items) - len(priced), switch_sheets=sheets, drawing=drawing or "",
-            drawing_note=note, floor=floor if floor and floor != drawing else None))
+            unpriced=len(items) - len(priced), switch_sheets=sheets, drawing=topo or "",
+            drawing_note=note, floor=None if is_floor else floor,
+            made=made["made"], source=made["source"]))
         out.mkdir(parents=True, exist_ok=True)
         written = []
         for p in sorted(tmp.iterdir()):

@@ -204,21 +204,3 @@ def annotate(t: dict, cables: CableList) -> dict:
             add(item, cable_at(item["ends"][0]))
     t["cable_list"] = cables.path
     return t
-
-
-def fix_sheet(t: dict) -> str:
-    """A printable sheet of only the fixes, for the technician: one row per action, with the
-    cable's ID and both labels, and a box to tick."""
-    from ibtool.templating import render
-    rows = []
-    for key, what in (("fixes", "fix"), ("missing_cables", "add"), ("extra_cables", "remove"),
-                      ("misplaced_devices", "move device"), ("loopbacks", "remove loopback"),
-                      ("degraded_links", "reseat or replace"), ("rate_mismatches", "check")):
-        for x in t.get(key, []):
-            ids = x.get("cable_id")
-            labels = x.get("labels") or []
-            if ids and isinstance(ids, str):
-                ids, labels = [ids], [labels]
-            rows.append({"what": what, "cables": ids or [], "labels": labels, "text": x["text"]})
-    return render("cabling/fixes.html.j2", plan=t.get("plan_name") or "", verdict=t.get("verdict", ""),
-                  rows=rows, cable_list=t.get("cable_list"), counts=t.get("counts", {}))
