@@ -29,7 +29,7 @@ def test_topo_kns_writes_plan(tmp_path):
                                                      "root-guids", "topology.net"]
     conf = (out / "opensm.conf").read_text()
     assert "routing_engine hdor,nue" in conf and "event_plugin_name hdor" in conf
-    assert f"root_guid_file {out.resolve() / 'root-guids'}" in conf and "qos TRUE" in conf
+    assert "root_guid_file root-guids\n" in conf and "qos TRUE" in conf  # relative: a plan can be moved
     assert "hdor-kns 1 k=6 n=2 s=1 routers=36 switches=12 hcas=36 links=108" in (out / "hdor.conf").read_text()
     assert len((out / "node-name-map").read_text().splitlines()) == 1 + 84
 
