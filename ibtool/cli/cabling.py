@@ -76,9 +76,9 @@ def plan_cmd(plan, out, site, preset, policy, prices, label_format, site_name, r
       ibtool topo kns --k 6 --n 2 --radix 8 --out cellia
       ibtool cabling cellia --preset cellia --out cellia/cabling
     """
-    from ibtool.layout.cabling import LABEL_FORMAT, plan_cables
-    from ibtool.layout.plan import read_layout, read_plan
-    from ibtool.layout.sheets import write_package
+    from ibtool.cabling.cable_list import LABEL_FORMAT, plan_cables
+    from ibtool.cabling.sheets import write_package
+    from ibtool.plan import read_layout, read_plan
 
     if preset:
         if policy or site:
@@ -138,8 +138,8 @@ def import_cmd(csv_file, out, force, as_json):
     Example:
       ibtool cabling import cellia/cabling/cables.csv --out cellia-edited
     """
-    from ibtool.cli.topo import check_out, write_plan
-    from ibtool.formats import cables_csv
+    from ibtool.cabling import cables_csv
+    from ibtool.plan import check_out, write_plan
     from ibtool.sim import opensm
 
     check_out(out, force)

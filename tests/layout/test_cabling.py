@@ -10,7 +10,7 @@ import pytest
 from support import chromium_page, ibtool
 from ibtool.formats import ibnetdiscover
 from ibtool.layout import Layout, place
-from ibtool.layout.cabling import plan_cables
+from ibtool.cabling.cable_list import plan_cables
 from ibtool.topologies.kns import kns
 
 
@@ -264,7 +264,7 @@ def test_round_trip_of_other_families(family, tmp_path):
     assert (tmp_path / "again" / "topology.net").read_bytes() == (tmp_path / "p" / "topology.net").read_bytes()
     f = ibnetdiscover.read(tmp_path / "p" / "topology.net")
     lay = (tmp_path / "again" / "layout.json")
-    from ibtool.layout.plan import read_layout, read_plan
+    from ibtool.plan import read_layout, read_plan
     fam, d, _ = read_plan(tmp_path / "p")  # the layout the package was made from
     a = read_layout(fam, d).to_dict()
     b = Layout.read(lay, f).to_dict()

@@ -26,6 +26,8 @@ import numpy as np
 from ibtool.errors import InputError
 from ibtool.fabric import CA, SWITCH, Fabric
 from ibtool.formats import atomic_write, open_input
+from ibtool.layout.model import FLOOR, SIDES, Layout
+from ibtool.layout.site import Site, site_from_dict
 
 END = ("site", "room", "rack", "cabinet", "u", "side", "device", "type", "role", "ports", "guid", "port")
 COLUMNS = (["cable_id", "stage", "stage_name"] + [f"a_{c}" for c in END] + [f"b_{c}" for c in END]
@@ -79,9 +81,6 @@ def _int(row: dict, key: str, where, low: int | None = None, high: int | None = 
 
 def read(path: str | Path):
     """(Fabric, Layout, meta) from cables.csv (+ cabling.json beside it, when present)."""
-    from ibtool.layout.model import FLOOR, SIDES, Layout
-    from ibtool.layout.site import Site, site_from_dict
-
     path = Path(path)
     meta = read_meta(path.with_name("cabling.json"))
     p = str(path)

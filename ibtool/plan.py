@@ -1,5 +1,5 @@
-"""Reading a plan directory back: its Fabric (with the family's labels where it can be rebuilt)
-and its Layout.
+"""A plan directory: writing it (`ibtool topo`, `ibtool cabling import`) and reading it back, its
+Fabric (with the family's labels where it can be rebuilt) and its Layout.
 
 A plan directory is what `ibtool topo` (or `ibtool cabling import`) wrote: topology.net, fabric.json,
 and for families placed on a floor, layout.json. topology.net is the truth. The family's labels
@@ -12,11 +12,12 @@ own wiring, with generic stages).
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from ibtool.errors import InputError
 from ibtool.fabric import Fabric
-from ibtool.formats import ibnetdiscover, open_input
+from ibtool.formats import ibnetdiscover, node_name_map, open_input, output_dir
 
 
 def _rebuild(build: dict) -> Fabric | None:
@@ -70,3 +71,50 @@ def read_layout(fabric: Fabric, plan_dir: Path, policy: str | None = None, site=
     if lj.exists() and policy is None and site is None:
         return Layout.read(lj, fabric)
     return place(fabric, policy, site)
+
+
+def check_out(out: Path, force: bool) -> None:
+    """Refuse an --out that is a file, or a non-empty directory without --force."""
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {out}: exists and is not a directory")
+    if out.is_dir() and any(out.iterdir()) and not force:
+        raise InputError(f"--out {out}: directory is not empty (use --force to overwrite)")
+
+
+def write_plan(fabric, out: Path, engines: list[str], engine_files=(), layout=None, build=None,
+               extra: dict[str, str] | None = None) -> dict[str, str]:
+    """Write the plan files into `out`; built in a temporary sibling and moved in, so an error
+    never leaves a half-written plan. `engine_files` (EngineFile) are written beside the plan and
+    named in opensm.conf by absolute path, since OpenSM reads them relative to its own cwd (one
+    with an empty filename is a plain `key value` option); `layout` (ibtool.layout) is written
+    as layout.json; `extra` maps further file names to their text (the cable IDs of a plan)."""
+    from ibtool.sim import opensm
+    out = output_dir(out)
+    tmp = out.with_name(f".{out.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        tmp.mkdir(parents=True)
+    except OSError as e:  # the plan is built beside --out, in its parent
+        raise InputError(f"--out {out}: cannot write in {out.parent}: {e.strerror}") from None
+    try:
+        ibnetdiscover.write(fabric, tmp / "topology.net")
+        node_name_map.write(fabric, tmp / "node-name-map")
+        for ef in engine_files:
+            if ef.filename:
+                (tmp / ef.filename).write_text(ef.content)
+        options = [(ef.key, str(out.resolve() / ef.filename) if ef.filename else ef.content) for ef in engine_files]
+        (tmp / "opensm.conf").write_text(opensm.config(engines, options, fabric=fabric.name))
+        # `build` (family and arguments) lets later steps rebuild the fabric with its labels
+        summary = {**fabric.summary(), **({"build": build} if build else {})}
+        (tmp / "fabric.json").write_text(json.dumps(summary, indent=2) + "\n")
+        if layout is not None:  # the family's place on the floor (ibtool.layout)
+            layout.write(tmp / "layout.json")
+        for name, text in (extra or {}).items():
+            (tmp / name).write_text(text)
+        files = {}
+        for p in sorted(tmp.iterdir()):
+            shutil.move(str(p), out / p.name)
+            files[p.name] = str(out / p.name)
+        return files
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

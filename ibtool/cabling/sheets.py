@@ -1,6 +1,6 @@
 """The cabling package a crew works from, written from a CablePlan:
 
-    cables.csv    one row per cable (ibtool.formats.cables_csv), cabling.json beside it
+    cables.csv    one row per cable (ibtool.cabling.cables_csv), cabling.json beside it
     bom.csv       bill of materials
     index.html    wiring stages, bill of materials, racks, switches, topology and floor drawings
     racks/*.html  per rack: elevation (SVG) and the cables starting there, in wiring order
@@ -22,9 +22,10 @@ import numpy as np
 
 from ibtool import __version__
 from ibtool.fabric import SWITCH
-from ibtool.formats import cables_csv
+from ibtool.cabling import cables_csv
+from ibtool.cabling.bom import bom
+from ibtool.cabling.cable_list import CablePlan
 from ibtool.layout import drawings
-from ibtool.layout.cabling import CablePlan, bom
 from ibtool.layout.model import FLOOR, SIDES
 from ibtool.templating import render
 
