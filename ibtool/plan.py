@@ -54,7 +54,12 @@ def read_plan(plan: str | Path) -> tuple[Fabric, Path, dict | None]:
         rebuilt = _rebuild(summary["build"])
         if (rebuilt is not None and rebuilt.names == found.names and rebuilt.guids == found.guids
                 and rebuilt.link_set() == found.link_set()):
-            rebuilt.link_rate = [None] * rebuilt.num_links  # as planned: the writer's default rate
+            # the plan's rates (topology.net says 4xQDR ...): the medium of each cable depends on it
+            rate = {frozenset(((found.link_a[li], found.link_pa[li]), (found.link_b[li], found.link_pb[li]))):
+                    found.link_rate[li] for li in range(found.num_links)}
+            rebuilt.link_rate = [rate[frozenset(((rebuilt.link_a[li], rebuilt.link_pa[li]),
+                                                 (rebuilt.link_b[li], rebuilt.link_pb[li])))]
+                                 for li in range(rebuilt.num_links)]
             return rebuilt, d, summary["build"]
     if isinstance(summary.get("name"), str):
         found.name = summary["name"]

@@ -137,7 +137,7 @@ class CablePlan:
                             f"{tag}_type": "switch" if f.types[node] == SWITCH else "hca",
                             f"{tag}_role": f.roles[node], f"{tag}_ports": f.nports[node],
                             f"{tag}_guid": f"{f.guids[node]:#018x}", f"{tag}_port": port})
-            length, purch = lay.length[li], lay.purchasable[li]
+            length, purch = lay.reach[li], lay.purchasable[li]  # the length the cable must have
             row.update({"rate": f.link_rate[li] or "",
                         "length_m": "" if np.isnan(length) else round(round(float(length), 5), 3),  # as layout.json keeps it
                         "purchasable_m": "" if np.isnan(purch) else f"{float(purch):g}",

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ibtool import __version__
+from ibtool.errors import InputError
 from ibtool.fabric import SWITCH
 from ibtool.cabling import cables_csv
 from ibtool.cabling.bom import bom
@@ -67,17 +68,22 @@ def write_package(plan: CablePlan, out: Path, prices: dict | None = None, engine
     failure leaves no partial package). Returns a summary."""
     say = progress or (lambda m: None)
     f, lay = plan.fabric, plan.layout
+    items = bom(plan, prices)  # a price the table lacks stops the run before anything is written
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {out}: exists and is not a directory")
     tmp = out.with_name(f".{out.name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
-    (tmp / "racks").mkdir(parents=True)
-    (tmp / "switches").mkdir()
-    (tmp / "svg").mkdir()
+    try:  # the package is built beside --out, in its parent, and moved in when complete
+        for sub in ("racks", "switches", "svg"):
+            (tmp / sub).mkdir(parents=True)
+    except OSError as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise InputError(f"--out {out}: cannot write in {out.parent}: {e.strerror}") from None
     try:
         say(f"cable list: {len(plan):,} cables")
         rows = list(plan.rows())
         cables_csv.write(rows, tmp / "cables.csv")
         cables_csv.write_meta(plan, tmp / "cabling.json", engine, build)
-        items = bom(plan, prices)
         with open(tmp / "bom.csv", "w", newline="") as fh:
             cols = ["item", "quantity"] + (["unit_price", "price"] if prices else [])
             w = csv.DictWriter(fh, fieldnames=cols, extrasaction="ignore", lineterminator="\n")

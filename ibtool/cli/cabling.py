@@ -8,7 +8,6 @@ from pathlib import Path
 import click
 
 from ibtool.errors import InputError
-from ibtool.formats import output_dir
 
 
 class _PlanByDefault(click.Group):
@@ -91,7 +90,7 @@ def plan_cmd(plan, out, site, preset, policy, prices, label_format, site_name, r
         price_table = read_prices(prices)
     layout = read_layout(fabric, plan_dir, policy, site)
     cp = plan_cables(layout, site_name, room, label_format or LABEL_FORMAT)
-    out = output_dir(out or plan_dir / "cabling")
+    out = Path(out or plan_dir / "cabling").resolve()
     engine = _plan_engine(plan_dir)
     s = write_package(cp, out, price_table, engine, build, progress=_say(as_json))
     if as_json:

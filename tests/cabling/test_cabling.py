@@ -7,6 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from ordercheck import check_order
 from support import chromium_page, ibtool
 from ibtool.formats import ibnetdiscover
 from ibtool.layout import Layout, place
@@ -254,6 +255,8 @@ def test_cabling_of_every_family(family, tmp_path):
     assert s["switch_sheets"] == plan.count(kind=2) == len(list((tmp_path / "c" / "switches").glob("*.html")))
     if (tmp_path / "p" / "layout.json").exists():  # the family's own floor is kept
         assert s["policy"] == json.loads((tmp_path / "p" / "layout.json").read_text())["policy"]
+    # what is ordered: the plan's rates, copper within its reach, cables that reach their ports
+    assert check_order(tmp_path / "c", tmp_path / "p")["placed"] > 0
 
 
 @pytest.mark.parametrize("family", ["fattree", "dragonfly"])
