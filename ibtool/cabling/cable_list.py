@@ -1,12 +1,12 @@
 """The cable plan: every cable of a Fabric placed by a Layout, as a cabling crew works from it.
 
 Each cable gets
-* a stable ID, `C0001` ...: cables are numbered in wiring order (stage, then the lower-numbered
-  end's device and port), so the same plan always gives the same IDs;
-* its wiring stage: groups of cables a crew lays and checks on their own, derived from the
-  family's labels: first the node cables (switch to HCA), then for KNS dimension 0's indirect
-  networks, dimension 1's ..., for trees one stage per pair of levels (leaf to the level above,
-  ...), otherwise cables inside cabinets, then cables between cabinets;
+* a permanent ID, `C0001` ...: a plan is first numbered in wiring order (stage, then the
+  lower-numbered end's device and port); the IDs are kept in the plan (ibtool.cabling.ids), so a
+  re-plan keeps every existing cable's ID and stage, new cables get new IDs and removed ones are
+  retired, never reused;
+* its wiring stage (ibtool.cabling.stages): the fabric grows from the subnet manager's host as
+  one connected piece, stage by stage, the node cables last;
 * both ends' locations (site, room, rack, U, side, device, port) and a label for each end.
 
 Labels follow TIA-606's identifier style: location of the near end, then the far end, prefixed
@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import re
 import string
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from ibtool.cabling import ids, stages
+from ibtool.cabling.ids import CableIds
 from ibtool.errors import InputError
-from ibtool.fabric import CA, SWITCH
+from ibtool.fabric import SWITCH
 from ibtool.layout.model import FLOOR, SIDES, Layout
 
 LABEL_FORMAT = "{cable} {rack}-U{u:02d} {device} P{port} > {far_rack}-U{far_u:02d} {far_device} P{far_port}"
@@ -55,34 +57,22 @@ def check_label_format(fmt: str, option: str = "--label-format") -> str:
     return fmt
 
 
-def _stage_key(f, a: int, b: int, lay: Layout | None) -> tuple:
-    """(order, name) of a cable's wiring stage, from the family's labels."""
-    if f.types[a] == CA or f.types[b] == CA:
-        return (0, 0, "node cables (switch to HCA)")
-    la, lb = f.labels[a], f.labels[b]
-    dim = la.get("dim", lb.get("dim"))
-    if dim is not None:
-        return (1, int(dim), f"dimension {dim} indirect networks")
-    for key in ("level", "stage"):
-        if key in la and key in lb:
-            lo, hi = sorted((int(la[key]), int(lb[key])))
-            return (2, lo, f"{key}s {lo}-{hi}" if lo != hi else f"{key} {lo}")
-    if lay is not None and lay.cabinet[a] != FLOOR and lay.cabinet[a] == lay.cabinet[b]:
-        return (3, 0, "switch cables inside cabinets")
-    if lay is not None:
-        return (3, 1, "switch cables between cabinets")
-    return (3, 0, "switch cables")
-
-
 @dataclass
 class CablePlan:
-    """Cables in wiring order: `links[i]` is the fabric link of cable `ids[i]`, `near[i]` its end
-    listed first (the lower-numbered device), `stage[i]` its stage number (1-based)."""
+    """Cables in wiring order: `links[i]` is the fabric link of cable `ids[i]`, `ends(i)` its ends
+    (the lower-numbered device first), `stage[i]` its stage number (1-based). `record` is the
+    plan's cable ID record as it stands after this plan (new IDs in `new`, IDs retired now in
+    `retired`)."""
     layout: Layout
     links: np.ndarray
     swap: np.ndarray  # True where the cable's first end is the link's b end
     stage: np.ndarray
     stage_names: list[str]
+    ids: list[str]
+    sm: int  # the subnet manager's host: stages are checked by discovering from it
+    record: CableIds
+    new: list[str] = field(default_factory=list)
+    retired: list[list] = field(default_factory=list)
     site: str = "site"
     room: str = "room"
     label_format: str = LABEL_FORMAT
@@ -95,9 +85,8 @@ class CablePlan:
         return len(self.links)
 
     @property
-    def ids(self) -> list[str]:
-        w = max(4, len(str(len(self.links))))
-        return [f"C{i + 1:0{w}d}" for i in range(len(self.links))]
+    def sm_host(self) -> str:
+        return self.fabric.names[self.sm]
 
     def ends(self, i: int) -> tuple[tuple[int, int], tuple[int, int]]:
         f, li = self.fabric, int(self.links[i])
@@ -150,22 +139,58 @@ class CablePlan:
         return {int(li): i for i, li in enumerate(self.links)}
 
 
-def plan_cables(layout: Layout, site: str = "site", room: str = "room", label_format: str = LABEL_FORMAT) -> CablePlan:
-    """Number the cables of `layout.fabric` in wiring order (see the module docstring)."""
+def plan_cables(layout: Layout, site: str = "site", room: str = "room", label_format: str = LABEL_FORMAT,
+                record: CableIds | None = None, sm_host: str | None = None) -> CablePlan:
+    """The cable list of `layout.fabric`: IDs and stages from the plan's `record` (ibtool.cabling.ids)
+    where it has the cable, new ones in wiring order otherwise (see the module docstring);
+    `sm_host` names the subnet manager's host (default: the record's, else the first HCA)."""
     check_label_format(label_format)
     for option, v in (("--site-name", site), ("--room", room)):
         if not v or re.search(r"[\s,]", v):
             raise InputError(f"{option}: {v!r} must be a non-empty word without spaces or commas")
     f = layout.fabric
-    keys = [_stage_key(f, a, b, layout) for a, b in zip(f.link_a, f.link_b)]
-    uniq = sorted(set(keys))
-    number = {k: i + 1 for i, k in enumerate(uniq)}
+    name = sm_host or (record.sm_host if record and record.sm_host in f.names else None)
+    if name is not None and name not in f.names:
+        raise InputError(f"--sm-host {name}: no such device in the plan")
+    sm = stages.sm_host(f, name)
+    natural, natural_names = stages.stage_numbers(f, layout, sm)
     a = np.asarray(f.link_a, dtype=np.int64)
     b = np.asarray(f.link_b, dtype=np.int64)
     pa = np.asarray(f.link_pa, dtype=np.int64)
     pb = np.asarray(f.link_pb, dtype=np.int64)
     swap = b < a
     lo, plo = np.where(swap, b, a), np.where(swap, pb, pa)
-    stage = np.fromiter((number[k] for k in keys), dtype=np.int64, count=len(keys))
-    order = np.lexsort((plo, lo, stage))
-    return CablePlan(layout, order, swap[order], stage[order], [k[2] for k in uniq], site, room, label_format)
+    wiring = np.lexsort((plo, lo, natural))  # the natural wiring order
+    fresh = record is None  # the plan's first numbering: every ID is new, none worth reporting
+    if record is None:
+        record = CableIds(stages=list(natural_names), width=max(4, len(str(f.num_links))))
+    record = CableIds(dict(record.cables), list(record.stages), [list(r) for r in record.retired],
+                      max([record.next] + [(ids.number(c[0]) or 0) + 1 for c in record.cables.values()]
+                          + [(ids.number(r[0]) or 0) + 1 for r in record.retired]),
+                      record.width, f.names[sm])
+    n = f.names
+    keys = [ids.ends_key((n[x], int(p)), (n[y], int(q))) for x, p, y, q in zip(a, pa, b, pb)]
+    cable_id: list = [None] * f.num_links
+    stage = np.zeros(f.num_links, dtype=np.int64)
+    new = []
+    for li in wiring.tolist():
+        known = record.cables.get(keys[li])
+        if known is not None:
+            cable_id[li], stage[li] = known
+            continue
+        st = natural_names[natural[li] - 1]
+        if st not in record.stages:
+            record.stages.append(st)
+        cable_id[li], stage[li] = record.new_id(), record.stages.index(st) + 1
+        record.cables[keys[li]] = (cable_id[li], int(stage[li]))
+        new.append(cable_id[li])
+    present = set(keys)
+    retired = [[cid, st, *sorted(k)[0], *sorted(k)[1]] for k, (cid, st) in record.cables.items() if k not in present]
+    for r in retired:
+        del record.cables[ids.ends_key((r[2], r[3]), (r[4], r[5]))]
+    record.retired += retired
+    order = np.asarray(sorted(range(f.num_links), key=lambda li: (stage[li], ids.number(cable_id[li]) or 0,
+                                                                  cable_id[li])), dtype=np.int64)
+    return CablePlan(layout, order, swap[order], stage[order], list(record.stages),
+                     [cable_id[li] for li in order.tolist()], sm, record, [] if fresh else new,
+                     retired, site, room, label_format)

@@ -83,7 +83,7 @@ def write_package(plan: CablePlan, out: Path, prices: dict | None = None, engine
         say(f"cable list: {len(plan):,} cables")
         rows = list(plan.rows())
         cables_csv.write(rows, tmp / "cables.csv")
-        cables_csv.write_meta(plan, tmp / "cabling.json", engine, build)
+        cables_csv.write_meta(plan, tmp / "cabling.json", engine, build, rows)
         with open(tmp / "bom.csv", "w", newline="") as fh:
             cols = ["item", "quantity"] + (["unit_price", "price"] if prices else [])
             w = csv.DictWriter(fh, fieldnames=cols, extrasaction="ignore", lineterminator="\n")

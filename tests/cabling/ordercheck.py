@@ -40,7 +40,8 @@ def check_order(pkg, plan_dir) -> dict:
         a = (plan.names[plan.link_a[li]], plan.link_pa[li])
         b = (plan.names[plan.link_b[li]], plan.link_pb[li])
         rate[frozenset((a, b))] = plan.link_rate[li]
-    f, lay, _ = cables_csv.read(pkg / "cables.csv")
+    imp = cables_csv.read(pkg / "cables.csv")
+    f, lay = imp.fabric, imp.layout
     out = {"copper": 0, "placed": 0}
     for r in cab:
         ends = frozenset(((r["a_device"], int(r["a_port"])), (r["b_device"], int(r["b_port"]))))

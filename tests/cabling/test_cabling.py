@@ -31,8 +31,12 @@ def rows(path):
 def test_cellia_package(cellia):
     d, s = cellia
     assert s["cables"] == 108 and s["switch_sheets"] == 48
+    # the fabric grows from the SM host H[0,0] as one piece: its cable, S[0,0]'s dimension 0 network
+    # (routers R[0,*]) and all of dimension 1 (every column to row 0); then the other rows; then the nodes
     assert [(x["name"], x["count"]) for x in s["stages"]] == [
-        ("node cables (switch to HCA)", 36), ("dimension 0 indirect networks", 36), ("dimension 1 indirect networks", 36)]
+        ("the SM host H[0,0]'s cable; dimension 0 indirect networks: the 6 reached from it; "
+         "dimension 1 indirect networks", 43),
+        ("dimension 0 indirect networks: the rest", 30), ("node cables (switch to HCA)", 35)]
     cab = rows(d / "pkg" / "cables.csv")
     assert [r["cable_id"] for r in cab] == [f"C{i:04d}" for i in range(1, 109)]
     # paper 000: all 48 switches in one switch rack cabled front and back, 36 nodes in two node racks
@@ -50,7 +54,7 @@ def test_cellia_package(cellia):
     # R[4,2] is cabled to S[0,4] and S[1,2] (paper 000, section 3.2.3), in stages 2 and 3
     r42 = {(r["stage"], r["b_device"] if r["a_device"] == "R[4,2]" else r["a_device"])
            for r in cab if "R[4,2]" in (r["a_device"], r["b_device"])}
-    assert r42 == {("1", "H[4,2]"), ("2", "S[0,4]"), ("3", "S[1,2]")}
+    assert r42 == {("3", "H[4,2]"), ("2", "S[0,4]"), ("1", "S[1,2]")}
     bom = {r["item"]: int(r["quantity"]) for r in rows(d / "pkg" / "bom.csv")}
     assert bom["switch, 8 ports"] == 48 and bom["HCA port (node)"] == 36
     assert sum(v for k, v in bom.items() if "cable " in k and "label" not in k) == 108
@@ -139,8 +143,8 @@ def _missing_column(cab, cols):
 
 
 @pytest.mark.parametrize("change, line, message", [
-    (_two_on_one_port, 7, "two cables on R[0,4] port 1 (the other on line 6)"),
-    (_beyond_radix, 42, "b_port: S[0,0] port 9 is beyond its 8 ports"),
+    (_two_on_one_port, 7, "two cables on R[0,1] port 3 (the other on line 6)"),
+    (_beyond_radix, 42, "b_port: S[1,3] port 9 is beyond its 8 ports"),
     (_duplicate_id, 9, "duplicate cable ID C0003 (also on line 4)"),
     (_missing_column, 1, "missing column 'b_port'"),
 ])
@@ -176,8 +180,9 @@ def test_stages_and_ids_are_stable():
     a = plan_cables(place(f, "sequential"))
     b = plan_cables(place(kns(4, 2, s=2, radix=8), "sequential"))
     assert list(a.rows()) == list(b.rows())
-    assert a.stage_names == ["node cables (switch to HCA)", "dimension 0 indirect networks",
-                             "dimension 1 indirect networks"]
+    assert a.stage_names == ["the SM host H[0,0]'s cable; dimension 0 indirect networks: the 8 reached from it; "
+                             "dimension 1 indirect networks", "dimension 0 indirect networks: the rest",
+                             "node cables (switch to HCA)"]
 
 
 def test_sheets_in_a_real_browser(cellia):
@@ -190,7 +195,7 @@ def test_sheets_in_a_real_browser(cellia):
     with chromium_page() as (page, errors):
         page.goto((pkg / "index.html").as_uri())
         assert page.title() == "Cabling plan: kns-k6-n2-s1"
-        assert "C0037 – C0072" in page.inner_text("#stages")
+        assert "C0044 – C0073" in page.inner_text("#stages")
         assert page.locator("#racks a").count() == 3
         drawn = set(page.locator("svg [data-device]").evaluate_all("els => els.map(e => e.dataset.device)"))
         assert drawn == {n for r in cab for t in "ab" for n in [r[f"{t}_device"]] if r[f"{t}_type"] == "switch"}
