@@ -100,8 +100,10 @@ def _fail_on(ctx, param, value: str) -> tuple:
               help="The plan's cable list (default: PLAN/cabling/cables.csv of `ibtool cabling`, when there): "
                    "findings name cable IDs and labels, --html writes a sheet of only the fixes.")
 @click.option("--stage", type=click.IntRange(min=1), default=None,
-              help="Check a fabric cabled up to this wiring stage of the cable list (later cables already "
-                   "in place are reported as ahead of the plan, not as errors).")
+              help="Check a fabric cabled up to this wiring stage of the cable list, discovered from the SM "
+                   "host `ibtool cabling` names (later cables already in place are reported as cabled ahead of "
+                   "their stage, not as errors; planned cables the discovery could not see as not checked, "
+                   "exit 1).")
 @_opts
 def topology_cmd(plan, discovered, nnm, host_map, fail_on, cables, stage, as_json, html_out):
     """Plan vs. what is cabled: devices are matched by identity where the plan and the fabric
@@ -145,14 +147,15 @@ def topology_cmd(plan, discovered, nnm, host_map, fail_on, cables, stage, as_jso
     _warn(f)
     t = topology.compare(p, f, names=bool(names), host_map=hosts)
     ahead = cable_list.ahead_of_stage(t, cl, later) if later is not None else None
-    elsewhere = cable_list.unreached(t, p) if later is not None else None
+    if later is not None:  # what the discovery could not see is not checked, never right
+        cable_list.not_checked(t, p, cl, stage)
     sec = t.as_dict(fail_on)
     if cl is not None:
         cable_list.annotate(sec, cl)
     if ahead is not None:
         sec["stage"] = stage
+        sec["sm_host"] = cl.sm_host
         sec["ahead_of_plan"] = ahead
-        sec["not_reached"] = elsewhere
     rep = report.build({"plan": str(plan), "discovered": str(discovered), "node_name_map": str(nnm) if nnm else None,
                         "host_map": str(host_map) if host_map else None,
                         "cables": str(cl_path) if cl_path else None, "stage": stage},
