@@ -336,7 +336,9 @@ def _plan_of(run_dir: Path, net: str) -> Path | None:
 @group.command(name="all")
 @click.argument("run_dir", type=click.Path(path_type=Path))
 @click.option("--plan", type=click.Path(path_type=Path),
-              help="The plan's net file (default: the net file named in RUN_DIR/summary.json, if it is there).")
+              help="The plan: a plan directory of `ibtool topo` or its topology.net (default: the net file named "
+                   "in RUN_DIR/summary.json, if it is there). With the plan's cable list (PLAN/cabling/cables.csv), "
+                   "topology findings name cable IDs, labels and places.")
 @click.option("--node-name-map", "nnm", type=click.Path(path_type=Path), help="Plan names for the fabric's GUIDs.")
 @click.option("--expect", type=click.Choice(["hdor", "none"]),
               help="Expected routing (default: hdor when hdor configured the tables).")
@@ -354,8 +356,9 @@ def all_cmd(run_dir, plan, nnm, expect, permutations, as_json, html_out):
     against the plan without what was down at that step; one line per step.
 
     \b
-    Example:
+    Examples:
       ibtool verify all run
+      ibtool verify all run --plan cellia       # a plan directory: cable IDs from cellia/cabling/cables.csv
     """
     say = _say(as_json)
     run_dir = Path(run_dir)
@@ -459,14 +462,19 @@ def _verify_run(run_dir: Path, plan, nnm, expect, permutations, say, before: dic
     if plan:
         from ibtool.verify import topology
         say(f"topology against {plan}")
+        net = Path(plan) / "topology.net" if Path(plan).is_dir() else plan  # a plan directory or its net file
         try:
-            p = ibnetdiscover.read(plan)
+            p = ibnetdiscover.read(net)
         except InputError as e:
             if not from_summary:
                 raise
             raise InputError(f"{e} (the plan named by {run_dir / 'summary.json'})") from None
         t = topology.compare(p, f, names=bool(names))
         sections["topology"] = t.as_dict()
+        cl = cables_for(plan)  # findings in cable IDs, labels and places, as `verify topology` gives them
+        if cl is not None:
+            from ibtool.verify import cables as cable_list
+            cable_list.annotate(sections["topology"], cl)
         to_plan = t.to_plan
     ref = None
     if dump.is_file() or expect == "hdor":

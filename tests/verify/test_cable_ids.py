@@ -148,3 +148,17 @@ def test_a_stage_check_never_passes_blind(plan, tmp_path):
     assert "Nothing to fix: every planned cable" not in sheet and "Not checked" in sheet
     text = ibtool("verify", "topology", "--plan", staged, "--discovered", disc, "--stage", "1").stdout
     assert text.startswith("verify: FAIL\n  topology: FAIL  NOT CHECKED: 1 of 9 planned cables right")
+
+
+def test_verify_all_speaks_in_cables_too(miswired):
+    """`verify all RUN --plan DIR`: the plan directory, and its cable list, as `verify topology`."""
+    d, rows, disc, _, r = miswired
+    want = {json.dumps(x["cable_id"]): x["text"] for x in json.loads(r.stdout)["fixes"]}
+    a = ibtool("verify", "all", disc.parent, "--plan", d, "--json", "--permutations", "0")
+    assert a.returncode == 1, a.stderr
+    t = json.loads(a.stdout)["topology"]
+    assert t["cable_list"].endswith("cabling/cables.csv")
+    assert {json.dumps(x["cable_id"]): x["text"] for x in t["fixes"]} == want
+    text = ibtool("verify", "all", disc.parent, "--plan", d, "--permutations", "0").stdout
+    c = cable(rows, "R[1,0]", 2)
+    assert f"{c['cable_id']} ({c['a_device']} P{c['a_port']}" in text
