@@ -9,52 +9,23 @@ Each cable gets
   one connected piece, stage by stage, the node cables last;
 * both ends' locations (site, room, rack, U, side, device, port) and a label for each end.
 
-Labels follow TIA-606's identifier style: location of the near end, then the far end, prefixed
-by the cable ID. The format of one end is a Python format string over the fields
-
-    cable  site  room  rack  u  side  device  port  stage
-    far_site far_room far_rack far_u far_side far_device far_port
-
-default `LABEL_FORMAT`: "{cable} {rack}-U{u:02d} {device} P{port} > {far_rack}-U{far_u:02d}
-{far_device} P{far_port}". The same format prints both tags of a cable, each from its own end.
+Labels: ibtool.cabling.labels (three lines of at most 20 characters by default).
 """
 
 from __future__ import annotations
 
 import re
-import string
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ibtool.cabling import ids, stages
+from ibtool.cabling import ids, labels, stages
 from ibtool.cabling.ids import CableIds
 from ibtool.errors import InputError
 from ibtool.fabric import SWITCH
 from ibtool.layout.model import FLOOR, SIDES, Layout
 
-LABEL_FORMAT = "{cable} {rack}-U{u:02d} {device} P{port} > {far_rack}-U{far_u:02d} {far_device} P{far_port}"
-END_FIELDS = ("site", "room", "rack", "u", "side", "device", "port")
-LABEL_FIELDS = ("cable", "stage") + END_FIELDS + tuple(f"far_{x}" for x in END_FIELDS)
-
-
-def check_label_format(fmt: str, option: str = "--label-format") -> str:
-    """Refuse a label format with an unknown field or a malformed specification, before any work."""
-    try:
-        parsed = list(string.Formatter().parse(fmt))
-    except ValueError as e:
-        raise InputError(f"{option}: malformed format {fmt!r}: {e}") from None
-    for _, name, _, _ in parsed:
-        if name is None:
-            continue
-        if name not in LABEL_FIELDS:
-            raise InputError(f"{option}: unknown field {{{name}}} (known: {', '.join(LABEL_FIELDS)})")
-    sample = {k: 1 if k in ("u", "port", "far_u", "far_port") else "x" for k in LABEL_FIELDS}
-    try:
-        fmt.format(**sample)
-    except (ValueError, IndexError, KeyError) as e:
-        raise InputError(f"{option}: malformed format {fmt!r}: {e}") from None
-    return fmt
+LABEL_FORMAT = labels.DEFAULT
 
 
 @dataclass
@@ -76,6 +47,7 @@ class CablePlan:
     site: str = "site"
     room: str = "room"
     label_format: str = LABEL_FORMAT
+    guids_real: bool = False  # the devices' own GUIDs (a plan of a discovered fabric), not planned ones
 
     @property
     def fabric(self):
@@ -100,14 +72,13 @@ class CablePlan:
     def end_fields(self, node: int, port: int) -> dict:
         lay = self.layout
         placed = lay.cabinet[node] != FLOOR
-        return {"site": self.site, "room": self.room, "rack": self.rack(node),
-                "u": int(lay.u[node]) if placed else 0, "side": SIDES[lay.side[node]] if placed else "",
-                "device": self.fabric.names[node], "port": int(port)}
+        return labels.end_fields(self.rack(node), int(lay.u[node]) if placed else 0,
+                                 SIDES[lay.side[node]] if placed else "", self.fabric.names[node], int(port),
+                                 self.site, self.room)
 
-    def label(self, cable_id: str, stage: int, near: tuple[int, int], far: tuple[int, int]) -> str:
-        fields = {"cable": cable_id, "stage": stage, **self.end_fields(*near),
-                  **{f"far_{k}": v for k, v in self.end_fields(*far).items()}}
-        return self.label_format.format(**fields)
+    def label(self, cable_id: str, stage: int, near: tuple[int, int], far: tuple[int, int]) -> list[str]:
+        """The label lines at the end `near` of a cable."""
+        return labels.lines(self.label_format, cable_id, stage, self.end_fields(*near), self.end_fields(*far))
 
     def rows(self):
         """One dict per cable, in wiring order (the columns of cables.csv)."""
@@ -131,7 +102,8 @@ class CablePlan:
                         "length_m": "" if np.isnan(length) else round(round(float(length), 5), 3),  # as layout.json keeps it
                         "purchasable_m": "" if np.isnan(purch) else f"{float(purch):g}",
                         "medium": lay.medium[li] or "",
-                        "a_label": self.label(cid, st, near, far), "b_label": self.label(cid, st, far, near)})
+                        "a_lines": self.label(cid, st, near, far), "b_lines": self.label(cid, st, far, near)})
+            row["a_label"], row["b_label"] = labels.text(row["a_lines"]), labels.text(row["b_lines"])
             yield row
 
     def by_link(self) -> dict[int, int]:
@@ -144,7 +116,7 @@ def plan_cables(layout: Layout, site: str = "site", room: str = "room", label_fo
     """The cable list of `layout.fabric`: IDs and stages from the plan's `record` (ibtool.cabling.ids)
     where it has the cable, new ones in wiring order otherwise (see the module docstring);
     `sm_host` names the subnet manager's host (default: the record's, else the first HCA)."""
-    check_label_format(label_format)
+    label_format = labels.check_format(label_format)
     for option, v in (("--site-name", site), ("--room", room)):
         if not v or re.search(r"[\s,]", v):
             raise InputError(f"{option}: {v!r} must be a non-empty word without spaces or commas")

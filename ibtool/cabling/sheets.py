@@ -2,12 +2,16 @@
 
     cables.csv    one row per cable (ibtool.cabling.cables_csv), cabling.json beside it
     bom.csv       bill of materials
+    labels.csv    one row per cable end, for the label printer (ibtool.cabling.labels)
+    netbox/       the plan in NetBox's bulk-import CSV columns (ibtool.cabling.netbox)
     index.html    wiring stages, bill of materials, racks, switches, topology and floor drawings
-    racks/*.html  per rack: elevation (SVG) and the cables starting there, in wiring order
+    racks/*.html  per rack: elevation, the kit to bring, every cable that ends in the rack, and
+                  per host which cable, with which label, goes into which port
     switches/*.html  per switch: every port, what to plug, from where, with which label
     svg/*.svg     the same drawings as separate files
 
-Every HTML file is self-contained (styles and drawings inline) and prints on A4/Letter.
+Every HTML file is self-contained (styles and drawings inline) and prints on A4 and Letter:
+table headers repeat on every page, identifiers never wrap, a heading stays with its drawing.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import numpy as np
 from ibtool import __version__
 from ibtool.errors import InputError
 from ibtool.fabric import SWITCH
-from ibtool.cabling import cables_csv
+from ibtool.cabling import cables_csv, labels, netbox
 from ibtool.cabling.bom import bom
 from ibtool.cabling.cable_list import CablePlan
 from ibtool.layout import drawings
@@ -42,24 +46,60 @@ def _file_names(names: list[str]) -> list[str]:
     return out
 
 
-def _cable_row(r: dict) -> str:
-    """One cable of a rack sheet (HTML built here: sheets of thousands of rows)."""
-    e = escape
-    return (f'<tr class="cable" data-cable="{r["cable_id"]}"><td class="check">&#9744;</td><td>{r["cable_id"]}</td>'
-            f'<td class="num">{r["stage"]}</td><td>U{r["a_u"]} {e(r["a_device"])} port {r["a_port"]}</td>'
-            f'<td>{e(r["b_rack"])} U{r["b_u"]} {e(r["b_device"])} port {r["b_port"]}</td>'
-            f'<td>{r["purchasable_m"]} m {r["medium"]}</td><td class="label">{e(r["a_label"])}</td>'
-            f'<td class="label">{e(r["b_label"])}</td></tr>\n')
+def _place(r: dict, t: str) -> str:
+    """Where an end is, as the sheets print it: 'C0 U42 front' ('floor' for a device not placed)."""
+    return f"{r[t + '_rack']} U{int(r[t + '_u']):02d} {r[t + '_side']}" if r[t + "_u"] != "" else r[t + "_rack"]
+
+
+def _id(text) -> str:
+    return f'<td class="id">{escape(str(text))}</td>'
+
+
+def _cable_row(r: dict, here: str) -> str:
+    """One cable of a rack sheet, from its end in this rack (its first end, when both are here)."""
+    far = "b" if here == "a" else "a"
+    near_end = f"{r[here + '_device']} port {r[here + '_port']}"
+    far_end = f"{r[far + '_device']} port {r[far + '_port']}"
+    return (f'<tr class="cable" data-cable="{r["cable_id"]}"><td class="check">&#9744;</td>{_id(r["cable_id"])}'
+            f'<td class="num">{r["stage"]}</td>{_id(_place(r, here))}{_id(near_end)}'
+            f'{_id(_place(r, far))}{_id(far_end)}{_id(_bought(r))}</tr>\n')
+
+
+def _bought(r: dict) -> str:
+    return f"{r['purchasable_m']} m {r['medium']}" if r["purchasable_m"] else "length unknown"
+
+
+def _label_cell(lines: list[str]) -> str:
+    return '<td class="label">' + "<br>".join(f'<span class="id">{escape(x)}</span>' for x in lines) + "</td>"
+
+
+def _host_row(r: dict, here: str) -> str:
+    """One HCA port of a host: which cable, with which label, goes into it, from where."""
+    far = "b" if here == "a" else "a"
+    return (f'<tr class="host" data-host="{escape(r[here + "_device"])}" data-port="{r[here + "_port"]}" '
+            f'data-cable="{r["cable_id"]}"><td class="check">&#9744;</td>{_id(r[here + "_device"])}'
+            f'{_id(_place(r, here))}<td class="num">{r[here + "_port"]}</td>{_id(r["cable_id"])}'
+            f'{_label_cell(r[here + "_lines"])}{_id(_place(r, far))}{_id(r[far + "_device"] + " port " + str(r[far + "_port"]))}'
+            f'</tr>\n')
 
 
 def _port_row(p: dict) -> str:
-    e = escape
     if not p["cable"]:
-        return f'<tr class="free" data-port="{p["port"]}"><td></td><td class="num">{p["port"]}</td><td colspan="6">free</td></tr>\n'
+        return (f'<tr class="free" data-port="{p["port"]}"><td></td><td class="num">{p["port"]}</td>'
+                f'<td colspan="5">free</td></tr>\n')
     return (f'<tr class="port" data-port="{p["port"]}" data-cable="{p["cable"]}"><td class="check">&#9744;</td>'
-            f'<td class="num">{p["port"]}</td><td>{p["cable"]}</td><td class="num">{p["stage"]}</td>'
-            f'<td>cable {p["cable"]}</td><td>{e(p["far_rack"])} U{p["far_u"]} {e(p["far_device"])} port '
-            f'{p["far_port"]}</td><td>{p["length"]} m {p["medium"]}</td><td class="label">{e(p["label"])}</td></tr>\n')
+            f'<td class="num">{p["port"]}</td>{_id(p["cable"])}<td class="num">{p["stage"]}</td>'
+            f'{_id(p["far_place"])}{_id(p["far_end"])}{_id(p["bought"])}{_label_cell(p["lines"])}</tr>\n')
+
+
+def _kit(rows: list[dict]) -> list[dict]:
+    """How many cables of each medium and length to bring."""
+    kit: dict[tuple, int] = {}
+    for r in rows:
+        key = (r["medium"] or "unknown", float(r["purchasable_m"]) if r["purchasable_m"] else float("inf"))
+        kit[key] = kit.get(key, 0) + 1
+    return [{"medium": m, "length": "?" if x == float("inf") else f"{x:g}", "count": n}
+            for (m, x), n in sorted(kit.items(), key=lambda kv: (kv[0][1], kv[0][0]))]
 
 
 def write_package(plan: CablePlan, out: Path, prices: dict | None = None, engine: str | None = None,
@@ -74,7 +114,7 @@ def write_package(plan: CablePlan, out: Path, prices: dict | None = None, engine
     tmp = out.with_name(f".{out.name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     try:  # the package is built beside --out, in its parent, and moved in when complete
-        for sub in ("racks", "switches", "svg"):
+        for sub in ("racks", "switches", "svg", "netbox"):
             (tmp / sub).mkdir(parents=True)
     except OSError as e:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -84,38 +124,50 @@ def write_package(plan: CablePlan, out: Path, prices: dict | None = None, engine
         rows = list(plan.rows())
         cables_csv.write(rows, tmp / "cables.csv")
         cables_csv.write_meta(plan, tmp / "cabling.json", engine, build, rows)
+        labels.write_csv(rows, tmp / "labels.csv")
+        netbox.write(plan, rows, tmp / "netbox")
         with open(tmp / "bom.csv", "w", newline="") as fh:
             cols = ["item", "quantity"] + (["unit_price", "price"] if prices else [])
             w = csv.DictWriter(fh, fieldnames=cols, extrasaction="ignore", lineterminator="\n")
             w.writeheader()
             w.writerows(items)
 
+        # every rack lists every cable that ends in it, once; the kit is what starts there
         rack_files = _file_names(lay.cabinet_names) if lay.num_cabinets else []
-        rack_rows: dict[int, list[dict]] = {c: [] for c in range(lay.num_cabinets)}
-        floor_rows: list[dict] = []
-        near_node = [plan.ends(i)[0][0] for i in range(len(plan))]
-        for r, node in zip(rows, near_node):
-            c = int(lay.cabinet[node])
-            (rack_rows[c] if c != FLOOR else floor_rows).append(r)
+        ends: dict[int, list[tuple[dict, str]]] = {c: [] for c in [*range(lay.num_cabinets), FLOOR]}
+        starts: dict[int, list[dict]] = {c: [] for c in [*range(lay.num_cabinets), FLOOR]}
+        hosts: dict[int, list[tuple[dict, str]]] = {c: [] for c in [*range(lay.num_cabinets), FLOOR]}
+        for i, r in enumerate(rows):
+            (a, _), (b, _) = plan.ends(i)
+            ca, cb = int(lay.cabinet[a]), int(lay.cabinet[b])
+            ends[ca].append((r, "a"))
+            if cb != ca:
+                ends[cb].append((r, "b"))
+            starts[ca].append(r)
+            for node, t, c in ((a, "a", ca), (b, "b", cb)):
+                if f.types[node] != SWITCH:
+                    hosts[c].append((r, t))
         say(f"rack sheets: {lay.num_cabinets}")
         racks = []
-        for c in range(lay.num_cabinets):
-            svg = drawings.rack_elevation(lay, c)
-            (tmp / "svg" / f"rack-{rack_files[c][:-5]}.svg").write_text(svg)
+        for c in [*range(lay.num_cabinets), FLOOR]:
+            if c == FLOOR and not ends[FLOOR]:
+                continue  # devices the layout leaves on the floor (e.g. paper 004's compute nodes)
+            name = lay.cabinet_names[c] if c != FLOOR else "floor (not placed)"
+            fname = rack_files[c] if c != FLOOR else "floor.html"
+            svg = drawings.rack_elevation(lay, c) if c != FLOOR else ""
+            if svg:
+                (tmp / "svg" / f"rack-{fname[:-5]}.svg").write_text(svg)
             devices = int((lay.cabinet == c).sum())
-            (tmp / "racks" / rack_files[c]).write_text(render(
-                "cabling/rack.html.j2", rack=lay.cabinet_names[c], fabric=f.name, site=plan.site, room=plan.room,
-                devices=devices, count=len(rack_rows[c]), table="".join(map(_cable_row, rack_rows[c])),
-                elevation=svg))
-            racks.append({"name": lay.cabinet_names[c], "file": rack_files[c], "kind": lay.cabinet_kind[c],
-                          "devices": devices, "cables": len(rack_rows[c])})
-        if floor_rows:  # devices the layout leaves on the floor (e.g. paper 004's compute nodes)
-            (tmp / "racks" / "floor.html").write_text(render(
-                "cabling/rack.html.j2", rack="floor (not placed)", fabric=f.name, site=plan.site, room=plan.room,
-                devices=int((lay.cabinet == FLOOR).sum()), count=len(floor_rows),
-                table="".join(map(_cable_row, floor_rows)), elevation=""))
-            racks.append({"name": "floor (not placed)", "file": "floor.html", "kind": "floor",
-                          "devices": int((lay.cabinet == FLOOR).sum()), "cables": len(floor_rows)})
+            host_rows = sorted(hosts[c], key=lambda x: (int(x[0][x[1] + "_u"] or 0), x[0][x[1] + "_device"],
+                                                        int(x[0][x[1] + "_port"])))
+            (tmp / "racks" / fname).write_text(render(
+                "cabling/rack.html.j2", rack=name, fabric=f.name, site=plan.site, room=plan.room, devices=devices,
+                count=len(ends[c]), starting=len(starts[c]), kit=_kit(starts[c]), elevation=svg,
+                table="".join(_cable_row(r, t) for r, t in ends[c]),
+                hosts="".join(_host_row(r, t) for r, t in host_rows), nhosts=len(host_rows),
+                sm_host=plan.sm_host, version=__version__))
+            racks.append({"name": name, "file": fname, "kind": lay.cabinet_kind[c] if c != FLOOR else "floor",
+                          "devices": devices, "cables": len(ends[c]), "starting": len(starts[c])})
 
         switches = [i for i in range(f.num_nodes) if f.types[i] == SWITCH]
         say(f"switch sheets: {len(switches):,}")
@@ -134,20 +186,19 @@ def write_package(plan: CablePlan, out: Path, prices: dict | None = None, engine
                     ports.append({"port": port, "cable": None, "order": len(plan) + port})
                     continue
                 r = rows[i]
-                here_a = plan.ends(i)[0] == (s, port)
-                far = "b" if here_a else "a"
+                here = "a" if plan.ends(i)[0] == (s, port) else "b"
+                far = "b" if here == "a" else "a"
                 ports.append({"port": port, "cable": r["cable_id"], "stage": r["stage"], "order": i,
-                              "far_rack": r[f"{far}_rack"], "far_u": r[f"{far}_u"], "far_device": r[f"{far}_device"],
-                              "far_port": r[f"{far}_port"], "length": r["purchasable_m"], "medium": r["medium"],
-                              "label": r["a_label" if here_a else "b_label"]})
+                              "far_place": _place(r, far), "far_end": f"{r[far + '_device']} port {r[far + '_port']}",
+                              "bought": _bought(r), "lines": r[here + "_lines"]})
             ports.sort(key=lambda p: p["order"])  # wiring order; free ports last
             table = "".join(_port_row(p) for p in ports)
             c = int(lay.cabinet[s])
             (tmp / "switches" / fname).write_text(render(
                 "cabling/switch.html.j2", switch=f.names[s], fabric=f.name, rack=plan.rack(s),
                 rack_file=rack_files[c] if c != FLOOR else None, u=int(lay.u[s]) if c != FLOOR else None,
-                side=SIDES[lay.side[s]], guid=f"{f.guids[s]:#018x}", nports=len(ports), table=table,
-                used=sum(1 for p in ports if p["cable"])))
+                side=SIDES[lay.side[s]], guid=f"{f.guids[s]:#018x}", guid_real=plan.guids_real, nports=len(ports),
+                table=table, used=sum(1 for p in ports if p["cable"]), version=__version__))
             sheets.append({"name": f.names[s], "file": fname})
 
         say("drawings and index")
@@ -172,7 +223,8 @@ def write_package(plan: CablePlan, out: Path, prices: dict | None = None, engine
             priced=bool(prices), currency=(prices or {}).get("currency", ""),
             price_source=(prices or {}).get("source", ""), total=round(sum(r["price"] for r in priced), 2),
             unpriced=len(items) - len(priced), switch_sheets=sheets, drawing=drawing or "",
-            drawing_note=note, floor=floor if floor and floor != drawing else None))
+            drawing_note=note, floor=floor if floor and floor != drawing else None, sm_host=plan.sm_host,
+            guids_real=plan.guids_real))
         out.mkdir(parents=True, exist_ok=True)
         written = []
         for p in sorted(tmp.iterdir()):

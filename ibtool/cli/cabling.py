@@ -53,8 +53,9 @@ def _say(as_json):
                                              "(sequential, cabinet-aware, switch-rack).")
 @click.option("--prices", type=click.Path(path_type=Path), default=None,
               help="Price table (YAML: currency, switch, hca, copper, fiber); without it no prices are shown.")
-@click.option("--label-format", default=None, help="Label of one cable end (Python format; fields: cable, "
-              "stage, site, room, rack, u, side, device, port and far_* of each). See docs/cabling.md.")
+@click.option("--label-format", default=None, help="Label of one cable end: 'one-line', or a Python format "
+              "with lines separated by | (fields: cable, stage, site, room, rack, u, side, face, loc, device, port "
+              "and far_* of each). Default: three lines of at most 20 characters. See docs/cabling.md.")
 @click.option("--site-name", default="site", show_default=True, help="Site name in the cable list and labels.")
 @click.option("--room", default="room", show_default=True, help="Room name in the cable list and labels.")
 @click.option("--sm-host", default=None, help="The host the subnet manager runs on: the wiring stages grow the "
@@ -68,10 +69,14 @@ def plan_cmd(plan, out, site, preset, policy, prices, label_format, site_name, r
     OUT/cables.csv        one row per cable: ID, stage, both ends (site/room/rack/U/device/port),
                           length, medium, rate, a label per end (edit it, then `cabling import`)
     OUT/bom.csv           switches, HCAs, cables per length and medium, transceivers, labels
+    OUT/labels.csv        one row per cable end for the label printer (3 label lines, barcode)
+    OUT/netbox/*.csv      the plan in NetBox's bulk-import columns (racks, devices, cables ...)
     OUT/index.html        wiring stages, BOM, racks, switches, topology and floor drawings
-    OUT/racks/*.html      per rack: elevation and the cables starting there, in wiring order
+    OUT/racks/*.html      per rack: elevation, kit to bring, every cable ending there, per-host ports
     OUT/switches/*.html   per switch: each port, what to plug, from where, which label
     OUT/svg/*.svg         the drawings
+
+    The plan keeps its cable IDs (PLAN/cable-ids.json): a re-plan keeps every cable's ID.
 
     \b
     Example (CELLIA, paper 000: 48 switches in one switch rack, 36 nodes in two node racks):
@@ -79,7 +84,7 @@ def plan_cmd(plan, out, site, preset, policy, prices, label_format, site_name, r
       ibtool cabling cellia --preset cellia --out cellia/cabling
     """
     from ibtool.cabling import ids
-    from ibtool.cabling.cable_list import LABEL_FORMAT, plan_cables
+    from ibtool.cabling.cable_list import plan_cables
     from ibtool.cabling.sheets import write_package
     from ibtool.plan import read_layout, read_plan
 
@@ -94,17 +99,19 @@ def plan_cmd(plan, out, site, preset, policy, prices, label_format, site_name, r
         price_table = read_prices(prices)
     layout = read_layout(fabric, plan_dir, policy, site)
     record_path = plan_dir / ids.FILE
-    cp = plan_cables(layout, site_name, room, label_format or LABEL_FORMAT, ids.read(record_path), sm_host)
+    cp = plan_cables(layout, site_name, room, label_format, ids.read(record_path), sm_host)
+    cp.guids_real = build is None and not (plan_dir / "fabric.json").exists()  # a plan of a discovered fabric
     out = Path(out or plan_dir / "cabling").resolve()
     engine = _plan_engine(plan_dir)
     s = write_package(cp, out, price_table, engine, build, progress=_say(as_json))
-    try:  # the IDs live in the plan: the next package of this plan keeps them
-        ids.write(cp.record, record_path)
-        s["cable_ids"] = str(record_path)
-    except OSError as e:
-        s["cable_ids"] = None
-        click.echo(f"ibtool: warning: cannot keep the cable IDs in {record_path}: {e.strerror}; a re-plan "
-                   f"numbers the cables anew", err=True)
+    s["cable_ids"] = None
+    if (plan_dir / "fabric.json").is_file():  # a plan directory: the IDs live in it, the next package keeps them
+        try:
+            ids.write(cp.record, record_path)
+            s["cable_ids"] = str(record_path)
+        except OSError as e:
+            click.echo(f"ibtool: warning: cannot keep the cable IDs in {record_path}: {e.strerror}; a re-plan "
+                       f"numbers the cables anew", err=True)
     s.update(new_ids=cp.new, retired=[r[0] for r in cp.retired], sm_host=cp.sm_host)
     if as_json:
         click.echo(json.dumps({"ok": True, "fabric": fabric.name, "policy": layout.policy, **s}, indent=2))
@@ -118,7 +125,7 @@ def plan_cmd(plan, out, site, preset, policy, prices, label_format, site_name, r
     if cp.new or cp.retired:
         click.echo(f"  cable IDs: {len(cp.new):,} new ({_span(cp.new)}), {len(cp.retired):,} retired "
                    f"({_span([r[0] for r in cp.retired])}); every other cable keeps its ID")
-    click.echo(f"  wrote {out}/index.html, cables.csv, bom.csv, racks/, switches/, svg/")
+    click.echo(f"  wrote {out}/index.html, cables.csv, labels.csv, bom.csv, netbox/, racks/, switches/, svg/")
 
 
 def _span(ids_: list[str]) -> str:
