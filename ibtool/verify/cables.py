@@ -71,8 +71,8 @@ def find(plan: Path, explicit: Path | None = None) -> Path | None:
 
 def _at(row: dict, tag: str) -> str:
     """'C0 U42 front' from a row's end (what a technician walks to); '' when the list lacks it."""
-    rack, u, side = (row.get(f"{tag}_{k}", "") or "" for k in ("rack", "u", "side"))
-    return " ".join(x for x in (rack, f"U{u}" if u else "", side) if x)
+    rack, u, side = ((row.get(f"{tag}_{k}", "") or "").strip() for k in ("rack", "u", "side"))
+    return " ".join(x for x in (rack, f"U{int(u):02d}" if u.isdigit() else "", side) if x)  # as the sheets print it
 
 
 def read(path: Path) -> CableList:

@@ -36,7 +36,7 @@ def cable(rows, dev, port):
 
 
 def at(r, t):
-    return f"{r[t + '_rack']} U{r[t + '_u']} {r[t + '_side']}, {r[t + '_device']} port {r[t + '_port']}"
+    return f"{r[t + '_rack']} U{int(r[t + '_u']):02d} {r[t + '_side']}, {r[t + '_device']} port {r[t + '_port']}"
 
 
 @pytest.fixture(scope="module")
