@@ -39,7 +39,7 @@ from ibtool.cabling import ids
 from ibtool.cabling.ids import CableIds
 from ibtool.errors import InputError
 from ibtool.fabric import CA, SWITCH, Fabric
-from ibtool.formats import atomic_write, open_input
+from ibtool.formats import atomic_write, open_input, read_tagged_json
 from ibtool.layout import cables
 from ibtool.layout.model import FLOOR, SIDES, Layout
 from ibtool.layout.site import Site, site_from_dict
@@ -75,16 +75,8 @@ def write_meta(plan, path: str | Path, engine: str | None = None, build: dict | 
 
 
 def read_meta(path: Path) -> dict:
-    if not path.exists():
-        return {}
-    with open_input(path) as fh:
-        try:
-            d = json.load(fh)
-        except (json.JSONDecodeError, RecursionError) as e:
-            raise InputError(f"not valid JSON: {getattr(e, 'msg', e)}", path=str(path)) from None
-    if not isinstance(d, dict) or d.get("format") != META_FORMAT:
-        raise InputError(f'not a cabling description (expected "format": "{META_FORMAT}")', path=str(path))
-    return d
+    """cabling.json beside a cables.csv ({} when there is none)."""
+    return read_tagged_json(path, META_FORMAT, "a cabling description") if path.exists() else {}
 
 
 def read_rows(path: str | Path, need=COLUMNS) -> list[tuple[int, dict]]:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ibtool.errors import InputError
-from ibtool.formats import atomic_write, open_input
+from ibtool.formats import atomic_write, read_tagged_json
 
 FORMAT = "ibtool-cable-ids/1"
 FILE = "cable-ids.json"
@@ -66,13 +66,7 @@ def read(path: Path) -> CableIds | None:
     """The plan's cable IDs, or None when the plan has none yet."""
     if not path.is_file():
         return None
-    with open_input(path) as fh:
-        try:
-            d = json.load(fh)
-        except (json.JSONDecodeError, RecursionError) as e:
-            raise InputError(f"not valid JSON: {getattr(e, 'msg', e)}", path=str(path)) from None
-    if not isinstance(d, dict) or d.get("format") != FORMAT:
-        raise InputError(f'not a cable ID record (expected "format": "{FORMAT}")', path=str(path))
+    d = read_tagged_json(path, FORMAT, "a cable ID record")
     try:
         out = CableIds(stages=[str(s) for s in d["stages"]], next=int(d["next"]), width=int(d["width"]),
                        sm_host=d.get("sm_host"), retired=[list(r) for r in d.get("retired", [])])

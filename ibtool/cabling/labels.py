@@ -20,8 +20,7 @@ the same on one line.
 
 labels.csv has one row per cable end, each label line in a column of its own (label printer
 programs replace a field by the first line of a cell only) and the cable ID again as the value
-for a barcode or QR code; docs/cabling.md shows how Brother P-touch Editor and Brady Workstation
-read it.
+for a barcode or QR code; docs/cabling.md shows how Brother P-touch Editor reads it.
 """
 
 from __future__ import annotations

@@ -85,8 +85,8 @@ def test_default_labels_fit_a_real_label():
 
 
 def test_labels_csv_for_label_printers(cellia):
-    """One row per cable end, each label line in its own column (P-touch Editor and Brady
-    Workstation take a cell's first line only), the cable ID again for the barcode."""
+    """One row per cable end, each label line in its own column (P-touch Editor takes a cell's
+    text up to its first line break), the cable ID again for the barcode."""
     cab = rows(cellia / "cables.csv")
     raw = (cellia / "labels.csv").read_bytes()
     assert raw.startswith(b"cable_id,end,stage,line1,line2,line3,barcode,") and b"\r\n" in raw
