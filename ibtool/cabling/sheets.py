@@ -8,10 +8,11 @@
     racks/*.html  per rack: elevation, the kit to bring, every cable that ends in the rack, and
                   per host which cable, with which label, goes into which port
     switches/*.html  per switch: every port, what to plug, from where, with which label
-    svg/*.svg     the same drawings as separate files
+    svg/*.svg     the same drawings as separate files (ibtool.drawing: styles and print layout inside)
 
-Every HTML file is self-contained (styles and drawings inline) and prints on A4 and Letter:
-table headers repeat on every page, identifiers never wrap, a heading stays with its drawing.
+Every HTML file is self-contained (styles and drawings inline), says which fabric and plan it is
+about, when it was made and by which ibtool, and prints on A4 and Letter: table headers repeat on
+every page, identifiers never wrap, a heading stays with its drawing.
 """
 
 from __future__ import annotations
@@ -24,13 +25,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ibtool import __version__
+from ibtool import __version__, drawing
 from ibtool.errors import InputError
 from ibtool.fabric import SWITCH
 from ibtool.cabling import cables_csv, labels, netbox
 from ibtool.cabling.bom import bom
 from ibtool.cabling.cable_list import CablePlan
-from ibtool.layout import drawings
 from ibtool.layout.model import FLOOR, SIDES
 from ibtool.templating import render
 
@@ -103,11 +103,14 @@ def _kit(rows: list[dict]) -> list[dict]:
 
 
 def write_package(plan: CablePlan, out: Path, prices: dict | None = None, engine: str | None = None,
-                  build: dict | None = None, progress=None) -> dict:
+                  build: dict | None = None, progress=None, source: str | None = None) -> dict:
     """Write the package into `out` (built in a sibling temporary directory and moved in, so a
-    failure leaves no partial package). Returns a summary."""
+    failure leaves no partial package); `source`: the plan directory it is made from. Returns a
+    summary."""
     say = progress or (lambda m: None)
     f, lay = plan.fabric, plan.layout
+    made = {"made": drawing.made_at(), "version": __version__, "source": source or ""}
+    desc = f"{f.name}" + (f", plan {source}" if source else "") + f"; made {made['made']} by ibtool {__version__}"
     items = bom(plan, prices)  # a price the table lacks stops the run before anything is written
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {out}: exists and is not a directory")
@@ -154,9 +157,9 @@ def write_package(plan: CablePlan, out: Path, prices: dict | None = None, engine
                 continue  # devices the layout leaves on the floor (e.g. paper 004's compute nodes)
             name = lay.cabinet_names[c] if c != FLOOR else "floor (not placed)"
             fname = rack_files[c] if c != FLOOR else "floor.html"
-            svg = drawings.rack_elevation(lay, c) if c != FLOOR else ""
+            svg = drawing.rack_elevation(lay, c, desc=desc) if c != FLOOR else ""
             if svg:
-                (tmp / "svg" / f"rack-{fname[:-5]}.svg").write_text(svg)
+                (tmp / "svg" / f"rack-{fname[:-5]}.svg").write_text(drawing.standalone(svg))
             devices = int((lay.cabinet == c).sum())
             host_rows = sorted(hosts[c], key=lambda x: (int(x[0][x[1] + "_u"] or 0), x[0][x[1] + "_device"],
                                                         int(x[0][x[1] + "_port"])))
@@ -165,7 +168,7 @@ def write_package(plan: CablePlan, out: Path, prices: dict | None = None, engine
                 count=len(ends[c]), starting=len(starts[c]), kit=_kit(starts[c]), elevation=svg,
                 table="".join(_cable_row(r, t) for r, t in ends[c]),
                 hosts="".join(_host_row(r, t) for r, t in host_rows), nhosts=len(host_rows),
-                sm_host=plan.sm_host, version=__version__))
+                sm_host=plan.sm_host, **made))
             racks.append({"name": name, "file": fname, "kind": lay.cabinet_kind[c] if c != FLOOR else "floor",
                           "devices": devices, "cables": len(ends[c]), "starting": len(starts[c])})
 
@@ -198,16 +201,22 @@ def write_package(plan: CablePlan, out: Path, prices: dict | None = None, engine
                 "cabling/switch.html.j2", switch=f.names[s], fabric=f.name, rack=plan.rack(s),
                 rack_file=rack_files[c] if c != FLOOR else None, u=int(lay.u[s]) if c != FLOOR else None,
                 side=SIDES[lay.side[s]], guid=f"{f.guids[s]:#018x}", guid_real=plan.guids_real, nports=len(ports),
-                table=table, used=sum(1 for p in ports if p["cable"]), version=__version__))
+                table=table, used=sum(1 for p in ports if p["cable"]), **made))
             sheets.append({"name": f.names[s], "file": fname})
 
         say("drawings and index")
-        drawing, note = drawings.topology(lay)
-        if drawing:
-            (tmp / "svg" / "topology.svg").write_text(drawing)
-        floor = drawings.floor_plan(lay) if lay.num_cabinets > 1 and lay.num_cabinets <= 4096 else None
-        if floor:
-            (tmp / "svg" / "floor.svg").write_text(floor)
+        # a cabinet on the floor opens its rack sheet: from the index, and from the file in svg/
+        here = {c: f"racks/{rack_files[c]}" for c in range(lay.num_cabinets)}
+        there = {c: f"../racks/{rack_files[c]}" for c in range(lay.num_cabinets)}
+        topo, note = drawing.topology(lay, desc=desc, links=here)
+        is_floor = bool(topo) and "data-cabinet=" in topo
+        floor = None
+        if lay.num_cabinets > 1 and lay.num_cabinets <= 4096:
+            floor = topo if is_floor else drawing.floor_plan(lay, desc, here)
+            floor_file = drawing.standalone(drawing.floor_plan(lay, desc, there))
+            (tmp / "svg" / "floor.svg").write_text(floor_file)
+        if topo:
+            (tmp / "svg" / "topology.svg").write_text(floor_file if is_floor else drawing.standalone(topo))
         stage_no = plan.stage
         ids = [r["cable_id"] for r in rows]
         stages = []
@@ -222,9 +231,9 @@ def write_package(plan: CablePlan, out: Path, prices: dict | None = None, engine
             cable_model=lay.site.cable_model, version=__version__, stages=stages, bom=items,
             priced=bool(prices), currency=(prices or {}).get("currency", ""),
             price_source=(prices or {}).get("source", ""), total=round(sum(r["price"] for r in priced), 2),
-            unpriced=len(items) - len(priced), switch_sheets=sheets, drawing=drawing or "",
-            drawing_note=note, floor=floor if floor and floor != drawing else None, sm_host=plan.sm_host,
-            guids_real=plan.guids_real))
+            unpriced=len(items) - len(priced), switch_sheets=sheets, drawing=topo or "",
+            drawing_note=note, floor=None if is_floor else floor, sm_host=plan.sm_host,
+            guids_real=plan.guids_real, made=made["made"], source=made["source"]))
         out.mkdir(parents=True, exist_ok=True)
         written = []
         for p in sorted(tmp.iterdir()):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from ibtool import __version__
 from ibtool.errors import InputError
 from ibtool.fabric import Fabric
 from ibtool.formats import atomic_write, ibnetdiscover
@@ -151,19 +152,15 @@ def group(ctx, paths, layout_opt, site, save_layout, prices, bisection, samples,
         lay.write(save_layout)
     if html_out:
         with atomic_write(html_out) as fh:
-            fh.write(render("analyze.html.j2", r=report, fmt_hist=_bars))
+            from ibtool.drawing import made_at
+            fh.write(render("analyze.html.j2", r=report, histogram=_histogram, made=made_at(), version=__version__))
     click.echo(json.dumps(report, indent=2) if as_json else text(report))
 
 
-def _bars(hist: dict, width: int = 360, height: int = 120) -> dict:
-    """Bar geometry of a histogram for the HTML report's inline SVG."""
-    items = [(k, v) for k, v in hist.items()]
-    top = max((v for _, v in items), default=1) or 1
-    bw = width / max(1, len(items))
-    bars = [{"x": round(i * bw + 2, 1), "w": round(bw - 4, 1), "h": round(v / top * (height - 20), 1),
-             "y": round(height - 14 - v / top * (height - 20), 1), "label": k, "value": v}
-            for i, (k, v) in enumerate(items)]
-    return {"width": width, "height": height, "bars": bars}
+def _histogram(hist: dict, title: str) -> str:
+    """A distance histogram with its axes and counts (ibtool.drawing.chart), inline in the report."""
+    from ibtool.drawing.chart import histogram
+    return histogram(hist, title, "hops", "pairs")
 
 
 def _plot(paths, out: Path, layout_opt, site, switch_delays: str, metric: str, routing: str, delays_ns, as_json):

@@ -103,7 +103,7 @@ def plan_cmd(plan, out, site, preset, policy, prices, label_format, site_name, r
     cp.guids_real = build is None and not (plan_dir / "fabric.json").exists()  # a plan of a discovered fabric
     out = Path(out or plan_dir / "cabling").resolve()
     engine = _plan_engine(plan_dir)
-    s = write_package(cp, out, price_table, engine, build, progress=_say(as_json))
+    s = write_package(cp, out, price_table, engine, build, progress=_say(as_json), source=str(plan_dir))
     s["cable_ids"] = None
     if (plan_dir / "fabric.json").is_file():  # a plan directory: the IDs live in it, the next package keeps them
         try:

@@ -25,9 +25,15 @@ def group():
 
 
 def _opts(f):
-    f = click.option("--html", "html_out", type=click.Path(path_type=Path), help="Also write an HTML report.")(f)
+    f = click.option("--html", "html_out", type=click.Path(path_type=Path),
+                     help="Also write an HTML report: the fabric drawn with the findings on it (docs/verify.md).")(f)
     f = click.option("--json", "as_json", is_flag=True, help="Machine-readable report (stable schema).")(f)
     return f
+
+
+_junit = click.option("--junit", "junit_out", type=click.Path(path_type=Path),
+                      help="Also write JUnit XML: one test case per check (and per fault step), a failure's message "
+                           "the finding and its fix, for CI servers (docs/ci.md).")
 
 
 # each permutation traces one flow per CA port; beyond this the estimate no longer moves, the run does not end
@@ -41,9 +47,14 @@ def _say(as_json: bool):
     return (lambda m: None) if as_json else (lambda m: click.echo(f"  {m}", err=True))
 
 
-def _emit(rep: dict, as_json: bool, html_out: Path | None, flat: str | None = None, code: int = 1) -> None:
+def _emit(rep: dict, as_json: bool, html_out: Path | None, flat: str | None = None, code: int = 1,
+          junit_out: Path | None = None, suite: str = "ibtool verify") -> None:
     if html_out:
-        report.write_html(rep, html_out)
+        from ibtool.verify import htmlreport
+        htmlreport.write_html(rep, html_out)
+    if junit_out:
+        from ibtool.verify import junit
+        junit.write(junit_out, [(suite, rep)])
     if as_json:
         out = dict(rep)
         if flat:  # single-section commands also put that section's fields at the top level
@@ -98,14 +109,15 @@ def _fail_on(ctx, param, value: str) -> tuple:
                    "missing (cables, devices, a partial discovery), degraded (slow links, ends that disagree).")
 @click.option("--cables", type=click.Path(path_type=Path),
               help="The plan's cable list (default: PLAN/cabling/cables.csv of `ibtool cabling`, when there): "
-                   "findings name cable IDs and labels, --html writes a sheet of only the fixes.")
+                   "findings name cable IDs and labels, and --html's fix list and drawing too.")
 @click.option("--stage", type=click.IntRange(min=1), default=None,
               help="Check a fabric cabled up to this wiring stage of the cable list, discovered from the SM "
                    "host `ibtool cabling` names (later cables already in place are reported as cabled ahead of "
                    "their stage, not as errors; planned cables the discovery could not see as not checked, "
                    "exit 1).")
+@_junit
 @_opts
-def topology_cmd(plan, discovered, nnm, host_map, fail_on, cables, stage, as_json, html_out):
+def topology_cmd(plan, discovered, nnm, host_map, fail_on, cables, stage, junit_out, as_json, html_out):
     """Plan vs. what is cabled: devices are matched by identity where the plan and the fabric
     share one (node descriptions or node-name-map names, GUIDs, a --host-map), by structure
     where not (the report says which identities were used).
@@ -126,6 +138,7 @@ def topology_cmd(plan, discovered, nnm, host_map, fail_on, cables, stage, as_jso
       ibtool verify topology --plan plan.net --discovered ibnet.out --host-map hosts.txt
       ibtool verify topology --plan last-week.out --discovered today.out --fail-on miswire,missing
       ibtool verify topology --plan cellia --discovered ibnet.out --stage 2 --html fixes.html
+      ibtool verify topology --plan cellia --discovered ibnet.out --junit verify.xml
     """
     from ibtool.formats import host_map as host_map_format
     from ibtool.verify import cables as cable_list
@@ -160,15 +173,8 @@ def topology_cmd(plan, discovered, nnm, host_map, fail_on, cables, stage, as_jso
                         "host_map": str(host_map) if host_map else None,
                         "cables": str(cl_path) if cl_path else None, "stage": stage},
                        {"topology": sec})
-    if html_out and cl is not None:  # the technician's sheet: only the fixes, by cable ID
-        from ibtool.formats import atomic_write
-        try:
-            with atomic_write(html_out) as fh:
-                fh.write(cable_list.fix_sheet(sec))
-        except OSError as e:
-            raise InputError(f"--html {html_out}: cannot write: {e.strerror}") from None
-        html_out = None
-    _emit(rep, as_json, html_out, flat="topology", code=t.exit_code(fail_on))
+    _emit(rep, as_json, html_out, flat="topology", code=t.exit_code(fail_on), junit_out=junit_out,
+          suite=f"verify topology {discovered}")
 
 
 @group.command(name="coords")
@@ -251,9 +257,10 @@ def _routes(fabric: Path, lfts: Path, sl2vl_path: Path | None, expect: str | Non
 @click.option("--before-lfts", type=click.Path(path_type=Path), help="The forwarding tables before the failure.")
 @_permutations
 @click.option("--no-balance", is_flag=True, help="Skip link loads (routes per link, all-to-all, permutations).")
+@_junit
 @_opts
 def routes_cmd(fabric, lfts, sl2vl_path, path_sls, engine, expect, before_fabric, before_lfts, permutations,
-               no_balance, as_json, html_out):
+               no_balance, junit_out, as_json, html_out):
     """Trace every (source port, destination LID) pair through the forwarding tables.
 
     Reports undelivered pairs (black hole, loop, wrong port) with their paths, route lengths
@@ -288,7 +295,7 @@ def routes_cmd(fabric, lfts, sl2vl_path, path_sls, engine, expect, before_fabric
                         "path_sls": str(path_sls) if path_sls else None, "expect": expect,
                         "before_fabric": str(before_fabric) if before_fabric else None,
                         "before_lfts": str(before_lfts) if before_lfts else None}, {"routes": r})
-    _emit(rep, as_json, html_out)
+    _emit(rep, as_json, html_out, junit_out=junit_out, suite=f"verify routes {fabric}")
 
 
 def _read_summary(path: Path) -> dict:
@@ -343,8 +350,9 @@ def _plan_of(run_dir: Path, net: str) -> Path | None:
 @click.option("--expect", type=click.Choice(["hdor", "none"]),
               help="Expected routing (default: hdor when hdor configured the tables).")
 @_permutations
+@_junit
 @_opts
-def all_cmd(run_dir, plan, nnm, expect, permutations, as_json, html_out):
+def all_cmd(run_dir, plan, nnm, expect, permutations, junit_out, as_json, html_out):
     """Every check on the output directory of `ibtool sim run`.
 
     Topology against the plan (when known), coordinates (when hdor wrote its dump), and routes
@@ -359,6 +367,7 @@ def all_cmd(run_dir, plan, nnm, expect, permutations, as_json, html_out):
     Examples:
       ibtool verify all run
       ibtool verify all run --plan cellia       # a plan directory: cable IDs from cellia/cabling/cables.csv
+      ibtool verify all run --junit verify.xml --html verify.html     # in CI (docs/ci.md)
     """
     say = _say(as_json)
     run_dir = Path(run_dir)
@@ -374,8 +383,14 @@ def all_cmd(run_dir, plan, nnm, expect, permutations, as_json, html_out):
                                                 before if st.parent != steps[0].parent else None)))
         rep = {"schema": report.SCHEMA, "ok": all(r["ok"] for _, r in reps), "inputs": {"run": str(run_dir)},
                "steps": {d.name: r for d, r in reps}}
-        if html_out:
-            report.write_html(reps[-1][1], html_out)
+        if html_out:  # every step drawn: what is down, the detours
+            from ibtool.verify import htmlreport
+            top = _read_summary(run_dir / "summary.json").get("net")
+            htmlreport.write_steps_html([(d.name, r, _read_summary(d / "summary.json")) for d, r in reps], rep,
+                                        html_out, plan or (_plan_of(run_dir, top) if top else None))
+        if junit_out:
+            from ibtool.verify import junit
+            junit.write(junit_out, [(f"verify all {run_dir}/{d.name}", r) for d, r in reps])
         if as_json:
             click.echo(json.dumps(rep, indent=2))
         else:
@@ -390,7 +405,7 @@ def all_cmd(run_dir, plan, nnm, expect, permutations, as_json, html_out):
             raise SystemExit(1)
         return
     rep = _verify_run(run_dir, plan, nnm, expect, permutations, say)
-    _emit(rep, as_json, html_out)
+    _emit(rep, as_json, html_out, junit_out=junit_out, suite=f"verify all {run_dir}")
 
 
 def _lfts_of(run_dir: Path) -> Path:

@@ -24,13 +24,12 @@ Folded Clos (`clos`). L leaves L[i] with D HCAs H[i,j] (leaf ports 1..D) and U u
 from __future__ import annotations
 
 import math
-from collections import deque
 from itertools import product
 
 import numpy as np
 
 from ibtool.errors import InputError
-from ibtool.fabric import CA, SWITCH, Fabric
+from ibtool.fabric import CA, SWITCH, Fabric, switch_stages
 from ibtool.layout.model import FLOOR
 from ibtool.layout.policies import POLICIES, Placement, attached_switch, policy
 from ibtool.topologies import EngineFile, Param, guid_list, topology
@@ -192,22 +191,7 @@ def clos(leaves: int, hcas_per_leaf: int, uplinks: int, levels: int = 2, radix: 
     return f
 
 
-def stages(f: Fabric) -> dict[int, int]:
-    """Stage of every switch from the wiring alone (plans read back from a file carry no labels):
-    hops from the nearest switch with an HCA (leaves and cube switches 0, then upwards)."""
-    stage = {}
-    q = deque()
-    for i in range(f.num_nodes):
-        if f.types[i] == SWITCH and any(f.types[b] == CA for _, b, _ in f.neighbors(i)):
-            stage[i] = 0
-            q.append(i)
-    while q:
-        u = q.popleft()
-        for _, v, _ in f.neighbors(u):
-            if f.types[v] == SWITCH and v not in stage:
-                stage[v] = stage[u] + 1
-                q.append(v)
-    return stage
+stages = switch_stages  # plans read back from a file carry no labels: stages from the wiring alone
 
 
 @policy("tree-stages", site=POLICIES["switch-rack"].site,

@@ -242,7 +242,9 @@ def annotate(t: dict, cables: CableList) -> dict:
         item["cable_id"], item["labels"] = c.id, [c.a_label, c.b_label]
         item["text"] = text or f"{_tag(c)}: {item['text']}"
 
+    renamed: dict[str, str] = {}  # a fix said anew -> the miswired cables it fixes say it the same way
     for fx in t.get("fixes", []):
+        before = fx["fix"]
         hosts = f"hosts {' and '.join(fx['hosts'])} are swapped: " if fx.get("hosts") and len(fx["hosts"]) == 2 \
             else (f"{', '.join(fx['hosts'])} on the wrong port: " if fx.get("hosts") else "")
         if fx["kind"] == "move":
@@ -263,9 +265,11 @@ def annotate(t: dict, cables: CableList) -> dict:
                              f"{cs[0].id} {run(cs[0])}; {cs[1].id} {run(cs[1])}")
                 fx["text"] = (f"{hosts}{cs[0].id} and {cs[1].id} are swapped, crossed at {loc(ends[0])} and "
                               f"{loc(ends[1])}: {fx['fix']}")
+        renamed[before] = fx["fix"]
     fixes = {id_ for fx in t.get("fixes", []) for id_ in
              ([fx["cable_id"]] if isinstance(fx.get("cable_id"), str) else fx.get("cable_id") or [])}
     for m in t.get("miswired", []):
+        m["fix"] = renamed.get(m["fix"], m["fix"])
         c = cable_at(m["port"])
         add(m, c, c and f"{_tag(c)} is wrong (now {m['cable']}); it belongs {run(c)}"
             + (" (see its fix)" if c.id in fixes else ""))
@@ -278,27 +282,3 @@ def annotate(t: dict, cables: CableList) -> dict:
             add(item, c, c and f"{_tag(c)} ({run(c)}): {item['text']}")
     t["cable_list"] = cables.path
     return t
-
-
-def fix_sheet(t: dict) -> str:
-    """A printable sheet of only the fixes, for the technician: one row per action, with the
-    cable's ID, both labels and a box to tick; then what this discovery could not check (how to
-    check it), then what is cabled ahead of its stage (nothing to do)."""
-    from ibtool.templating import render
-    rows, unchecked = [], []
-    for key, what in (("fixes", "fix"), ("missing_cables", "add"), ("extra_cables", "remove"),
-                      ("misplaced_devices", "move device"), ("loopbacks", "remove loopback"),
-                      ("degraded_links", "reseat or replace"), ("rate_mismatches", "check"),
-                      ("missing_devices", "find"), ("not_checked", "not checked")):
-        for x in t.get(key, []):
-            ids = x.get("cable_id")
-            labels = x.get("labels") or []
-            if ids and isinstance(ids, str):
-                ids, labels = [ids], [labels]
-            (unchecked if key == "not_checked" else rows).append(
-                {"what": what, "cables": ids or [], "labels": labels, "text": x["text"]})
-    ahead = [x["text"] for x in t.get("ahead_of_plan") or []]
-    return render("cabling/fixes.html.j2", plan=t.get("plan_name") or "", verdict=t.get("verdict", ""),
-                  rows=rows, unchecked=unchecked, ahead=ahead, stage=t.get("stage"), sm_host=t.get("sm_host"),
-                  cable_list=t.get("cable_list"), counts=t.get("counts", {}), correct=t.get("correct_cables", 0),
-                  planned=(t.get("plan") or {}).get("cables", 0))

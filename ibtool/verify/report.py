@@ -1,5 +1,5 @@
 """Verification reports: a short human summary first (PASS/FAIL per check, counts), details after;
-JSON with a stable schema (docs/verify.md); a self-contained HTML page.
+JSON with a stable schema (docs/verify.md); the HTML page is ibtool.verify.htmlreport's.
 
 A report is a dict:
 
@@ -9,13 +9,6 @@ A report is a dict:
 """
 
 from __future__ import annotations
-
-import html
-import json
-from pathlib import Path
-
-from ibtool.errors import InputError
-from ibtool.formats import atomic_write
 
 SCHEMA = "ibtool-verify/1"
 MAX_LINES = 40  # per list in the text report; JSON has everything
@@ -306,30 +299,3 @@ def _routes_text(r: dict) -> list[str]:
         if e["dimension_order"]["example"]:
             out.append("  route out of dimension order, e.g. " + e["dimension_order"]["example"])
     return out
-
-
-# ------------------------------------------------------------------------------------ html
-
-def write_html(rep: dict, path: str | Path) -> None:
-    esc = html.escape
-    rows = "".join(f"<tr class='{'info' if c.get('info') else ('ok' if c['ok'] else 'bad')}'>"
-                   f"<td>{'info' if c.get('info') else ('PASS' if c['ok'] else 'FAIL')}</td><td>{esc(c['name'])}</td>"
-                   f"<td>{esc(c['summary'])}</td></tr>" for c in rep["checks"])
-    details = esc(text(rep).partition("\n")[2])  # the text report without its verdict line
-    doc = f"""<!DOCTYPE html>
-<html><head><meta charset="utf-8"><title>ibtool verify: {'PASS' if rep['ok'] else 'FAIL'}</title>
-<style>body{{font-family:sans-serif;margin:2em}} td{{padding:2px 8px;vertical-align:top}}
-tr.ok td:first-child{{color:#070;font-weight:bold}} tr.bad td:first-child{{color:#b00;font-weight:bold}}
-tr.info td:first-child{{color:#555}} pre{{background:#f4f4f4;padding:1em;overflow-x:auto}}</style></head>
-<body><h1>ibtool verify: {'PASS' if rep['ok'] else 'FAIL'}</h1>
-<p>{esc(', '.join(f'{k}: {v}' for k, v in rep['inputs'].items()))}</p>
-<table>{rows}</table>
-<h2>Details</h2><pre>{details}</pre>
-<h2>JSON</h2><pre>{esc(json.dumps(rep, indent=1))}</pre>
-</body></html>
-"""
-    try:
-        with atomic_write(path) as fh:
-            fh.write(doc)
-    except OSError as e:
-        raise InputError(f"cannot write the HTML report: {e.strerror}", path=str(path)) from None

@@ -122,7 +122,11 @@ def test_html_report_renders_in_chromium(cellia, tmp_path):
         dist = page.inner_text("#distances")
         assert "switch graph\t4\t3.4286" in dist and "HCA to HCA\t6\t5.4286" in dist
         assert "exact (MILP, HiGHS)" in page.inner_text("#bisection")
-        assert "FR" in page.inner_text("#latency") and page.locator("svg rect").count() == 4
+        assert "FR" in page.inner_text("#latency") and page.locator("svg rect.bar").count() == 4
+        # each histogram with its axes and the count over each bar
+        texts = page.evaluate("() => Array.from(document.querySelectorAll('svg text')).map(t => t.textContent)")
+        assert texts.count("hops") == 2 and texts.count("pairs") == 2 and texts.count("900") == 2
+        assert [b.get_attribute("data-count") for b in page.locator("svg rect.bar").all()] == ["360", "900"] * 2
     assert errors == []
 
 
