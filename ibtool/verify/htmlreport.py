@@ -72,8 +72,9 @@ def findings(rep: dict, cable_ids: dict | None = None) -> tuple[list[dict], list
     by_fix: dict[str, dict] = {}
     for fx in t.get("fixes", []):
         c = fx.get("cable_id") or []
-        by_fix[fx["fix"]] = add("fix", fx["text"], [c] if isinstance(c, str) else c,
-                                _labels(fx.get("labels")))
+        it = by_fix[fx["fix"]] = add("fix", fx["text"], [c] if isinstance(c, str) else c, _labels(fx.get("labels")))
+        for h in fx.get("hosts", []):  # hosts this one fix puts back: outlined, no finding of their own
+            marks.append(Mark("misplaced", h, fx["text"], device=h, ref=f"f{it['n']}"))
     for m in t.get("miswired", []):
         it = by_fix.get(m.get("fix")) or add("fix", m["text"], [m.get("cable_id")], _labels(m.get("labels")))
         a, exp, now = end(m["port"]), end(m["expected"]), end(m["found"])
