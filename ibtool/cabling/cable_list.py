@@ -83,26 +83,37 @@ class CablePlan:
     def rows(self):
         """One dict per cable, in wiring order (the columns of cables.csv)."""
         f, lay = self.fabric, self.layout
+        node: dict[int, tuple[dict, dict]] = {}  # per device: its end fields, its columns (a plan has ~4 ends a device)
+
+        def of(n: int) -> tuple[dict, dict]:
+            if n not in node:
+                e = self.end_fields(n, 0)
+                c = int(lay.cabinet[n])
+                node[n] = (e, {"site": e["site"], "room": e["room"], "rack": e["rack"],
+                               "cabinet": "" if c == FLOOR else c, "u": e["u"] or "", "side": e["side"],
+                               "device": e["device"], "type": "switch" if f.types[n] == SWITCH else "hca",
+                               "role": f.roles[n], "ports": f.nports[n], "guid": f"{f.guids[n]:#018x}"})
+            return node[n]
+
         for i, cid in enumerate(self.ids):
             near, far = self.ends(i)
             li = int(self.links[i])
             st = int(self.stage[i])
             row = {"cable_id": cid, "stage": st, "stage_name": self.stage_names[st - 1]}
-            for tag, (node, port) in (("a", near), ("b", far)):
-                e = self.end_fields(node, port)
-                c = int(lay.cabinet[node])
-                row.update({f"{tag}_site": e["site"], f"{tag}_room": e["room"], f"{tag}_rack": e["rack"],
-                            f"{tag}_cabinet": "" if c == FLOOR else c, f"{tag}_u": e["u"] or "",
-                            f"{tag}_side": e["side"], f"{tag}_device": e["device"],
-                            f"{tag}_type": "switch" if f.types[node] == SWITCH else "hca",
-                            f"{tag}_role": f.roles[node], f"{tag}_ports": f.nports[node],
-                            f"{tag}_guid": f"{f.guids[node]:#018x}", f"{tag}_port": port})
+            ends = []
+            for tag, (n, port) in (("a", near), ("b", far)):
+                e, cols = of(n)
+                for k, v in cols.items():
+                    row[f"{tag}_{k}"] = v
+                row[f"{tag}_port"] = port
+                ends.append({**e, "port": int(port)})
             length, purch = lay.reach[li], lay.purchasable[li]  # the length the cable must have
             row.update({"rate": f.link_rate[li] or "",
                         "length_m": "" if np.isnan(length) else round(round(float(length), 5), 3),  # as layout.json keeps it
                         "purchasable_m": "" if np.isnan(purch) else f"{float(purch):g}",
                         "medium": lay.medium[li] or "",
-                        "a_lines": self.label(cid, st, near, far), "b_lines": self.label(cid, st, far, near)})
+                        "a_lines": labels.lines(self.label_format, cid, st, ends[0], ends[1]),
+                        "b_lines": labels.lines(self.label_format, cid, st, ends[1], ends[0])})
             row["a_label"], row["b_label"] = labels.text(row["a_lines"]), labels.text(row["b_lines"])
             yield row
 

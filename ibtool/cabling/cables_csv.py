@@ -70,7 +70,7 @@ def write_meta(plan, path: str | Path, engine: str | None = None, build: dict | 
             "stages": plan.stage_names, "cable_ids": plan.record.to_dict(),
             "written": {r["cable_id"]: [str(r["length_m"]), str(r["purchasable_m"]), r["medium"]] for r in rows or []}}
     with atomic_write(path) as fh:
-        json.dump(meta, fh, indent=1)
+        fh.write(json.dumps(meta, separators=(",", ":")))  # dumps: C's encoder (dump to a file is Python's)
         fh.write("\n")
 
 

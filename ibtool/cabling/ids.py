@@ -79,5 +79,5 @@ def read(path: Path) -> CableIds | None:
 
 def write(ids: CableIds, path: Path) -> None:
     with atomic_write(path) as fh:
-        json.dump(ids.to_dict(), fh, separators=(",", ":"))
+        fh.write(json.dumps(ids.to_dict(), separators=(",", ":")))  # dumps: C's encoder
         fh.write("\n")

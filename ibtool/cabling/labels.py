@@ -74,14 +74,16 @@ def end_fields(rack: str, u: int, side: str, device: str, port: int, site: str =
 
 def lines(fmt: str, cable: str, stage: int, near: dict, far: dict) -> list[str]:
     """The label lines of the end `near` of a cable whose other end is `far`."""
+    if fmt == DEFAULT:  # the default, written out (a package has a label per cable end)
+        here = f"{near['loc']} {near['device']} P{near['port']}"
+        there = f">{far['loc']} {far['device']} P{far['port']}"
+        if len(here) > WIDTH:  # the place names the port: the device name goes
+            here = f"{near['loc']} P{near['port']}"
+        if len(there) > WIDTH:
+            there = f">{far['loc']} P{far['port']}"
+        return [cable, here, there]
     fields = {"cable": cable, "stage": stage, **near, **{f"far_{k}": v for k, v in far.items()}}
-    out = []
-    for part in fmt.split("|"):
-        text = part.format(**fields)
-        if fmt == DEFAULT and len(text) > WIDTH:  # the place names the port: the device name goes
-            text = part.replace(" {device}", "").replace(" {far_device}", "").format(**fields)
-        out.append(text)
-    return out
+    return [part.format(**fields) for part in fmt.split("|")]
 
 
 def text(label_lines: list[str]) -> str:

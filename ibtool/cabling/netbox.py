@@ -93,13 +93,18 @@ def write(plan, rows: list[dict], out: Path) -> None:
         sp = f"infiniband-{m.group(1).lower()}" if m else "other"
         for node, port in ((f.link_a[li], f.link_pa[li]), (f.link_b[li], f.link_pb[li])):
             speed[node, port] = sp
-    own = {}  # a free port has the speed its device runs elsewhere
+    count: dict = {}  # a free port has the speed its device runs elsewhere
     for (node, _), sp in speed.items():
-        own.setdefault(node, Counter())[sp] += 1
-    _write(out / "7-interfaces.csv", ["device", "name", "type", "description"],
-           [[f.names[i], interface(p), speed.get((i, p)) or (own[i].most_common(1)[0][0] if i in own else "other"),
-             "" if (i, p) in speed else "free"]
-            for i in range(f.num_nodes) for p in range(1, f.nports[i] + 1)])
+        count.setdefault(node, Counter())[sp] += 1
+    own = {node: c.most_common(1)[0][0] for node, c in count.items()}
+    names = [interface(p) for p in range(max(f.nports, default=0) + 1)]
+    rows_i = []
+    for i, (dev, n) in enumerate(zip(f.names, f.nports)):
+        mine = own.get(i, "other")
+        for p in range(1, n + 1):
+            sp = speed.get((i, p))
+            rows_i.append((dev, names[p], sp or mine, "" if sp else "free"))
+    _write(out / "7-interfaces.csv", ["device", "name", "type", "description"], rows_i)
     _write(out / "8-cables.csv", ["side_a_device", "side_a_type", "side_a_name", "side_b_device", "side_b_type",
                                   "side_b_name", "type", "status", "label", "length", "length_unit", "description"],
            [[r["a_device"], "dcim.interface", interface(r["a_port"]), r["b_device"], "dcim.interface",

@@ -20,6 +20,7 @@ from __future__ import annotations
 import csv
 import re
 import shutil
+from functools import lru_cache
 from html import escape
 from pathlib import Path
 
@@ -51,7 +52,9 @@ def _place(r: dict, t: str) -> str:
     return f"{r[t + '_rack']} U{int(r[t + '_u']):02d} {r[t + '_side']}" if r[t + "_u"] != "" else r[t + "_rack"]
 
 
+@lru_cache(maxsize=65536)
 def _id(text) -> str:
+    """A table cell holding an identifier (the same few thousand strings over and over)."""
     return f'<td class="id">{escape(str(text))}</td>'
 
 
@@ -70,7 +73,8 @@ def _bought(r: dict) -> str:
 
 
 def _label_cell(lines: list[str]) -> str:
-    return '<td class="label">' + "<br>".join(f'<span class="id">{escape(x)}</span>' for x in lines) + "</td>"
+    spans = escape("\n".join(lines), quote=False).replace("\n", '</span><br><span class="id">')
+    return f'<td class="label"><span class="id">{spans}</span></td>'
 
 
 def _host_row(r: dict, here: str) -> str:
