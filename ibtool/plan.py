@@ -90,9 +90,10 @@ def write_plan(fabric, out: Path, engines: list[str], engine_files=(), layout=No
                extra: dict[str, str] | None = None) -> dict[str, str]:
     """Write the plan files into `out`; built in a temporary sibling and moved in, so an error
     never leaves a half-written plan. `engine_files` (EngineFile) are written beside the plan and
-    named in opensm.conf by absolute path, since OpenSM reads them relative to its own cwd (one
-    with an empty filename is a plain `key value` option); `layout` (ibtool.layout) is written
-    as layout.json; `extra` maps further file names to their text (the cable IDs of a plan)."""
+    named in opensm.conf relative to it, so the plan can be copied, moved and committed (`sim run`
+    and `plugin install --plan` make them absolute when they hand the conf to OpenSM); one with an
+    empty filename is a plain `key value` option. `layout` (ibtool.layout) is written as
+    layout.json; `extra` maps further file names to their text (the cable IDs of a plan)."""
     from ibtool.sim import opensm
     out = output_dir(out)
     tmp = out.with_name(f".{out.name}.tmp")
@@ -107,7 +108,7 @@ def write_plan(fabric, out: Path, engines: list[str], engine_files=(), layout=No
         for ef in engine_files:
             if ef.filename:
                 (tmp / ef.filename).write_text(ef.content)
-        options = [(ef.key, str(out.resolve() / ef.filename) if ef.filename else ef.content) for ef in engine_files]
+        options = [(ef.key, ef.filename or ef.content) for ef in engine_files]
         (tmp / "opensm.conf").write_text(opensm.config(engines, options, fabric=fabric.name))
         # `build` (family and arguments) lets later steps rebuild the fabric with its labels
         summary = {**fabric.summary(), **({"build": build} if build else {})}

@@ -117,7 +117,9 @@ def test_collect_and_verify_all_pass_on_kns_8_3(tmp_path):
     ibtool("topo", "kns", "--k", "8", "--n", "3", "--out", tmp_path / "plan", check=0)
     with LiveFabric(tmp_path / "plan" / "topology.net", tmp_path / "w", ["hdor"], timeout=300) as lf:
         assert lf.outcome["engine"] == "hdor"
-        r = collect(lf, tmp_path / "run", "--parallel", "4")
+        # its 261,632 path SLs take ~30 s more (and verify's per-VL check with them longer): they
+        # are measured in bench/path_sls_bench.py; here the rest of the collection
+        r = collect(lf, tmp_path / "run", "--parallel", "4", "--path-sls", "off")
     assert r.returncode == 0, r.stdout + r.stderr
     s = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert s["items"]["dump_fts"]["top_lid"]["lid"] % 64 == 0

@@ -10,12 +10,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from support import ROOT, ibtool
+from support import FIXTURES, ROOT, ibtool
 from ibtool.fabric import Fabric
 from ibtool.formats import ibnetdiscover
 from ibtool.topologies.kns import kns
 
 pytestmark = pytest.mark.ibsim
+FIXTURE_PLAN = FIXTURES / "real" / "plan-kns-k3-n2.net"
 
 
 def plan(tmp_path, name, *args):
@@ -155,9 +156,47 @@ def test_plan_engine_and_files_are_used_by_sim_run(tmp_path):
     out = tmp_path / "plan"
     write_plan(f, out, ["updn"], [EngineFile("root_guid_file", "root-guids", guid_list(f, roots))])
     assert (out / "root-guids").read_text().count("\n") == len(roots) == 6
-    assert f"root_guid_file {(out / 'root-guids').resolve()}" in (out / "opensm.conf").read_text()
+    assert "\nroot_guid_file root-guids\n" in (out / "opensm.conf").read_text()  # relative: the plan can move
     run = tmp_path / "run"
     r = ibtool("sim", "run", out / "topology.net", "--out", run, "--no-discover", check=0)
     s = json.loads((run / "summary.json").read_text())
     # updn finds no roots on a KNS by itself (it falls back); with the plan's root GUIDs it routes
     assert s["engines"] == ["updn"] and s["engine"] == "updn" and s["ok"], r.stdout
+    assert f"\nroot_guid_file {(out / 'root-guids').resolve()}\n" in (run / "opensm.conf").read_text()
+
+
+def test_a_plan_copied_elsewhere_comes_up_with_its_own_engine(tmp_path):
+    """Issue 24: a fat-tree plan named its GUID files by absolute path, so a copy used the
+    original's files and, the original gone, ftree declined ("Problem parsing CN guid file") and
+    minhop routed. The plan names them relative to itself; `sim run PLAN` resolves them."""
+    import shutil
+    first, moved = tmp_path / "checkout-a" / "ft", tmp_path / "checkout-b" / "ft"
+    ibtool("topo", "fattree", "--k", "2", "--n", "3", "--out", first, check=0)
+    shutil.copytree(first, moved)
+    shutil.rmtree(tmp_path / "checkout-a")
+    run = tmp_path / "run"
+    r = ibtool("sim", "run", moved / "topology.net", "--out", run, "--no-discover", check=0)
+    s = json.loads((run / "summary.json").read_text())
+    assert (s["engines"], s["engine"], s["fallback"], s["ok"]) == (["ftree"], "ftree", False, True), r.stdout
+    conf = (run / "opensm.conf").read_text()
+    assert f"\ncn_guid_file {moved.resolve() / 'cn-guids'}\n" in conf and "checkout-a" not in conf
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--opensm-arg=--bogus-flag"], "/usr/sbin/opensm: unrecognized option '--bogus-flag'"),
+    (["--opensm-arg=-h"], "it printed its usage"),
+    (["--opensm-arg=--bogus-flag", "--path-sls"], "/usr/sbin/opensm: unrecognized option '--bogus-flag'"),
+])
+def test_opensm_usage_error_is_bad_input_with_opensms_own_words(tmp_path, args, said):
+    """Issue 24: this ended in 'subnet NOT UP; tables configured by no engine', exit 1, OpenSM's
+    'unrecognized option' and its exit 2 only in summary.json."""
+    run = tmp_path / "run"
+    r = ibtool("sim", "run", FIXTURE_PLAN, "--out", run, *args)
+    assert r.returncode == 2, r.stderr
+    errors = [ln for ln in r.stderr.splitlines() if ln.startswith("ibtool: error:")]
+    extra = args[0].split("=", 1)[1]
+    assert errors == [f"ibtool: error: OpenSM refused its command line (exit 2): {said}; its extra arguments: "
+                      f"{extra} (--opensm-arg)"], r.stderr
+    s = json.loads((run / "summary.json").read_text())
+    assert s["opensm_exit"] == 2 and not s["ok"] and s["opensm_error"].endswith(said)
+    assert not (run / "ibnetdiscover.out").exists()  # nothing discovered after OpenSM refused to start

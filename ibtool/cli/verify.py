@@ -510,6 +510,12 @@ def _verify_run(run_dir: Path, plan, nnm, expect, permutations, say, before: dic
     if (run_dir / "perfquery.out").is_file():
         say("cable health")
         sections["health"] = _health(run_dir, f, None, {}, cables_for(plan))
+    elif summary.get("changes_counters"):  # a fault step set port errors: no counters, no health verdict
+        c = summary.get("counters") or {}
+        failed = c.get("failed") or []
+        why = failed[0].get("error") if failed else "perfquery.out is missing" if c.get("ports") else \
+            "no port answered perfquery"
+        sections["health"] = {"ok": False, "not_run": f"the step set port counters but none were collected ({why})"}
     if summary.get("kind") == "collect":
         failed = [k for k, v in (summary.get("items") or {}).items() if isinstance(v, dict) and not v.get("ok")]
         sections["run"] = {"ok": not failed, "collect": True, "failed": failed}

@@ -310,8 +310,9 @@ def page(rep: dict, title: str, body: str) -> str:
 
 
 def checks_table(rep: dict) -> str:
+    from ibtool.verify.report import tag
     rows = "".join(f"<tr class='{'info' if c.get('info') else ('ok' if c['ok'] else 'bad')}'><td class='v'>"
-                   f"{'info' if c.get('info') else ('PASS' if c['ok'] else 'FAIL')}</td><td>{escape(c['name'])}</td>"
+                   f"{tag(c)}</td><td>{escape(c['name'])}</td>"
                    f"<td class='text'>{escape(c['summary'])}</td></tr>" for c in rep["checks"])
     return f'<table id="checks"><tr><th></th><th>check</th><th>result</th></tr>{rows}</table>'
 

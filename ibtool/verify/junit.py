@@ -2,7 +2,8 @@
 
 One <testsuite> per report (per step of a fault scenario), one <testcase> per check; a failed
 check is a <failure> whose message is the check's summary and whose text lists its findings, each
-with its fix. Informational checks pass, their summary in <system-out>. The dialect is the one
+with its fix; a check that could not run (health without counters) is an <error>. Informational
+checks pass, their summary in <system-out>. The dialect is the one
 Jenkins, GitLab and GitHub's test reporters read (testsuites / testsuite / testcase / failure).
 """
 
@@ -54,11 +55,15 @@ def _findings(name: str, rep: dict) -> list[str]:
 
 def suite(rep: dict, name: str) -> ET.Element:
     s = ET.Element("testsuite", name=name)
-    fails = 0
+    fails = errors = 0
     for c in rep["checks"]:
         case = ET.SubElement(s, "testcase", classname=name, name=c["name"], time="0")
         if c["ok"] or c.get("info"):
             ET.SubElement(case, "system-out").text = c["summary"]
+            continue
+        if c.get("not_run"):  # it could not run: a JUnit error, never a pass (nor a skip a CI ignores)
+            errors += 1
+            ET.SubElement(case, "error", message=c["summary"], type="NOT RUN").text = c["summary"]
             continue
         fails += 1
         lines = _findings(c["name"], rep)
@@ -66,7 +71,7 @@ def suite(rep: dict, name: str) -> ET.Element:
         fl.text = "\n".join([c["summary"], *lines])
     s.set("tests", str(len(rep["checks"])))
     s.set("failures", str(fails))
-    s.set("errors", "0")
+    s.set("errors", str(errors))
     s.set("skipped", "0")
     return s
 
@@ -74,15 +79,16 @@ def suite(rep: dict, name: str) -> ET.Element:
 def write(path: str | Path, suites: list[tuple[str, dict]]) -> None:
     """suites: (name, report) each; the file is written whole or not at all."""
     root = ET.Element("testsuites", name="ibtool verify")
-    tests = fails = 0
+    tests = fails = errors = 0
     for name, rep in suites:
         s = suite(rep, name)
         root.append(s)
         tests += int(s.get("tests"))
         fails += int(s.get("failures"))
+        errors += int(s.get("errors"))
     root.set("tests", str(tests))
     root.set("failures", str(fails))
-    root.set("errors", "0")
+    root.set("errors", str(errors))
     ET.indent(root)
     try:
         with atomic_write(path) as fh:

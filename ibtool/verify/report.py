@@ -146,6 +146,10 @@ def _checks(name: str, s: dict) -> list[dict]:
                                    + ("all unchanged" if u["ok"] else f"{u['changed_unaffected']} changed, e.g. "
                                       f"{u['examples'][0]}") + f" ({u['affected']} affected)"})
         return out
+    if name == "health" and (s.get("not_run") or not s.get("ports_checked")):
+        # a check that could not run is not a pass (issue 24)
+        why = s.get("not_run") or f"no port's counters to judge ({len(s.get('unanswered', []))} ports did not answer)"
+        return [{"name": "health", "ok": False, "not_run": True, "summary": why}]
     if name == "health":
         f = s["findings"]
         cables = {x["cable"] or x["link"] for x in f}
@@ -174,17 +178,21 @@ def text(rep: dict) -> str:
     verdict = "PASS" if rep["ok"] else "FAIL"
     lines.append(f"verify: {verdict}")
     for c in rep["checks"]:
-        tag = "info" if c.get("info") else ("PASS" if c["ok"] else "FAIL")
-        lines.append(f"  {c['name']}: {tag}  {c['summary']}")
+        lines.append(f"  {c['name']}: {tag(c)}  {c['summary']}")
     if "topology" in rep:
         lines += _topology_text(rep["topology"])
     if "coords" in rep:
         lines += _coords_text(rep["coords"])
     if "routes" in rep:
         lines += _routes_text(rep["routes"])
-    if "health" in rep:
+    if "findings" in rep.get("health", {}):  # not when the check could not run
         lines += _health_text(rep["health"])
     return "\n".join(lines)
+
+
+def tag(check: dict) -> str:
+    """A check's verdict: info, NOT RUN (it could not run: never a pass), PASS or FAIL."""
+    return "info" if check.get("info") else "NOT RUN" if check.get("not_run") else "PASS" if check["ok"] else "FAIL"
 
 
 def _health_text(h: dict) -> list[str]:

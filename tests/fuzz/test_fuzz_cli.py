@@ -64,6 +64,14 @@ TARGETS = {
     "route hdor --fabric": (
         "ibnetdiscover.out", [HDOR / "ibnetdiscover.out"], False,
         lambda f, d: ["route", "hdor", "--fabric", f, "--out", d / "hdor.lft", "--dump", d / "hdor.dump"], 25),
+    # what kantc and Equality routing do with a fabric that reads well but is not theirs (issue 24)
+    "route kantc --fabric": (
+        "ibnetdiscover.out", [HDOR / "ibnetdiscover.out"], False,
+        lambda f, d: ["route", "kantc", "--fabric", f, "--out", d / "kantc.lft"], 6),
+    "route equality --fabric": (
+        "ibnetdiscover.out", [HDOR / "ibnetdiscover.out"], False,
+        lambda f, d: ["route", "equality", "--fabric", f, "--spec", "N14K6[-1,1,3,9](4)", "--out", d / "eq.lft"],
+        6),
     "bench parse hpcc": ("hpccoutf.txt", [B / "hpcc" / "np4_default_unbound" / "hpccoutf.txt"], False,
                          lambda f, d: ["bench", "parse", "hpcc", f], 15),
     "bench parse netgauge": ("stdout.txt", [B / "netgauge" / "ebb_sizes_1B-1MiB_np4" / "stdout.txt"], False,
