@@ -42,9 +42,12 @@ def die_with_parent():
     return pre
 
 
-def popen(argv: list[str], *, session: bool = True, **kw) -> subprocess.Popen:
-    """subprocess.Popen of a child that dies with ibtool (in its own session unless `session` is False)."""
-    return subprocess.Popen(argv, start_new_session=session, preexec_fn=die_with_parent(), **kw)  # noqa: PLW1509
+def popen(argv: list[str], *, session: bool = True, outlive: bool = False, **kw) -> subprocess.Popen:
+    """subprocess.Popen of a child that dies with ibtool (in its own session unless `session` is False).
+    `outlive` is for the one kind of child meant to stay: the daemons of `ibtool sim up`, which
+    record themselves in the run directory for `sim down` to stop."""
+    pre = None if outlive else die_with_parent()
+    return subprocess.Popen(argv, start_new_session=session, preexec_fn=pre, **kw)  # noqa: PLW1509
 
 
 def run(argv: list[str], *, input=None, timeout: float | None = None, capture_output: bool = False,

@@ -162,8 +162,10 @@ def _pipeline(lib, fd, agent, keys, write, read, window: int, emit, say, what: s
     return state["done"]
 
 
-def _paths(lids: list[int], ca: str | None, port: int, window: int, out, say) -> None:
-    """The SA's PathRecord of every ordered pair of `lids`: "SLID DLID SL" ("-": no record)."""
+def _paths(ports: list[tuple[int, int]], ca: str | None, port: int, window: int, out, say) -> None:
+    """The SA's PathRecord from every port's base LID to every LID of every other port (with LMC > 0
+    each LID of its range: a path of its own, with its own SL), `ports` as (base LID, LMC):
+    "SLID DLID SL" ("-": no record)."""
     lib, info, fd, agent = _open(ca, port, _SA_CLASS, _SA_CLASS_VERSION, 1)  # RMPP version 1, as saquery
     if not info.sm_lid:
         raise SystemExit(f"port {info.ca_name.decode()}:{info.portnum} knows no SM (SM LID 0): is an SM running?")
@@ -192,7 +194,7 @@ def _paths(lids: list[int], ca: str | None, port: int, window: int, out, say) ->
     def emit(pair, what):
         out.write(f"{pair[0]} {pair[1]} {'-' if what is None else what}\n")
 
-    pairs = ((s, d) for s in lids for d in lids if s != d)
+    pairs = ((s, d) for s, _ in ports for b, lmc in ports if b != s for d in range(b, b + (1 << lmc)))
     _pipeline(lib, fd, agent, pairs, write, read, window, emit, say, "PathRecords")
 
 
@@ -224,7 +226,7 @@ def _lft_blocks(paths: list[str], block: int, ca: str | None, port: int, window:
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m ibtool.mad paths|lft [--block B] [--ca CA] [--port N] [--window W]`: HCA port
-    LIDs (paths) or switches' directed routes as dump_fts prints them (lft) on stdin."""
+    LIDs as LID or LID/LMC (paths) or switches' directed routes as dump_fts prints them (lft) on stdin."""
     import argparse
     ap = argparse.ArgumentParser(prog="python -m ibtool.mad", description=main.__doc__)
     ap.add_argument("what", choices=["paths", "lft"])
@@ -238,7 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     def say(m):
         print(m, file=sys.stderr, flush=True)
     if a.what == "paths":
-        _paths([int(x) for x in words], a.ca, a.port, max(1, a.window), sys.stdout, say)
+        ports = [(int(b), int(lmc or 0)) for b, _, lmc in (w.partition("/") for w in words)]
+        _paths(ports, a.ca, a.port, max(1, a.window), sys.stdout, say)
     else:
         _lft_blocks(words, a.block, a.ca, a.port, max(1, a.window), sys.stdout, say)
     sys.stdout.flush()
@@ -294,14 +297,16 @@ def _local(local: tuple[str, ...]) -> list[str]:
 
 def path_sls(clients, out: Path, fabric, timeout: float, local: tuple[str, ...] = (), progress=None,
              window: int = WINDOW) -> dict:
-    """The PathRecord of every ordered pair of HCA port base LIDs of `fabric`, asked of the SA from
+    """The PathRecord from every HCA port's base LID to every LID of every other HCA port of
+    `fabric` (each LID of an LMC range: it has its own path and SL), asked of the SA from
     the port `local` names (the diags' -C CA / -P PORT); written to `out` as saquery prints them.
     `clients`: .work (the child's cwd; umad2sim writes ./sys-<pid> there) and .env(). Raises
     EnvironmentProblem when the SA does not answer (no SM, or every query of some pair went
     unanswered)."""
     from ibtool.errors import EnvironmentProblem
     from ibtool.formats import pathrecord
-    lids = sorted({lid for (node, _), (lid, _) in fabric.port_lids.items() if not fabric.is_switch(node) and lid})
+    ports = sorted({(lid, lmc) for (node, _), (lid, lmc) in fabric.port_lids.items()
+                    if not fabric.is_switch(node) and lid})
     sls: dict[tuple[int, int], int] = {}
     none: list[tuple[int, int]] = []
     failed: list[str] = []
@@ -316,9 +321,11 @@ def path_sls(clients, out: Path, fabric, timeout: float, local: tuple[str, ...] 
             sls[int(s), int(d)] = int(what)
 
     t0 = time.monotonic()
-    _child(clients, ["paths", "--window", str(window), *_local(local)], list(map(str, lids)), timeout,
-           progress or (lambda m: None), "PathRecords", line)
-    pairs = len(lids) * (len(lids) - 1)
+    _child(clients, ["paths", "--window", str(window), *_local(local)],
+           [f"{lid}/{lmc}" if lmc else str(lid) for lid, lmc in ports], timeout, progress or (lambda m: None),
+           "PathRecords", line)
+    dlids = sum(1 << lmc for _, lmc in ports)
+    pairs = sum(dlids - (1 << lmc) for _, lmc in ports)
     if failed:
         raise EnvironmentProblem(f"the SA answered no PathRecord query for {len(failed)} of {pairs} HCA pairs, "
                                  f"e.g. {failed[0]}")

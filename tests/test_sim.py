@@ -200,3 +200,30 @@ def test_opensm_usage_error_is_bad_input_with_opensms_own_words(tmp_path, args, 
     s = json.loads((run / "summary.json").read_text())
     assert s["opensm_exit"] == 2 and not s["ok"] and s["opensm_error"].endswith(said)
     assert not (run / "ibnetdiscover.out").exists()  # nothing discovered after OpenSM refused to start
+
+
+def test_path_records_in_bulk_equal_saqueries(tmp_path):
+    """ibtool.mad asks the SA the SubnAdmGetTable(PathRecord) of `saquery -p --slid S --dlid D` for
+    every pair from one process: the same SLs as saquery pair by pair (lash: an engine whose SLs
+    are deterministic; dfsssp draws one VL of a split layer at random per query)."""
+    import random
+    from types import SimpleNamespace
+
+    from ibtool.formats import pathrecord
+    from ibtool.mad import path_sls
+    from ibtool.sim.live import LiveFabric
+    ibtool("topo", "slimfly", "--q", 3, "--hcas-per-router", 1, "--out", tmp_path / "sf3", check=0)
+    with LiveFabric(tmp_path / "sf3" / "topology.net", tmp_path / "w", ["lash"]) as lf:
+        assert lf.outcome["engine"] == "lash"
+        lf.client(["ibnetdiscover"], tmp_path / "fabric.out")
+        f = ibnetdiscover.read(tmp_path / "fabric.out")
+        got = path_sls(SimpleNamespace(work=lf.scratch, env=lf.env), tmp_path / "bulk.out", f, timeout=60)
+        assert got["pairs"] == got["records"] == 18 * 17
+        lids = sorted(lid for (n, _), (lid, _) in f.port_lids.items() if not f.is_switch(n))
+        pairs = random.Random(1).sample([(a, b) for a in lids for b in lids if a != b], 30)
+        slow = "".join(subprocess.run(["saquery", "-p", "--slid", str(a), "--dlid", str(b)], env=lf.env(),
+                                      cwd=lf.scratch, capture_output=True, text=True, check=True).stdout
+                       for a, b in pairs)
+    (tmp_path / "slow.out").write_text(slow)
+    bulk, want = pathrecord.read(tmp_path / "bulk.out"), pathrecord.read(tmp_path / "slow.out")
+    assert {p: bulk[p] for p in pairs} == want and len(set(want.values())) > 1  # lash uses several SLs here

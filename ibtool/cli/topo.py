@@ -55,8 +55,9 @@ def _make_command(topo):
     for p in topo.params:
         # no default= at all for a required one: click >= 8.3 takes an explicit None as a given value
         dflt = {} if p.default is None else {"default": p.default, "show_default": True}
-        params.append(click.Option([f"--{p.name.replace('_', '-')}"], type=p.type, required=p.default is None,
-                                   help=p.help, **dflt))
+        kind = {"is_flag": True} if p.type is bool else {"type": p.type}  # a bool parameter is a flag
+        params.append(click.Option([f"--{p.name.replace('_', '-')}"], required=p.default is None,
+                                   help=p.help, **kind, **dflt))
 
     def callback(out, force, engine, as_json, **kw):
         engines = opensm.parse_engines(engine)

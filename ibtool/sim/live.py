@@ -321,8 +321,7 @@ class LiveFabric:
 
     def _spawn(self, argv: list[str], **kw) -> tuple[int, str]:
         """Start a child in a session of its own; it dies with this process unless detached."""
-        pre = None if self.detached else children.die_with_parent()
-        p = subprocess.Popen(argv, start_new_session=True, preexec_fn=pre, **kw)  # noqa: PLW1509
+        p = children.popen(argv, outlive=self.detached, **kw)
         self._popen[p.pid] = p
         return p.pid, start_time(p.pid)
 
