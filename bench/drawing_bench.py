@@ -39,7 +39,7 @@ def main(out: Path, quick: bool = False) -> list[dict]:
     from playwright.sync_api import sync_playwright
 
     from ibtool import drawing
-    from ibtool.layout.plan import read_layout, read_plan
+    from ibtool.plan import read_layout, read_plan
     out.mkdir(parents=True, exist_ok=True)
     files = []
     rows = []

@@ -149,7 +149,7 @@ def test_missing_ibsim_is_one_line(tmp_path):
 def test_plan_engine_and_files_are_used_by_sim_run(tmp_path):
     """`ibtool topo` names the family's engine and the files it reads in the plan's opensm.conf;
     `sim run PLAN/topology.net` without --engine routes with them."""
-    from ibtool.cli.topo import write_plan
+    from ibtool.plan import write_plan
     from ibtool.topologies import EngineFile, guid_list
     f = kns(3, 2, radix=8)
     roots = [i for i, r in enumerate(f.roles) if r == "switch"]

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from pathlib import Path
 
 import click
 
 from ibtool.cli import OutPath
-from ibtool.errors import InputError
-from ibtool.formats import ibnetdiscover, node_name_map, output_dir
+from ibtool.plan import check_out, write_plan
 from ibtool.sim import opensm
 from ibtool.topologies import load_all
 
@@ -45,50 +43,6 @@ def list_cmd(as_json):
             click.echo(f"{'':10} e.g. {t.example}")
 
 
-def check_out(out: Path, force: bool) -> None:
-    if out.exists() and not out.is_dir():
-        raise InputError(f"--out {out}: exists and is not a directory")
-    if out.is_dir() and any(out.iterdir()) and not force:
-        raise InputError(f"--out {out}: directory is not empty (use --force to overwrite)")
-
-
-def write_plan(fabric, out: Path, engines: list[str], engine_files=(), layout=None, build=None) -> dict[str, str]:
-    """Write the plan files into `out`; built in a temporary sibling and moved in, so an error
-    never leaves a half-written plan. `engine_files` (EngineFile) are written beside the plan and
-    named in opensm.conf relative to it, so the plan can be copied, moved and committed (`sim run`
-    and `plugin install --plan` make them absolute when they hand the conf to OpenSM); one with an
-    empty filename is a plain `key value` option. `layout` (ibtool.layout) is written as
-    layout.json."""
-    out = output_dir(out)
-    tmp = out.with_name(f".{out.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
-        tmp.mkdir(parents=True)
-    except OSError as e:  # the plan is built beside --out, in its parent
-        raise InputError(f"--out {out}: cannot write in {out.parent}: {e.strerror}") from None
-    try:
-        ibnetdiscover.write(fabric, tmp / "topology.net")
-        node_name_map.write(fabric, tmp / "node-name-map")
-        for ef in engine_files:
-            if ef.filename:
-                (tmp / ef.filename).write_text(ef.content)
-        # relative to the plan (a plan can be moved); an unnamed file (hdor.conf) is found by its place
-        options = [(ef.key, ef.filename or ef.content) for ef in engine_files if ef.key]
-        (tmp / "opensm.conf").write_text(opensm.config(engines, options, fabric=fabric.name))
-        # `build` (family and arguments) lets later steps rebuild the fabric with its labels
-        summary = {**fabric.summary(), **({"build": build} if build else {})}
-        (tmp / "fabric.json").write_text(json.dumps(summary, indent=2) + "\n")
-        if layout is not None:  # the family's place on the floor (ibtool.layout)
-            layout.write(tmp / "layout.json")
-        files = {}
-        for p in sorted(tmp.iterdir()):
-            shutil.move(str(p), out / p.name)
-            files[p.name] = str(out / p.name)
-        return files
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
 def _make_command(topo):
     params = [
         click.Option(["--out", "-o"], type=OutPath(), required=True,
@@ -117,13 +71,6 @@ def _make_command(topo):
             from ibtool.layout import place
             layout = place(fabric, topo.layout)
         engine_files = list(topo.engine_files(fabric)) if topo.engine_files else []
-        if "hdor" in engines:  # the KNS description hdor reads beside opensm.conf (docs/plugin.md)
-            from ibtool.formats import hdor_conf
-            from ibtool.routing import hdor_kns
-            from ibtool.topologies import EngineFile
-            conf = hdor_kns.plan_description(fabric)
-            if conf is not None:
-                engine_files.append(EngineFile("", "hdor.conf", hdor_conf.text(conf)))
         files = write_plan(fabric, out, engines, engine_files, layout, build={"family": topo.name, "args": kw})
         s = fabric.summary()
         if as_json:

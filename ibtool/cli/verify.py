@@ -111,8 +111,10 @@ def _fail_on(ctx, param, value: str) -> tuple:
               help="The plan's cable list (default: PLAN/cabling/cables.csv of `ibtool cabling`, when there): "
                    "findings name cable IDs and labels, and --html's fix list and drawing too.")
 @click.option("--stage", type=click.IntRange(min=1), default=None,
-              help="Check a fabric cabled up to this wiring stage of the cable list (later cables already "
-                   "in place are reported as ahead of the plan, not as errors).")
+              help="Check a fabric cabled up to this wiring stage of the cable list, discovered from the SM "
+                   "host `ibtool cabling` names (later cables already in place are reported as cabled ahead of "
+                   "their stage, not as errors; planned cables the discovery could not see as not checked, "
+                   "exit 1).")
 @_junit
 @_opts
 def topology_cmd(plan, discovered, nnm, host_map, fail_on, cables, stage, junit_out, as_json, html_out):
@@ -158,14 +160,15 @@ def topology_cmd(plan, discovered, nnm, host_map, fail_on, cables, stage, junit_
     _warn(f)
     t = topology.compare(p, f, names=bool(names), host_map=hosts)
     ahead = cable_list.ahead_of_stage(t, cl, later) if later is not None else None
-    elsewhere = cable_list.unreached(t, p) if later is not None else None
+    if later is not None:  # what the discovery could not see is not checked, never right
+        cable_list.not_checked(t, p, cl, stage)
     sec = t.as_dict(fail_on)
     if cl is not None:
         cable_list.annotate(sec, cl)
     if ahead is not None:
         sec["stage"] = stage
+        sec["sm_host"] = cl.sm_host
         sec["ahead_of_plan"] = ahead
-        sec["not_reached"] = elsewhere
     rep = report.build({"plan": str(plan), "discovered": str(discovered), "node_name_map": str(nnm) if nnm else None,
                         "host_map": str(host_map) if host_map else None,
                         "cables": str(cl_path) if cl_path else None, "stage": stage},
@@ -340,7 +343,9 @@ def _plan_of(run_dir: Path, net: str) -> Path | None:
 @group.command(name="all")
 @click.argument("run_dir", type=click.Path(path_type=Path))
 @click.option("--plan", type=click.Path(path_type=Path),
-              help="The plan's net file (default: the net file named in RUN_DIR/summary.json, if it is there).")
+              help="The plan: a plan directory of `ibtool topo` or its topology.net (default: the net file named "
+                   "in RUN_DIR/summary.json, if it is there). With the plan's cable list (PLAN/cabling/cables.csv), "
+                   "topology findings name cable IDs, labels and places.")
 @click.option("--node-name-map", "nnm", type=click.Path(path_type=Path), help="Plan names for the fabric's GUIDs.")
 @click.option("--expect", type=click.Choice(["hdor", "none"]),
               help="Expected routing (default: hdor when hdor configured the tables).")
@@ -361,6 +366,7 @@ def all_cmd(run_dir, plan, nnm, expect, permutations, junit_out, as_json, html_o
     \b
     Examples:
       ibtool verify all run
+      ibtool verify all run --plan cellia       # a plan directory: cable IDs from cellia/cabling/cables.csv
       ibtool verify all run --junit verify.xml --html verify.html     # in CI (docs/ci.md)
     """
     say = _say(as_json)
@@ -473,14 +479,19 @@ def _verify_run(run_dir: Path, plan, nnm, expect, permutations, say, before: dic
     if plan:
         from ibtool.verify import topology
         say(f"topology against {plan}")
+        net = Path(plan) / "topology.net" if Path(plan).is_dir() else plan  # a plan directory or its net file
         try:
-            p = ibnetdiscover.read(plan)
+            p = ibnetdiscover.read(net)
         except InputError as e:
             if not from_summary:
                 raise
             raise InputError(f"{e} (the plan named by {run_dir / 'summary.json'})") from None
         t = topology.compare(p, f, names=bool(names))
         sections["topology"] = t.as_dict()
+        cl = cables_for(plan)  # findings in cable IDs, labels and places, as `verify topology` gives them
+        if cl is not None:
+            from ibtool.verify import cables as cable_list
+            cable_list.annotate(sections["topology"], cl)
         to_plan = t.to_plan
     ref = None
     if dump.is_file() or expect == "hdor":

@@ -63,9 +63,9 @@ def plan_description(fabric: Fabric) -> KnsConf | None:
     finally:
         fabric.port_lids = saved
     return describe(fabric, res, lids=False,
-                    comment="the KNS for the hdor routing engine (docs/plugin.md \"hdor.conf\"), written by `ibtool topo` "
-                            "from the plan:\nit is read from the directory of the opensm.conf OpenSM is started with "
-                            "(-F), else /etc/opensm")
+                    comment="the KNS for the hdor routing engine (docs/plugin.md \"hdor.conf\"), written with the "
+                            "plan (`ibtool topo`, `ibtool cabling import`):\nit is read from the directory of the "
+                            "opensm.conf OpenSM is started with (-F), else /etc/opensm")
 
 
 def irregular(fabric: Fabric, result: HdorResult) -> list[str]:

@@ -9,7 +9,7 @@ link (a data: URL), nothing loaded from the network. Prints on A4 and Letter (th
 the paper, fix texts wrapped). It names the fabric, the plan and the run, when it was made and by
 which ibtool.
 
-What is drawn on: the plan (with its family's labels and layout, `ibtool.layout.plan`) when the
+What is drawn on: the plan (with its family's labels and layout, `ibtool.plan`) when the
 report has one, else the discovered fabric.
 """
 
@@ -25,6 +25,7 @@ from ibtool import __version__, drawing
 from ibtool.drawing import Heat, Mark
 from ibtool.errors import IbtoolError, InputError
 from ibtool.formats import atomic_write
+from ibtool.templating import nobreak
 
 _END = re.compile(r"^(.*)\[(\d+)\]$")
 _LONG = re.compile(r"^(.*?)(?: \(.*\))? port (\d+)$")
@@ -71,8 +72,9 @@ def findings(rep: dict, cable_ids: dict | None = None) -> tuple[list[dict], list
     by_fix: dict[str, dict] = {}
     for fx in t.get("fixes", []):
         c = fx.get("cable_id") or []
-        by_fix[fx["fix"]] = add("fix", fx["text"], [c] if isinstance(c, str) else c,
-                                _labels(fx.get("labels")))
+        it = by_fix[fx["fix"]] = add("fix", fx["text"], [c] if isinstance(c, str) else c, _labels(fx.get("labels")))
+        for h in fx.get("hosts", []):  # hosts this one fix puts back: outlined, no finding of their own
+            marks.append(Mark("misplaced", h, fx["text"], device=h, ref=f"f{it['n']}"))
     for m in t.get("miswired", []):
         it = by_fix.get(m.get("fix")) or add("fix", m["text"], [m.get("cable_id")], _labels(m.get("labels")))
         a, exp, now = end(m["port"]), end(m["expected"]), end(m["found"])
@@ -105,10 +107,13 @@ def findings(rep: dict, cable_ids: dict | None = None) -> tuple[list[dict], list
             it = add(what, d["text"])
             marks.append(Mark(kind, d["device"].split(" (")[0], d["text"], device=d["device"].split(" (")[0],
                               ref=f"f{it['n']}"))
-    for x in t.get("not_reached", []) or []:
-        add("not reached", x["text"], fix=False)
+    for x in t.get("not_checked", []) or []:  # a stage check: what the discovery could not see (exit 1)
+        it = add("not checked", x["text"], [x.get("cable_id")], _labels(x.get("labels")))
+        if x.get("ends"):
+            a, b = (end(e) for e in x["ends"][:2])
+            marks.append(Mark("missing", x.get("cable_id") or f"#{it['n']}", x["text"], ends=(a, b), ref=f"f{it['n']}"))
     for x in t.get("ahead_of_plan", []) or []:
-        add("ahead of plan", x["text"], [x.get("cable_id")], fix=False)
+        add("cabled ahead of its stage", x["text"], [x.get("cable_id")], fix=False)
     r = rep.get("routes") or {}
     cyc = (r.get("deadlock") or {}).get("cycle") or []
     if cyc:
@@ -172,7 +177,7 @@ def fabric_for(rep: dict):
     plan = inp.get("plan")
     try:
         if plan:
-            from ibtool.layout.plan import read_plan
+            from ibtool.plan import read_plan
             f, d, _ = read_plan(plan)
             lay = None
             if (d / "layout.json").is_file():
@@ -243,6 +248,7 @@ th,td{border:1px solid #aaa;padding:2px 6px;text-align:left;vertical-align:top}
 th{background:#eee}
 td.v{font-weight:bold;white-space:nowrap}tr.ok td.v{color:#070}tr.bad td.v{color:#b00}tr.info td.v{color:#555}
 td.text,td.label{overflow-wrap:anywhere;word-break:normal}td.label{font:8.5pt "DejaVu Sans Mono",monospace}
+.id{white-space:nowrap;overflow-wrap:normal}thead{display:table-header-group}
 .check{width:1.4em;text-align:center}
 tr.sel{background:#fff3b0}
 .layout{display:flex;gap:1.2em;align-items:flex-start;flex-wrap:wrap}
@@ -317,13 +323,23 @@ def findings_table(items: list[dict]) -> str:
     rows = []
     for it in items:
         cls = "fix" if it["what"] == "fix" else "finding"
+        # identifiers (cable IDs, label lines, C0 U42 front, R[0,0] port 2) never break over two lines
         rows.append(f'<tr id="f{it["n"]}" class="{cls}" data-cables="{escape(" ".join(it["cables"]))}">'
                     f'<td class="check">{"&#9744;" if it["fix"] else ""}</td><td>{it["n"]}</td>'
-                    f'<td>{escape(it["what"])}</td><td>{escape(", ".join(it["cables"]))}</td>'
-                    f'<td class="label">{"<br>".join(escape(x) for x in it["labels"])}</td>'
-                    f'<td class="text">{escape(it["text"])}</td></tr>')
-    return ('<table id="findings"><tr><th class="check">&#10003;</th><th>#</th><th>action</th><th>cable</th>'
-            '<th>labels</th><th>what to do</th></tr>' + "".join(rows) + "</table>")
+                    f'<td>{escape(it["what"])}</td><td>{"<br>".join(_id(c) for c in it["cables"])}</td>'
+                    f'<td class="label">{"<br>".join(_label_lines(x) for x in it["labels"])}</td>'
+                    f'<td class="text">{nobreak(it["text"])}</td></tr>')
+    return ('<table id="findings"><thead><tr><th class="check">&#10003;</th><th>#</th><th>action</th><th>cable</th>'
+            '<th>labels</th><th>what to do</th></tr></thead><tbody>' + "".join(rows) + "</tbody></table>")
+
+
+def _id(text: str) -> str:
+    return f'<span class="id">{escape(text)}</span>'
+
+
+def _label_lines(label: str) -> str:
+    """A label as the cable list keeps it ('C0044 / C0-U05F S[0,1] P1 / ...'), one line each."""
+    return "<br>".join(_id(x) for x in label.split(" / "))
 
 
 def legend(marks: list[Mark], heat_layers: bool) -> str:

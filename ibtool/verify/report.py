@@ -47,6 +47,8 @@ def _checks(name: str, s: dict) -> list[dict]:
                                                 ("partial_discovery", "devices seen only as peers"),
                                                 ("rate_mismatches", "links whose ends disagree")) if c.get(k)]
             summ += "".join(f"; {x}" for x in extra)
+            if c.get("not_checked"):
+                summ += f"; {c['not_checked']} not checked (not seen by the discovery)"
         if s.get("verdict") and s["verdict"] != "PASS":
             summ = f"{s['verdict']}: {summ}"
         return [{"name": "topology", "ok": s["ok"], "summary": summ}]
@@ -223,13 +225,14 @@ def _topology_text(t: dict) -> list[str]:
                    + (f"; checked up to wiring stage {t['stage']}" if t.get("stage") else ""))
     if t["not_planned_topology"]:
         out.append("  " + t["reason"])
-    for title, key in (("ahead of the plan (later stages, already cabled)", "ahead_of_plan"),
-                       ("not reached by this discovery (check from a host there)", "not_reached"),
-                       ("hosts not where planned", "misplaced_devices"), ("miswired cables (fixes)", "fixes"),
+    # what to fix first; then what could not be checked; what is already right (ahead of its stage) last
+    for title, key in (("hosts not where planned", "misplaced_devices"), ("miswired cables (fixes)", "fixes"),
                        ("loopback cables", "loopbacks"), ("missing cables", "missing_cables"),
                        ("extra cables", "extra_cables"), ("missing devices", "missing_devices"),
                        ("extra devices", "extra_devices"), ("partial discovery", "partial_discovery"),
-                       ("degraded links", "degraded_links"), ("link ends that disagree", "rate_mismatches")):
+                       ("degraded links", "degraded_links"), ("link ends that disagree", "rate_mismatches"),
+                       ("not checked (the discovery could not see them)", "not_checked"),
+                       ("cabled ahead of their stage (later stages, already in place)", "ahead_of_plan")):
         items = t.get(key) or []
         if items:
             out.append(f"  {title}:")

@@ -56,7 +56,7 @@ def test_layout_metrics_and_prices(cellia, tmp_path):
     prices = tmp_path / "prices.yaml"
     prices.write_text("currency: EUR\nswitch: 1000\nhca: 500\n"
                       "copper: {0.5: 10, 1: 11, 1.5: 12, 2: 13, 2.5: 14, 3: 15, 5: 20, 7: 25}\n"
-                      "fiber: {10: 100, 15: 110}\n")
+                      "fiber: {10: 100, 15: 110}\ntransceiver: 50\n")
     r = analyze_json(cellia, "--layout", "cabinet-aware", "--prices", prices)
     lay = r["layout"]
     assert lay["cables"] == 108 and lay["per_medium"]["copper"]["cables"] + lay["per_medium"]["fiber"]["cables"] == 108
@@ -65,6 +65,8 @@ def test_layout_metrics_and_prices(cellia, tmp_path):
     assert la["FR"]["max_ns"] <= la["NR"]["max_ns"] and la["FR"]["average_ns"] <= la["NR"]["average_ns"]
     co = r["cost"]
     assert co["parts"]["switches"] == 48 * 1000 and co["parts"]["hcas"] == 36 * 500
+    fiber = lay["per_medium"]["fiber"]["cables"]  # each with its two transceivers
+    assert co["parts"]["fiber_cables"] >= fiber * (100 + 2 * 50)
     assert co["per_endpoint"] == pytest.approx(co["total"] / 36, abs=0.01)
     text = ibtool("analyze", cellia, "--layout", "cabinet-aware", "--prices", prices, check=0).stdout
     used = next(line for line in text.splitlines() if "prices used:" in line)

@@ -10,7 +10,7 @@ import pytest
 
 from support import chromium_page, ibtool
 from ibtool import drawing
-from ibtool.layout.plan import read_layout, read_plan
+from ibtool.plan import read_layout, read_plan
 
 SVG = "{http://www.w3.org/2000/svg}"
 
