@@ -441,12 +441,28 @@ static inline uint8_t pick(hdor_pass_t *P, int id)
 /* ------------------------------------------------------------------------------------------ */
 /* 4. nodes and links of OpenSM's subnet                                                      */
 
+/* the GUID hash (twice the nodes, a power of two) and the switch and HCA arrays of a pass;
+ * 0 when out of memory (the caller declines) */
+static int pass_alloc(hdor_pass_t *P, uint32_t nnodes)
+{
+	uint32_t cap = 16;
+
+	while (cap < 2 * nnodes + 2)
+		cap <<= 1;
+	P->hcap = cap;
+	P->hkey = xcalloc(cap, sizeof(*P->hkey));
+	P->hval = xcalloc(cap, sizeof(*P->hval));
+	P->sw = xcalloc(P->nsw, sizeof(*P->sw));
+	P->ca = xcalloc(P->nca, sizeof(*P->ca));
+	return P->hkey && P->hval && P->sw && P->ca;
+}
+
 static int collect(hdor_ctx_t *ctx, hdor_pass_t *P)
 {
 	osm_subn_t *subn = &ctx->osm->subn;
 	cl_qmap_t *tbl = &subn->node_guid_tbl;
 	cl_map_item_t *it;
-	uint32_t nnodes = (uint32_t)cl_qmap_count(tbl), cap = 16;
+	uint32_t nnodes = (uint32_t)cl_qmap_count(tbl);
 	int i, w;
 
 	for (it = cl_qmap_head(tbl); it != cl_qmap_end(tbl); it = cl_qmap_next(it)) {
@@ -468,14 +484,7 @@ static int collect(hdor_ctx_t *ctx, hdor_pass_t *P)
 	}
 	if (!P->nsw)
 		return decline(ctx, "no switches");
-	while (cap < 2 * nnodes + 2)
-		cap <<= 1;
-	P->hcap = cap;
-	P->hkey = xcalloc(cap, sizeof(*P->hkey));
-	P->hval = xcalloc(cap, sizeof(*P->hval));
-	P->sw = xcalloc(P->nsw, sizeof(*P->sw));
-	P->ca = xcalloc(P->nca, sizeof(*P->ca));
-	if (!P->hkey || !P->hval || !P->sw || !P->ca)
+	if (!pass_alloc(P, nnodes))
 		return decline(ctx, "out of memory");
 
 	P->nsw = P->nca = 0;
@@ -3692,7 +3701,7 @@ static int p_find(const hdor_pass_t *P, uint64_t guid, int ca)
 static int collect_kns(hdor_ctx_t *ctx, hdor_pass_t *P, const hdor_kns_t *K)
 {
 	cl_qmap_t *tbl = &ctx->osm->subn.node_guid_tbl;
-	uint32_t i, cap = 16, total = 0;
+	uint32_t i, total = 0;
 	int *map = xcalloc(K->nn, sizeof(int)), ret = -1;
 
 	if (!map)
@@ -3708,15 +3717,8 @@ static int collect_kns(hdor_ctx_t *ctx, hdor_pass_t *P, const hdor_kns_t *K)
 		free(map);
 		return decline(ctx, "no switches");
 	}
-	while (cap < 2 * K->nn + 2)
-		cap <<= 1;
-	P->hcap = cap;
-	P->hkey = xcalloc(cap, sizeof(*P->hkey));
-	P->hval = xcalloc(cap, sizeof(*P->hval));
-	P->sw = xcalloc(P->nsw, sizeof(*P->sw));
-	P->ca = xcalloc(P->nca, sizeof(*P->ca));
 	P->links = xcalloc(total, sizeof(*P->links));
-	if (!P->hkey || !P->hval || !P->sw || !P->ca || !P->links) {
+	if (!pass_alloc(P, K->nn) || !P->links) {
 		decline(ctx, "out of memory");
 		goto out;
 	}
