@@ -75,8 +75,8 @@ def same(a, b):
 
 def quiet(run, secs: float = 3, timeout: float = 60):
     """Wait until no SM's log grew for `secs`: a sweep in progress (e.g. the master's, after the
-    standby announced itself with trap 144) is over. A cable unlinked under a sweep can take an SMP
-    in flight with it, which umad2sim never times out: that OpenSM's sweep then waits forever."""
+    standby announced itself with trap 144) is over. A cable unlinked under such a sweep left the
+    master with an SMP outstanding until it exited (ERR 5401 at exit) and no new tables (docs/sim.md)."""
     deadline = time.monotonic() + timeout
     sizes, since = None, time.monotonic()
     while time.monotonic() < deadline:
