@@ -335,10 +335,13 @@ def _raise_interrupt(signum, frame):
 
 
 def _start_time(pid: int) -> str | None:
-    """The kernel's start time of `pid` (field 22 of /proc/PID/stat): a pid with it is that process."""
+    """The kernel's start time of `pid` (field 22 of /proc/PID/stat): a pid with it is that process.
+    None when there is none, or only its zombie (dead: a killed detached ibsim stays one until
+    whoever inherited it reaps it)."""
     try:
         with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[19]
+            rest = fh.read().rsplit(")", 1)[1].split()
+        return None if rest[0] in ("Z", "X") else rest[19]
     except (OSError, IndexError):
         return None
 
