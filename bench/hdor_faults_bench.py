@@ -102,6 +102,73 @@ def degraded_step(out: Path, k: int, n: int) -> dict:
     s = scenario_run(net, "hdor", [{"name": f"{len(down)} cables down", "down": down},
                                    {"name": "all repaired", "up": down}], out / "a" / "hdor")
     st = s.get("steps") or [{}, {}, {}]
+    row = {"fabric": f"KNS {k}-ary {n}-direct", "cables_down": len(down), "router_switch_cables": links,
+           "hdor_fault_free_s": st[0].get("routing_step_s"), "hdor_degraded_s": st[1].get("routing_step_s"),
+           "hdor_repaired_s": st[2].get("routing_step_s"),  # a re-sweep of the complete KNS, as step 1 is one
+           "degraded_engine": st[1].get("engine"), "degraded_fallback": st[1].get("fallback"),
+           "seconds_to_tables": st[1].get("seconds_to_tables"), "error": s.get("error")}
+    if row["hdor_fault_free_s"] and row["hdor_degraded_s"]:
+        row["degraded_over_fault_free"] = round(row["hdor_degraded_s"] / row["hdor_fault_free_s"], 2)
+    expected = out / "a" / "hdor" / "step-1" / "expected.net"
+    if expected.is_file():  # the same degraded fabric, routed from scratch by the stock engines
+        row["minhop"] = one_shot(expected, "minhop", out / "a" / "minhop", discover=True)
+        row["minhop"].update(credit_loop(out / "a" / "minhop"))
+        row["dfsssp"] = one_shot(expected, "dfsssp", out / "a" / "dfsssp", discover=False)
+    print(row, flush=True)
+    return row
+
+
+def failover(out: Path, k: int, n: int) -> list[dict]:
+    net = _plan(out, k, n)
+    picked = cables(k, n, 3, seed=1)
+    steps = []
+    for i, c in enumerate(picked):
+        steps.append({"down": [c]})
+        if i + 1 < len(picked):
+            steps.append({"up": [c]})
+    rows = []
+    for engine in ("hdor", "minhop"):
+        s = scenario_run(net, engine, steps, out / "b" / engine)
+        downs = [st for st in s.get("steps", []) if st["step"] and steps[st["step"] - 1].get("down")]
+        secs = [st["seconds_to_tables"] for st in downs if st["seconds_to_tables"] is not None]
+        rows.append({"fabric": f"KNS {k}-ary {n}-direct", "engine": engine, "failures": len(downs),
+                     "engines_used": sorted({st["engine"] or "none" for st in downs}),
+                     "seconds_to_tables": secs, "median_s": round(statistics.median(secs), 3) if secs else None,
+                     "max_s": max(secs, default=None), "error": s.get("error")})
+        print(rows[-1], flush=True)
+    return rows
+
+
+def cold_start(out: Path, k: int, n: int) -> dict:
+    """(c): one fresh `sim run` each: the complete plan, the plan without 1 % of its cables at first
+    sight and with the plan's description, and that degraded fabric with the plan's fallback."""
+    from ibtool.formats import ibnetdiscover
+    from ibtool.sim.faults import _expected, target
+    net = _plan(out, k, n)
+    plan = ibnetdiscover.read(net)
+    down = cables(k, n, max(1, round(k ** n * n / 100)), seed=0)
+    gone = set()
+    for spec in down:
+        node, port = target(plan, spec, "bench")
+        gone.add(next(li for li in range(plan.num_links) if (plan.link_a[li], plan.link_pa[li]) == (node, port)
+                      or (plan.link_b[li], plan.link_pb[li]) == (node, port)))
+    deg = out / "c" / "degraded.net"
+    deg.parent.mkdir(parents=True, exist_ok=True)
+    ibnetdiscover.write(_expected(plan, gone, set()), deg)
+
+    def cold(name: str, src: Path, engine: str, *extra: str) -> dict:
+        run = out / "c" / name
+        args = [*IBTOOL, "sim", "run", str(src), "--engine", engine, "--out", str(run), "--timeout", str(CAP),
+                "--log-flags", "0x07", "--no-discover", "--json", "--conf", "qos=TRUE", *extra]
+        subprocess.run(args, capture_output=True, text=True, cwd=ROOT, timeout=CAP * 3 + 600, check=False)
+        try:
+            s = json.loads((run / "summary.json").read_text())
+        except (OSError, ValueError):
+            s = {}
+        log = (run / "opensm.log").read_text(errors="replace") if (run / "opensm.log").exists() else ""
+        line = [ln.split("-> ", 1)[-1] for ln in log.splitlines() if "hdor: routed" in ln or "hdor: declined" in ln]
+        return {"engine_used": s.get("engine"), "routing_step_s": s.get("routing_step_s"),
+                "hdor": line[-1][:400] if line else None}
     row = {"fabric": f"KNS {k}-ary {n}-direct", "cables_down": len(down),
            "fault_free": cold("fault-free", net, "hdor,nue", "--hdor-conf", "none"),
            "first_sight": cold("first-sight", deg, "hdor,nue", "--hdor-conf", "none"),
