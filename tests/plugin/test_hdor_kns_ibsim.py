@@ -36,12 +36,13 @@ import pytest
 from hdor_walk import CONFIGURED, libhdor, rebuild, settle  # noqa: F401
 from support import ibtool
 
+from ibtool import mad
 from ibtool.fabric import Fabric
 from ibtool.formats import hdor_conf, ibnetdiscover, lft
 from ibtool.routing import hdor, hdor_kns
 from ibtool.sim import faults, opensm
 from ibtool.sim.live import LiveFabric
-from ibtool.sim.runner import collect_path_sls, complete_top_lid
+from ibtool.sim.runner import complete_top_lid
 
 pytestmark = [pytest.mark.ibsim, pytest.mark.usefixtures("libhdor")]
 
@@ -134,7 +135,7 @@ class Live:
         found = ibnetdiscover.read(d / "ibnetdiscover.out")
         sim = SimpleNamespace(work=self.lf.scratch, env=self.lf.env)
         complete_top_lid(sim, d / "dump_fts.out", found, 120)  # dump_fts leaves out a top LID of 64, 128 ...
-        collect_path_sls(sim, d / "saquery-paths.out", found, 120)
+        mad.path_sls(sim, d / "saquery-paths.out", found, 120)  # every HCA pair's SL, in bulk
         down_links, down_nodes = set(), set()
         for spec in self.down:
             node, port = faults.target(self.plan, spec, "test")
