@@ -436,6 +436,7 @@ def figures(params: dict) -> dict:
     example="ibtool topo equality --spec 'N14K6[-1,1,3,9](4)' --hcas-per-router 4 --radix 12 --out eq14   "
             "# Fig. 1\n  ibtool topo equality --search n1840k17p8 --seed 1 --generations 30 --out e1840",
     engine="nue", figures=figures,
+    layout="sequential",  # paper 002 section 4: cabinets filled in router order
     params=[
         Param("spec", str, "", "the paper's notation: N14K6[-1,1,3,9](4) (given link sets) or n14k6p3 (search them)"),
         Param("search", str, "", "class to search link sets for, e.g. n1840k17p8 (section 3.3, minimises a*d)"),

@@ -26,12 +26,8 @@ from __future__ import annotations
 import math
 from itertools import product
 
-import numpy as np
-
 from ibtool.errors import InputError
-from ibtool.fabric import CA, SWITCH, Fabric, switch_stages
-from ibtool.layout.model import FLOOR
-from ibtool.layout.policies import POLICIES, Placement, attached_switch, policy
+from ibtool.fabric import Fabric
 from ibtool.topologies import EngineFile, Param, guid_list, topology
 from ibtool.topologies import figure as row
 
@@ -127,7 +123,7 @@ def figures(params: dict) -> dict:
     summary="k-ary n-tree fat tree (switches <L,w>, k^n nodes, n*k^(n-1) switches)",
     reference="Petrini & Vanneschi 1997; paper 001 section II.B",
     example="ibtool topo fattree --k 4 --n 3 --out ft   # 64 HCAs, 48 switches, routed by ftree",
-    engine="ftree",
+    engine="ftree", layout="tree-stages",
     engine_files=tree_engine_files, figures=figures,
     params=[
         Param("k", int, None, "arity: children and parents per switch (k >= 2)"),
@@ -169,7 +165,7 @@ def fattree(k: int, n: int, hcas_per_leaf: int = 0, radix: int = 0) -> Fabric:
     summary="2- or 3-level folded Clos (leaf/spine[/core]) from leaf count, HCAs and uplinks per leaf",
     reference="the leaf-spine fat tree of most clusters (Leiserson 1985; Al-Fares et al. 2008)",
     example="ibtool topo clos --leaves 8 --hcas-per-leaf 18 --uplinks 18 --radix 36 --out clos",
-    engine="ftree",
+    engine="ftree", layout="tree-stages",
     engine_files=tree_engine_files,
     params=[
         Param("leaves", int, None, "leaf switches (>= 1)"),
@@ -220,37 +216,3 @@ def clos(leaves: int, hcas_per_leaf: int, uplinks: int, levels: int = 2, radix: 
                 for c, core in enumerate(cores[s]):
                     f.add_link(sp, core, P + 1 + c, p + 1)
     return f
-
-
-stages = switch_stages  # plans read back from a file carry no labels: stages from the wiring alone
-
-
-@policy("tree-stages", site=POLICIES["switch-rack"].site,
-        summary="trees: switch racks by stage (leaf stage first, each stage from a new rack, front then "
-                "back), nodes in node racks in the order of their leaf switches",
-        families=("fattree", "clos", "sft", "mikant", "kantc", "mikantc"))
-def tree_stages(f: Fabric, site) -> Placement:
-    n = f.num_nodes
-    cab, u, side = np.full(n, FLOOR), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int8)
-    st = stages(f)
-    per_face = site.usable_u // site.switch_u
-    c = -1
-    for s_ in sorted(set(st.values())):
-        row = sorted(i for i, x in st.items() if x == s_)
-        for j, s in enumerate(row):
-            rack, rest = divmod(j, 2 * per_face)
-            face, slot = divmod(rest, per_face)
-            cab[s], u[s], side[s] = c + 1 + rack, site.cabinet_u - (slot + 1) * site.switch_u + 1, face
-        c += -(-len(row) // (2 * per_face))
-    nsw = c + 1
-    per_rack = site.usable_u // site.hca_u
-    if site.hcas_per_cabinet:
-        per_rack = min(per_rack, site.hcas_per_cabinet)
-    att = attached_switch(f)
-    hcas = sorted((i for i in range(n) if f.types[i] == CA),
-                  key=lambda h: (st.get(int(att[h]), 0), int(att[h]), h))
-    for j, h in enumerate(hcas):
-        r, slot = divmod(j, per_rack)
-        cab[h], u[h] = nsw + r, site.reserved_u + 1 + slot * site.hca_u
-    nnode = -(-len(hcas) // per_rack) if hcas else 0
-    return Placement(cab, u, side, ["switch"] * nsw + ["node"] * nnode)

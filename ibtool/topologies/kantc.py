@@ -260,28 +260,28 @@ def figures(params: dict) -> dict:
 
 
 
+_PARAMS = [Param("k", int, None, "arity of the tree and dimension of the cubes (k >= 2); switch radix 2k"),
+           Param("n", int, None, "levels of the k-ary n-tree (n >= 2)"),
+           Param("radix", int, 0, "ports per switch (0 = 2k, the paper's radix)")]
+_FAMILY = dict(engine="updn", engine_files=root_files, params=_PARAMS, figures=figures, layout="tree-stages")
+
+
+@topology("mikant", summary="mirrored k-ary n-tree MiKANT(k,n): two (n-1)-level trees joined at the top",
+          reference="paper 001 section II.B (Li & Chu 2018)",
+          example="ibtool topo mikant --k 3 --n 3 --out mikant   # 54 HCAs, 36 switches, 135 links", **_FAMILY)
 def mikant(k: int, n: int, radix: int = 0) -> Fabric:
     return _build("mikant", k, n, radix, mirrored=True, cubes=False)
 
 
+@topology("kantc", summary="k-ary n-tree k-cube KANTC(k,n): tree leaves replaced by k-cubes",
+          reference="paper 001 section III.A, Theorems 1-5",
+          example="ibtool topo kantc --k 3 --n 3 --out kantc   # 45 HCAs, 42 switches", **_FAMILY)
 def kantc(k: int, n: int, radix: int = 0) -> Fabric:
     return _build("kantc", k, n, radix, mirrored=False, cubes=True)
 
 
+@topology("mikantc", summary="mirrored k-ary n-tree k-cube MiKANTC(k,n): MiKANT with k-cube leaves",
+          reference="paper 001 section III.B, Theorems 6-10",
+          example="ibtool topo mikantc --k 3 --n 3 --out mikantc   # 90 HCAs, 66 switches", **_FAMILY)
 def mikantc(k: int, n: int, radix: int = 0) -> Fabric:
     return _build("mikantc", k, n, radix, mirrored=True, cubes=True)
-
-
-_PARAMS = [Param("k", int, None, "arity of the tree and dimension of the cubes (k >= 2); switch radix 2k"),
-           Param("n", int, None, "levels of the k-ary n-tree (n >= 2)"),
-           Param("radix", int, 0, "ports per switch (0 = 2k, the paper's radix)")]
-for _fn, _summary, _reference, _example in [
-    (mikant, "mirrored k-ary n-tree MiKANT(k,n): two (n-1)-level trees joined at the top",
-     "paper 001 section II.B (Li & Chu 2018)", "--k 3 --n 3 --out mikant   # 54 HCAs, 36 switches, 135 links"),
-    (kantc, "k-ary n-tree k-cube KANTC(k,n): tree leaves replaced by k-cubes",
-     "paper 001 section III.A, Theorems 1-5", "--k 3 --n 3 --out kantc   # 45 HCAs, 42 switches"),
-    (mikantc, "mirrored k-ary n-tree k-cube MiKANTC(k,n): MiKANT with k-cube leaves",
-     "paper 001 section III.B, Theorems 6-10", "--k 3 --n 3 --out mikantc   # 90 HCAs, 66 switches"),
-]:
-    topology(_fn.__name__, summary=_summary, reference=_reference, example=f"ibtool topo {_fn.__name__} {_example}",
-             engine="updn", engine_files=root_files, params=_PARAMS, figures=figures)(_fn)

@@ -53,6 +53,7 @@ def tree_arity(k: int, s: int) -> int:
     example="ibtool topo kns --k 6 --n 2 --radix 8 --out cellia   # CELLIA: 36 HCAs, 36 routers + 12 switches",
     engine="hdor,minhop",
     engine_files=kns_engine_files,
+    layout="switch-rack",  # every switch in switch racks, as CELLIA was built (paper 000)
     params=[
         Param("k", int, None, "routers per dimension (k >= 2)"),
         Param("n", int, None, "dimensions (n >= 1)"),

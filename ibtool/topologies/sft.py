@@ -40,7 +40,7 @@ PRESETS = {
     summary="3-stage slimmed fat tree (fewer top switches, parallel top links); --preset cellia|cellia36",
     reference="paper 000, section 4 and Fig. 8 (the 45-node SFT of CELLIA)",
     example="ibtool topo sft --preset cellia36 --out sft   # 36 HCAs, 21 switches, 8-port",
-    engine="ftree",
+    engine="ftree", layout="tree-stages",
     engine_files=tree_engine_files,
     params=[
         Param("preset", str, "", "cellia (45 nodes) or cellia36 (36 nodes); other options then must stay unset"),
