@@ -38,7 +38,7 @@ import numpy as np
 
 from ibtool.errors import InputError
 from ibtool.fabric import CA, SWITCH, Fabric
-from ibtool.topologies import Param, topology
+from ibtool.topologies import Param, radix_param, topology
 
 MAX_ROUTERS = 1_000_000
 
@@ -378,8 +378,6 @@ def resolve(n: int = 0, sa: str = "", sb: str = "", hcas_per_router: int = 0, ra
     k = eq1(n, sa_t, sb_t)
     if p < 1:
         raise InputError(f"p = {p}: every router needs at least one HCA")
-    if radix > 254:
-        raise InputError(f"--radix must be <= 254 (InfiniBand switches have at most 254 ports), got {radix}")
     if k + p > radix:
         raise InputError(f"K + p = {k} + {p} = {k + p} ports is more than --radix {radix}")
     return n, tuple(sa_t), tuple(sb_t), p, prov
@@ -444,25 +442,22 @@ def figures(params: dict) -> dict:
         Param("sa", str, "", "odd link lengths, comma-separated, with the ring -1,1 (write --sa=-1,1,3,9)"),
         Param("sb", str, "", "even link lengths, comma-separated (e.g. 4)"),
         Param("hcas_per_router", int, 0, "HCAs per router, p (0: from the spec's p, else 1)"),
-        Param("radix", int, 36, "ports per router switch; K + p must fit"),
+        radix_param(36, "ports per router switch; K + p must fit"),
         Param("seed", int, 1, "search: random seed (same seed, same result)"),
-        Param("generations", int, 50, "search: generations"),
-        Param("population", int, 32, "search: individuals per generation"),
+        Param("generations", int, 50, "search: generations", low=0),
+        Param("population", int, 32, "search: individuals per generation", low=4),
         Param("fixed_sb", str, "", "search: keep these even lengths as S_B and search S_A only"),
     ],
 )
 def equality(spec: str = "", search: str = "", n: int = 0, sa: str = "", sb: str = "", hcas_per_router: int = 0,
              radix: int = 36, seed: int = 1, generations: int = 50, population: int = 32,
              fixed_sb: str = "") -> Fabric:
-    for name, value, low in (("generations", generations, 0), ("population", population, 4)):
-        if value < low:
-            raise InputError(f"--{name} must be >= {low}, got {value}")
     n, sa_t, sb_t, p, prov = resolve(n, sa, sb, hcas_per_router, radix, spec, search, seed, generations,
                                      population, fixed_sb, say=_stderr)
     f = build(n, sa_t, sb_t, p, radix)
     d, a = metrics(n, sa_t, sb_t)
     full = Spec(n, None, p, sa_t, sb_t).full()
-    f.params = {"topology": "equality", "spec": full, "class": f"n{n}k{eq1(n, sa_t, sb_t)}p{p}", "n": n,
+    f.params = {"spec": full, "class": f"n{n}k{eq1(n, sa_t, sb_t)}p{p}", "n": n,
                 "k": eq1(n, sa_t, sb_t), "p": p, "sa": list(sa_t), "sb": list(sb_t), "radix": radix,
                 "diameter": d, "average_distance": round(a, 6), **prov}
     return f

@@ -28,7 +28,7 @@ from itertools import product
 
 from ibtool.errors import InputError
 from ibtool.fabric import Fabric
-from ibtool.topologies import EngineFile, Param, guid_list, topology
+from ibtool.topologies import EngineFile, Param, check_radix, guid_list, need_ports, radix_param, topology
 from ibtool.topologies import figure as row
 
 
@@ -36,26 +36,9 @@ def name(prefix: str, *parts) -> str:
     return f"{prefix}[{','.join(str(p) for p in parts)}]"
 
 
-def check_range(**values) -> None:
-    """values: option -> (value, lowest allowed)."""
-    for opt, (value, low) in values.items():
-        if value < low:
-            raise InputError(f"--{opt.replace('_', '-')} must be >= {low}, got {value}")
-
-
 def check_size(what: str, count: float, limit: float = 10_000_000) -> None:
     if count > limit:
         raise InputError(f"{what} is beyond what ibtool builds ({limit:,.0f} nodes)")
-
-
-def check_radix(radix: int) -> None:
-    if not 2 <= radix <= 254:
-        raise InputError(f"--radix must be in 2..254 (InfiniBand switches have at most 254 ports), got {radix}")
-
-
-def need_ports(device: str, need: int, detail: str, radix: int, hint: str = "") -> None:
-    if need > radix:
-        raise InputError(f"{device} needs {need} ports ({detail}) but the switch radix is {radix}{hint}")
 
 
 def tree_levels(f: Fabric, k: int, n: int, levels, radix: int, prefix: tuple = (), labels: dict | None = None):
@@ -126,14 +109,13 @@ def figures(params: dict) -> dict:
     engine="ftree", layout="tree-stages",
     engine_files=tree_engine_files, figures=figures,
     params=[
-        Param("k", int, None, "arity: children and parents per switch (k >= 2)"),
-        Param("n", int, None, "levels of switches (n >= 1)"),
-        Param("hcas_per_leaf", int, 0, "HCAs per leaf switch (0 = k, the k-ary n-tree's own)"),
-        Param("radix", int, 0, "ports per switch (0 = 2k, the smallest that fits)"),
+        Param("k", int, None, "arity: children and parents per switch (k >= 2)", low=2),
+        Param("n", int, None, "levels of switches (n >= 1)", low=1),
+        Param("hcas_per_leaf", int, 0, "HCAs per leaf switch (0 = k, the k-ary n-tree's own)", low=0),
+        radix_param(0, "ports per switch (0 = 2k, the smallest that fits)", low=0),
     ],
 )
 def fattree(k: int, n: int, hcas_per_leaf: int = 0, radix: int = 0) -> Fabric:
-    check_range(k=(k, 2), n=(n, 1), hcas_per_leaf=(hcas_per_leaf, 0), radix=(radix, 0))
     h = hcas_per_leaf or k
     radix = radix or max(2 * k, h + (k if n > 1 else 0))
     check_radix(radix)
@@ -144,7 +126,7 @@ def fattree(k: int, n: int, hcas_per_leaf: int = 0, radix: int = 0) -> Fabric:
     if n > 2:
         need_ports("switch " + name("S", 1, *[0] * (n - 1)), 2 * k, f"{k} down + {k} up-links", radix)
     f = Fabric(f"fattree-k{k}-n{n}")
-    f.params = {"topology": "fattree", "k": k, "n": n, "hcas_per_leaf": h, "radix": radix}
+    f.params = {"k": k, "n": n, "hcas_per_leaf": h, "radix": radix}
     sw = tree_levels(f, k, n, range(n), radix)
     for (L, w), s in sw.items():
         if L == n - 1:
@@ -168,23 +150,21 @@ def fattree(k: int, n: int, hcas_per_leaf: int = 0, radix: int = 0) -> Fabric:
     engine="ftree", layout="tree-stages",
     engine_files=tree_engine_files,
     params=[
-        Param("leaves", int, None, "leaf switches (>= 1)"),
-        Param("hcas_per_leaf", int, None, "HCAs (downlinks) per leaf (>= 1)"),
-        Param("uplinks", int, None, "uplinks per leaf: one to each spine of its pod (>= 1)"),
+        Param("leaves", int, None, "leaf switches (>= 1)", low=1),
+        Param("hcas_per_leaf", int, None, "HCAs (downlinks) per leaf (>= 1)", low=1),
+        Param("uplinks", int, None, "uplinks per leaf: one to each spine of its pod (>= 1)", low=1),
         Param("levels", int, 2, "2 (leaf-spine) or 3 (pods of radix/2 leaves under a core)"),
-        Param("radix", int, 36, "ports per switch"),
+        radix_param(36, "ports per switch"),
     ],
 )
 def clos(leaves: int, hcas_per_leaf: int, uplinks: int, levels: int = 2, radix: int = 36) -> Fabric:
-    check_range(leaves=(leaves, 1), hcas_per_leaf=(hcas_per_leaf, 1), uplinks=(uplinks, 1))
-    check_radix(radix)
     if levels not in (2, 3):
         raise InputError(f"--levels must be 2 or 3, got {levels}")
     check_size(f"{leaves} leaves x {hcas_per_leaf} HCAs", leaves * hcas_per_leaf)
     D, U = hcas_per_leaf, uplinks
     need_ports("leaf L[0]", D + U, f"{D} HCAs + {U} uplinks", radix)
     f = Fabric(f"clos{levels}-l{leaves}-d{D}-u{U}")
-    f.params = {"topology": "clos", "leaves": leaves, "hcas_per_leaf": D, "uplinks": U, "levels": levels,
+    f.params = {"leaves": leaves, "hcas_per_leaf": D, "uplinks": U, "levels": levels,
                 "radix": radix}
     if levels == 2:
         need_ports("spine P[0]", leaves, f"one link from each of {leaves} leaves", radix, "; use --levels 3")
