@@ -325,13 +325,21 @@ def _raise_interrupt(signum, frame):
     raise Interrupted(signum)
 
 
-def _start_time(pid: int) -> str | None:
-    """The kernel's start time of `pid` (field 22 of /proc/PID/stat): a pid with it is that process."""
+def _stat(pid: int) -> tuple[str, str] | None:
+    """(state, start time) of `pid` from /proc/PID/stat, or None when there is no such process."""
     try:
         with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[19]
+            rest = fh.read().rsplit(")", 1)[1].split()
+        return rest[0], rest[19]
     except (OSError, IndexError):
         return None
+
+
+def _start_time(pid: int) -> str | None:
+    """The kernel's start time of `pid` (field 22 of /proc/PID/stat): a pid with it is that process.
+    None for a zombie too: a killed detached ibsim stays one until init reaps it, and it is dead."""
+    st = _stat(pid)
+    return st[1] if st is not None and st[0] not in ("Z", "X") else None
 
 
 def _claim(work: Path) -> None:
