@@ -26,6 +26,7 @@ import numpy as np
 from ibtool.errors import InputError
 from ibtool.fabric import CA, SWITCH, Fabric
 from ibtool.formats.lft import NO_ROUTE, Tables
+from ibtool.hops import bfs_hops
 
 ACTIVE, DELIVERED, NO_ENTRY, DEAD_PORT, LOOP, WRONG, NO_LID = 0, 1, 2, 3, 4, 5, 6
 STATUS = {DELIVERED: "delivered", NO_ENTRY: "black hole (no LFT entry)",
@@ -168,48 +169,19 @@ def _duplicate_lid(fabric: Fabric):
 # ------------------------------------------------------------------------------------ distances
 
 def switch_distances(b: Bound) -> np.ndarray:
-    """Hops between switches over cabled switch-switch links (int16, -1 unreachable): multi-source
-    BFS over bit-packed frontiers, one numpy step per BFS level."""
+    """Hops between switches (rows of `lft`) over cabled switch-switch links: int16
+    [source, target], -1 unreachable."""
     ns = len(b.sw_nodes)
-    src, dst = [], []
-    for r, i in enumerate(b.sw_nodes):
-        lo, hi = int(b.offset[i]) + 1, int(b.offset[i + 1])
-        pe = b.peer[lo:hi]
-        pe = pe[(pe >= 0)]
-        pe = pe[b.types[pe] == SWITCH]
-        src.append(np.full(len(pe), r, dtype=np.int32))
-        dst.append(b.row[pe])
-    src = np.concatenate(src) if src else np.zeros(0, np.int32)
-    dst = np.concatenate(dst) if dst else np.zeros(0, np.int32)
-    order = np.argsort(dst, kind="stable")
-    src, dst = src[order], dst[order]
     if ns > 20000:
         raise InputError(f"{ns} switches: too many for the all-pairs distance table")
-    dist = np.full((ns, ns), -1, dtype=np.int16)  # dist[target, source]
-    nbytes = (ns + 7) // 8
-    eye = np.zeros((ns, nbytes), dtype=np.uint8)  # bit-packed identity, without an ns x ns bool matrix
-    ar = np.arange(ns)
-    eye[ar, ar >> 3] = (0x80 >> (ar & 7)).astype(np.uint8)
-    seen = eye.copy()
-    front = eye
-    np.fill_diagonal(dist, 0)
-    starts = np.searchsorted(dst, np.arange(ns))
-    has = np.bincount(dst, minlength=ns) > 0
-    level = 0
-    while front.any():
-        level += 1
-        nxt = np.zeros((ns, nbytes), dtype=np.uint8)
-        if len(src):
-            red = np.bitwise_or.reduceat(front[src], starts[has], axis=0)
-            nxt[has] = red
-        nxt &= ~seen
-        if not nxt.any():
-            break
-        seen |= nxt
-        newly = np.unpackbits(nxt, axis=1, count=ns).astype(bool)
-        dist[newly] = level
-        front = nxt
-    return dist.T.copy()  # dist[source, target]
+    nbrs = []
+    for i in b.sw_nodes:
+        pe = b.peer[int(b.offset[i]) + 1:int(b.offset[i + 1])]
+        pe = pe[pe >= 0]
+        nbrs.append(b.row[pe[b.types[pe] == SWITCH]])
+    indptr = np.zeros(ns + 1, dtype=np.int64)
+    indptr[1:] = np.cumsum([len(x) for x in nbrs])
+    return bfs_hops(indptr, np.concatenate(nbrs) if nbrs else np.zeros(0, np.int32))
 
 
 # ------------------------------------------------------------------------------------ tracing
