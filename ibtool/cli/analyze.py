@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from ibtool import __version__
+from ibtool import __version__, rundir
 from ibtool.errors import InputError
 from ibtool.fabric import Fabric
 from ibtool.formats import atomic_write, ibnetdiscover
@@ -18,7 +18,7 @@ from ibtool.layout import POLICIES, Layout, place
 from ibtool.templating import render
 
 # what a directory may hold, in the order looked for: a plan, then an `ibtool sim run` result
-FABRIC_FILES = ("topology.net", "ibnetdiscover.out")
+FABRIC_FILES = ("topology.net", rundir.FABRIC)
 
 
 def load(path: Path) -> tuple[Fabric, Path | None]:
