@@ -107,7 +107,7 @@ def test_install_keeps_the_conf_permissions(tmp_path):
     conf.write_text("routing_engine updn\n")
     conf.chmod(0o600)
     ibtool("plugin", "install", "--destdir", root, check=0)
-    assert "routing_engine hdor,minhop" in conf.read_text()
+    assert "routing_engine hdor,nue" in conf.read_text()
     assert conf.stat().st_mode & 0o777 == 0o600
     assert (root / "etc/opensm/opensm.conf.ibtool-bak").stat().st_mode & 0o777 == 0o600
     assert (root / multiarch_libdir().relative_to("/") / "libhdor.so").stat().st_mode & 0o777 == 0o644
