@@ -11,12 +11,11 @@ tables back."""
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from hdor_walk import libhdor  # noqa: F401
+from hdor_walk import CONFIGURED, libhdor, settle  # noqa: F401
 from support import ibtool
 
 from ibtool.formats import ibnetdiscover, lft, pathrecord, sl2vl
@@ -27,7 +26,6 @@ from ibtool.mad import path_sls
 
 pytestmark = [pytest.mark.ibsim, pytest.mark.usefixtures("libhdor")]
 
-CONFIGURED = re.compile(r"(\S+) tables configured on all switches")
 ROUTED = re.compile(r"hdor: routed k=\d+ n=\d+ s=\d+: .*")
 DECLINE = re.compile(r"hdor: not a KNS fabric: (.+)")
 
@@ -72,18 +70,7 @@ class Scenario:
     def settle(self, before: int, timeout: float = 120):
         """Wait until OpenSM configured tables again (more than `before` times), reached SUBNET UP
         (the dumps are written just before) and stayed quiet for 3 s."""
-        deadline = time.monotonic() + timeout
-        while True:
-            text = self.log()
-            n = len(CONFIGURED.findall(text))
-            last = max(m.end() for m in CONFIGURED.finditer(text)) if n else 0
-            if n > before and "SUBNET UP" in text[last:]:
-                time.sleep(3)
-                if len(CONFIGURED.findall(self.log())) == n:
-                    return
-                continue
-            assert time.monotonic() < deadline, f"no new tables within {timeout} s:\n{text[-3000:]}"
-            time.sleep(0.2)
+        settle(self.log, before, timeout)
 
     def discover(self):
         self.n += 1
