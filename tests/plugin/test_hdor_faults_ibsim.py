@@ -16,6 +16,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from hdor_digests import check as check_digests, current_test, of_run
 from hdor_walk import libhdor  # noqa: F401
 from support import ibtool
 
@@ -57,6 +58,7 @@ class Scenario:
         # a complete KNS with `qos TRUE` (and the SL hooks set): the tables of docs/hdor.md section 4
         assert hdor.compare_tables(self.tables0, self.base.tables) == []
         assert (self.osm / "opensm-hdor.dump").read_text().splitlines() == hdor.dump_lines(self.base, self.fab0)
+        self.digests()
         return self
 
     def __exit__(self, *exc):
@@ -116,7 +118,12 @@ class Scenario:
         self.check_sl2vl(ref)
         if sls:
             self.check_path_sls(ref, fab)
+        self.digests()
         return ref
+
+    def digests(self):
+        """This step's tables, dump and SL2VL rows are what they were before issue 28."""
+        check_digests(f"c/{current_test()}#{self.n}", of_run(self.osm))
 
     def check_sl2vl(self, ref: hdor.HdorResult):
         """Every SL2VL table OpenSM programmed is the reference's (rows it does not list: VL 0;
