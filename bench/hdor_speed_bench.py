@@ -68,14 +68,18 @@ def load() -> str:
 
 
 def phases(text: str) -> dict:
-    """hdor's summary line -> {phase: us} (every `name N` and `name N us` it holds), with the totals."""
+    """hdor's summary line (inside its parentheses) -> {phase: us} for every `name N us` part
+    (docs/plugin.md "Log lines"), `hops by` (own / OpenSM's) and `peak MiB`."""
     out = {}
-    for name, v in re.findall(r"([A-Za-z][A-Za-z' ]*?) (\d+)(?: us)?(?=[,;:)]|$)", text):
-        out[name.strip()] = int(v)
-    m = re.search(r"(\d+) rows allocated (\d+), filled (\d+)", text)
-    if m:
-        out["rows"], out["rows allocated"], out["hop fill"] = map(int, m.groups())
-    m = re.search(r"engine memory peak ([\d.]+) MiB", text)
+    for part in re.split(r"[;,:]", text):
+        m = re.fullmatch(r"\s*(.+?) (\d+) us\s*", part)
+        if m:
+            name = m.group(1)
+            if name.endswith("hop matrices"):
+                out["hops by"] = name.split()[0]
+                name = "hop matrices"
+            out[name] = int(m.group(2))
+    m = re.search(r"peak allocation ([\d.]+) MiB", text)
     if m:
         out["peak MiB"] = float(m.group(1))
     return out
@@ -218,7 +222,8 @@ def part_c(out: Path, quick: bool) -> dict:
     run = out / "c" / f"faults-{k}"
     with heavy(not quick):
         if not (run / "step-1" / "ibnetdiscover.out").exists():
-            scenario_run(net, "hdor", [{"name": f"{len(down)} cables down", "down": down}], run)
+            # with every HCA pair's path SL, as verify's per-VL deadlock check needs on a degraded KNS
+            scenario_run(net, "hdor", [{"name": f"{len(down)} cables down", "down": down}], run, path_sls=True)
         ref = measure([*IBTOOL, "route", "hdor", "--fabric", run / "step-1" / "ibnetdiscover.out", "--baseline",
                        run / "step-0" / "ibnetdiscover.out", "--out", out / "c" / "degraded.lft", "--json"], cwd=ROOT)
         ver = measure([*IBTOOL, "verify", "all", run, "--json"], cwd=ROOT, timeout=7200)
