@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from ibtool.collect import Clients, _counters
+from ibtool.sim.clients import Clients, port_counters
 from ibtool.fabric import SWITCH
 from ibtool.formats import ibnetdiscover
 from ibtool.sim.live import LiveFabric
@@ -74,11 +74,10 @@ def main(out: Path, k: int = 12) -> list[dict]:
                 "items": {k2: v.get("seconds") for k2, v in s.get("items", {}).items()}}
         f = ibnetdiscover.read(out / "run" / "ibnetdiscover.out")
         hand = by_hand(lf, f)
-        c = Clients(lf.scratch)
-        c.env = lf.env  # the live fabric's client environment
+        c = Clients(lf.scratch, environ=lf.env())  # the live fabric's client environment
         t0 = time.monotonic()
         item: dict = {}
-        _counters(c, f, 8, item)
+        port_counters(c, f, 8, item)
         sweep = round(time.monotonic() - t0, 2)
     rows.append({"fabric": f"KNS {k}-ary 3-direct", "switches": f.count(kind=SWITCH), **mine,
                  "by_hand": hand, "counter_sweep_s": sweep, "counter_ports": item.get("ports"),

@@ -10,7 +10,12 @@
 (c) Fig. 5: cable totals, max/avg latency under FR and NR at 60 ns, the section III-B ratios, and
     max/avg FR latency vs switch delay (SVG, by ibtool.analyze.plot as `ibtool analyze --plot`),
     Skywalk and Random over 10 seed windows.
-Results: OUT/paper004.json, OUT/paper004.md, OUT/paper004-fig5.svg (and .png).
+(d) `--only complete`: Skywalk(8,256,7,4) built --complete (intra-cabinet and straight layers
+    complete) against the literal one (seed 1): cable km, FR/NR at 60 ns, the III-B percentages
+    against Hypercube, Dragonfly and HyperX, and "Skywalk's maximum latency below Random(2048,11)'s
+    for every switch delay under 500 ns" (0..480 ns in steps of 20), each with its check.
+Results: OUT/paper004.json, OUT/paper004.md, OUT/paper004-fig5.svg (and .png); (d): OUT/complete.json,
+OUT/complete.md.
 """
 
 from __future__ import annotations
@@ -159,6 +164,20 @@ def reproduce(quick: bool = False) -> dict:
     return {"rows": rows, "ratios": ratios}
 
 
+def fig5_only(out: Path) -> dict:
+    """`--only fig5`: the figure alone (seed 1 instances, as in the full run), with Skywalk
+    --complete beside the literal Skywalk(8,256,7,4)."""
+    rows = {}
+    for label, fam, _, kw in FABRICS + [("Skywalk(8,256,7,4) --complete", "skywalk", [],
+                                         dict(z=8, c=256, di=7, do=4, complete=True))]:
+        f = REG[fam].build(**kw)
+        rows[label] = {"curve": plot.curve(f, place(f, "cabinet-aware"), DELAYS, label=label)}
+        print(label, "curve done", flush=True)
+    rep = {"rows": rows}
+    figure(rep, out / "paper004-fig5.svg")
+    return rep
+
+
 def figure(rep: dict, path: Path) -> None:
     """Fig. 5 by the library `ibtool analyze --plot` uses: maximum and average, SVG and PNG."""
     curves = [row["curve"] for row in rep["rows"].values()]
@@ -200,14 +219,80 @@ def markdown(res: dict) -> str:
     return "\n".join(md) + "\n"
 
 
-def main(out: Path, quick: bool = False) -> dict:
+def skywalk_complete(out: Path) -> dict:
+    """Section (d): which Skywalk construction reproduces paper 004's numbers."""
+    delays = [20.0 * i for i in range(25)]  # 0 .. 480 ns: "every switch delay under 500 ns"
+    builds = {"Skywalk(8,256,7,4) --complete": ("skywalk", dict(z=8, c=256, di=7, do=4, complete=True)),
+              "Skywalk(8,256,7,4) literal (seed 1)": ("skywalk", dict(z=8, c=256, di=7, do=4)),
+              "Random(2048,11) (seed 1)": ("random", dict(n=2048, d=11, c=256)),
+              "Hypercube(2048,11)": ("hypercube", dict(n=2048, c=256)),
+              "Dragonfly(8,256,39)": ("dragonfly", dict(z=8, c=256)),
+              "HyperX(8,256,37)": ("hyperx", dict(z=8, c=256))}
+    rows = {}
+    for label, (fam, kw) in builds.items():
+        t = time.perf_counter()
+        f = REG[fam].build(**kw)
+        lay = place(f, "cabinet-aware")
+        km = lay.summary(exclude_hca_links=True)["total_length_m"] / 1000
+        fr60, nr60 = latency(f, 60), latency(f, 60, nr=True)
+        row = {"km": round(km, 3), "links": int(sum(1 for a, b in zip(f.link_a, f.link_b)
+                                                    if f.types[a] == f.types[b] == 2)),
+               "fr_max": fr60["max_ns"], "fr_avg": fr60["avg_ns"], "nr_max": nr60["max_ns"], "nr_avg": nr60["avg_ns"]}
+        if fam in ("skywalk", "random"):
+            row["curve_max"] = [p["max_ns"] for p in plot.curve(f, lay, delays, label=label)["points"]]
+        row["seconds"] = round(time.perf_counter() - t, 1)
+        rows[label] = row
+        print(label, {k: v for k, v in row.items() if k != "curve_max"}, flush=True)
+    pct = lambda a, b: round(100 * (a / b - 1), 1)  # noqa: E731
+    claims = []
+    for sky in ("Skywalk(8,256,7,4) --complete", "Skywalk(8,256,7,4) literal (seed 1)"):
+        s = rows[sky]
+        got = {"cable km [paper 59]": round(s["km"], 1),
+               "max latency vs Hypercube [paper -34 %]": pct(s["fr_max"], rows["Hypercube(2048,11)"]["fr_max"]),
+               "max latency vs Dragonfly [paper +19 %]": pct(s["fr_max"], rows["Dragonfly(8,256,39)"]["fr_max"]),
+               "max latency vs HyperX [paper +17.7 %]": pct(s["fr_max"], rows["HyperX(8,256,37)"]["fr_max"]),
+               "avg latency vs Dragonfly [paper +17 %]": pct(s["fr_avg"], rows["Dragonfly(8,256,39)"]["fr_avg"])}
+        rnd = rows["Random(2048,11) (seed 1)"]["curve_max"]
+        above = [d for d, a, b in zip(delays, s["curve_max"], rnd) if a >= b]
+        got["max latency below Random's at every delay < 500 ns [paper: yes]"] = \
+            "yes" if not above else f"no, from {above[0]:g} ns"
+        claims.append({"fabric": sky, **got})
+    c = claims[0]  # the checks: the complete construction gives the paper's numbers within its rounding
+    checks = {"59 km": round(c["cable km [paper 59]"]) == 59,
+              "-34 %": round(c["max latency vs Hypercube [paper -34 %]"]) == -34,
+              "+19 %": round(c["max latency vs Dragonfly [paper +19 %]"]) == 19,
+              "+17.7 %": abs(c["max latency vs HyperX [paper +17.7 %]"] - 17.7) <= 0.05,
+              "below Random": c["max latency below Random's at every delay < 500 ns [paper: yes]"] == "yes"}
+    res = {"delays_ns": delays, "rows": rows, "claims": claims, "checks": checks, "ok": all(checks.values())}
+    md = ["| fabric | " + " | ".join(k for k in claims[0] if k != "fabric") + " |",
+          "|---|" + "---|" * (len(claims[0]) - 1)]
+    md += ["| " + " | ".join(str(v) for v in cl.values()) + " |" for cl in claims]
+    md += ["", "| fabric | switch links | km | FR max / avg ns | NR max / avg ns | build + layout + latency |",
+           "|---|---|---|---|---|---|"]
+    md += [f"| {k} | {r['links']:,} | {r['km']:.3f} | {r['fr_max']} / {r['fr_avg']:.1f} | {r['nr_max']} / "
+           f"{r['nr_avg']:.1f} | {r['seconds']} s |" for k, r in rows.items()]
+    md += ["", f"checks (complete construction): {checks} -> {'PASS' if res['ok'] else 'FAIL'}"]
+    (out / "complete.json").write_text(json.dumps(res, indent=2) + "\n")
+    (out / "complete.md").write_text("\n".join(md) + "\n")
+    print("\n".join(md), flush=True)
+    return res
+
+
+def main(out: Path, quick: bool = False, only: str = "") -> dict:
     out.mkdir(parents=True, exist_ok=True)
     import run  # machine() lives there
     res = {"machine": run.machine(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    if only == "complete":
+        res["complete"] = skywalk_complete(out)
+        return res
+    if only == "fig5":
+        fig5_only(out)
+        return res
     res["generation"] = bench_generation(out)
     res["fr_allpairs"] = bench_fr_allpairs()
     print(res["fr_allpairs"], flush=True)
     res["reproduce"] = reproduce(quick)
+    res["complete"] = skywalk_complete(out)
     figure(res["reproduce"], out / "paper004-fig5.svg")
     (out / "paper004.json").write_text(json.dumps(res, indent=2) + "\n")
     (out / "paper004.md").write_text(markdown(res))
@@ -219,5 +304,9 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=str(ROOT / "bench" / "out" / "paper004"))
     ap.add_argument("--quick", action="store_true", help="one seed window for Skywalk and Random")
+    ap.add_argument("--only", choices=["complete", "fig5"], default="",
+                    help="section (d) only, or the Fig. 5 drawing only (seed 1 instances, with Skywalk --complete)")
     a = ap.parse_args()
-    main(Path(a.out).resolve(), a.quick)
+    r = main(Path(a.out).resolve(), a.quick, a.only)
+    if a.only == "complete" and not r["complete"]["ok"]:
+        raise SystemExit(1)

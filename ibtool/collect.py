@@ -5,71 +5,42 @@ set, like any diags client). Writes, in the run layout `ibtool verify all` reads
 
     ibnetdiscover.out   the topology (ibnetdiscover)
     dump_fts.out        every switch's forwarding table (dump_fts; the top block dump_fts leaves
-                        out when the top LID is a multiple of 64 is read with smpdump and merged,
+                        out when the top LID is a multiple of 64 is read (smpdump's query, all switches at once) and merged,
                         the tool's own output kept as dump_fts.raw.out)
     sl2vl.dump          every switch port's SL-to-VL table (smpquery sl2vl), in OpenSM's
                         opensm-sl2vl.dump layout
     perfquery.out       the port counters of every cabled port (perfquery LID PORT,PORT,...: one
                         query per device, several devices at once)
-    saquery-paths.out   the SA's PathRecord of every HCA-to-HCA pair (saquery -p), for the SL the
-                        routing engine gives each path (the per-VL deadlock check needs it)
+    saquery-paths.out   the SA's PathRecord of every HCA-to-HCA pair (ibtool.mad: the query of
+                        `saquery -p --slid S --dlid D`, all pairs from one process), for the SL
+                        the routing engine gives each path (the per-VL deadlock check needs it)
     summary.json        what was collected and what failed, per item; tool versions; the time
 
 A device or port that does not answer is recorded, not fatal; only a failed ibnetdiscover is (the
-rest needs the topology). Path SLs take one SA query per pair of HCA ports: by default they are
-asked only up to MAX_PATH_QUERIES pairs (a fabric of ~140 HCA ports); `on` asks them on any size.
+rest needs the topology). Path SLs take one SA query per pair of HCA ports: `auto` asks them up to
+AUTO_PATH_PAIRS pairs (1,024 HCA ports, about a minute) and says so when it does not; `on` asks
+them on any size.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 
 from ibtool.errors import EnvironmentProblem
 from ibtool.fabric import SWITCH, Fabric
 from ibtool.formats import atomic_write, ibnetdiscover, output_dir
-from ibtool.sim.runner import MAX_PATH_QUERIES, collect_path_sls, complete_top_lid, require
+from ibtool.mad import path_sls
+from ibtool.sim.clients import Clients, port_counters, why
+from ibtool.sim.runner import complete_top_lid, require
 
+AUTO_PATH_PAIRS = 1024 * 1023  # --path-sls auto asks the SA for at most this many pairs
 TOOLS = {"ibnetdiscover": "infiniband-diags", "dump_fts": "infiniband-diags", "smpquery": "infiniband-diags",
          "smpdump": "infiniband-diags", "perfquery": "infiniband-diags"}
-
-
-@dataclass
-class Clients:
-    """How diags clients are run: the local port to use, a scratch cwd, the environment."""
-    work: Path
-    ca: str | None = None
-    port: int | None = None
-    timeout: float = 60.0
-
-    def env(self) -> dict[str, str]:
-        return dict(os.environ)
-
-    def local(self) -> list[str]:
-        return [*(["-C", self.ca] if self.ca else []), *(["-P", str(self.port)] if self.port else [])]
-
-    def argv(self, tool: str, *args) -> list[str]:
-        return [tool, *self.local(), *map(str, args)]
-
-    def run(self, tool: str, *args) -> subprocess.CompletedProcess:
-        try:
-            return subprocess.run(self.argv(tool, *args), cwd=self.work, env=self.env(), capture_output=True,
-                                  text=True, timeout=self.timeout)
-        except subprocess.TimeoutExpired:
-            return subprocess.CompletedProcess(self.argv(tool, *args), 124, "", f"timed out after {self.timeout:g} s")
-
-
-def _why(p: subprocess.CompletedProcess) -> str:
-    lines = [ln.strip() for ln in (p.stderr or p.stdout or "").splitlines()
-             if ln.strip() and "sim_connect: attached" not in ln]
-    return f"exit {p.returncode}: {lines[-1] if lines else 'no output'}"
 
 
 def _version(c: Clients, tool: str) -> str | None:
@@ -93,7 +64,7 @@ def _sl2vl(c: Clients, f: Fabric, parallel: int, item: dict) -> str:
         node, lid, port = job
         p = c.run("smpquery", "sl2vl", lid, port)
         rows = row.findall(p.stdout) if p.returncode == 0 else []
-        return job, rows, None if rows else _why(p)
+        return job, rows, None if rows else why(p)
 
     tables: dict[int, list[str]] = {}
     failed = []
@@ -115,62 +86,25 @@ def _sl2vl(c: Clients, f: Fabric, parallel: int, item: dict) -> str:
     return "".join(out)
 
 
-def _counters(c: Clients, f: Fabric, parallel: int, item: dict) -> str:
-    """perfquery of every cabled port: one query per device (its cabled ports as a list)."""
-    jobs = []
-    for node in range(f.num_nodes):
-        ports = [p for p, _, _ in f.neighbors(node)]
-        if f.types[node] == SWITCH:
-            lid = f.port_lids.get((node, 0), (0, 0))[0]
-            if lid and ports:
-                jobs.append((node, lid, ports))
-        else:
-            for p in ports:  # a CA port has a LID of its own
-                lid = f.port_lids.get((node, p), (0, 0))[0]
-                if lid:
-                    jobs.append((node, lid, [p]))
-
-    def one(job):
-        node, lid, ports = job
-        p = c.run("perfquery", lid, ",".join(map(str, ports)))
-        if p.returncode != 0 or "# Port counters" not in p.stdout:
-            p = c.run("perfquery", lid, ",".join(map(str, ports)))  # a PMA may miss the first query
-        return job, p
-
-    out, failed, answered = [], [], 0
-    with ThreadPoolExecutor(parallel) as pool:
-        for (node, lid, ports), p in pool.map(one, jobs):
-            got = p.stdout.count("# Port counters") if p.returncode == 0 else 0
-            if got < len(ports):
-                failed.append({"device": f.names[node], "lid": lid, "ports": ports, "error": _why(p)})
-            if got:
-                answered += got
-                out.append(p.stdout if p.stdout.endswith("\n") else p.stdout + "\n")
-    item.update({"queries": len(jobs), "ports": answered, "failed": failed, "ok": not failed})
-    return "".join(out)
-
-
-def _path_sls(c: Clients, f: Fabric, out: Path, parallel: int, mode: str, say) -> dict:
-    """The SL of every HCA-to-HCA path, asked of the SA (one PathRecord query per pair, so `auto`
-    asks only up to MAX_PATH_QUERIES pairs). An SA that does not answer is recorded, not fatal:
-    the per-VL deadlock check then puts every route on SL 0."""
+def _path_sls(c: Clients, f: Fabric, out: Path, mode: str, say) -> dict:
+    """The SL of every HCA-to-HCA path, asked of the SA (ibtool.mad). An SA that does not answer
+    is recorded, not fatal: the per-VL deadlock check then puts every route on SL 0."""
     hcas = sum(1 for node, _ in f.port_lids if not f.is_switch(node))
     pairs = hcas * (hcas - 1)
-    if mode == "off" or (mode == "auto" and pairs > MAX_PATH_QUERIES):
+    if mode == "off" or (mode == "auto" and pairs > AUTO_PATH_PAIRS):
         why = "--path-sls off" if mode == "off" else (
-            f"{pairs} HCA pairs, more than the {MAX_PATH_QUERIES} PathRecord queries --path-sls auto asks; "
-            "use --path-sls on")
+            f"{pairs} HCA pairs, more than the {AUTO_PATH_PAIRS} --path-sls auto asks; use --path-sls on")
+        if mode == "auto":
+            say(f"path SLs not collected: {why}")
         (out / "saquery-paths.out").unlink(missing_ok=True)  # an earlier collection's is not this fabric's
         return {"ok": True, "collected": False, "why": why}
-    say(f"path SLs (saquery -p, {pairs} pairs)")
-    t0 = time.monotonic()
+    say(f"path SLs (the SA's PathRecord of each of {pairs} HCA pairs)")
     try:
-        item = collect_path_sls(c, out / "saquery-paths.out", f, c.timeout, tuple(c.local()), parallel,
-                                limit=None if mode == "on" else MAX_PATH_QUERIES)
+        item = path_sls(c, out / "saquery-paths.out", f, c.timeout, tuple(c.local()), say)
     except EnvironmentProblem as e:  # no SA on this fabric (no SM running), or it stopped answering
         (out / "saquery-paths.out").unlink(missing_ok=True)
         return {"ok": True, "collected": False, "why": f"the SA did not answer: {e}"}
-    return {"ok": True, "collected": True, **item, "seconds": round(time.monotonic() - t0, 3)}
+    return {"ok": True, "collected": True, **item}
 
 
 def collect(out: str | Path, ca: str | None = None, port: int | None = None, timeout: float = 60.0,
@@ -193,8 +127,8 @@ def collect(out: str | Path, ca: str | None = None, port: int | None = None, tim
         t0 = time.monotonic()
         p = c.run("ibnetdiscover")
         if p.returncode != 0 or not p.stdout.strip():
-            items["ibnetdiscover"] = {"ok": False, "error": _why(p)}
-            raise EnvironmentProblem(f"ibnetdiscover failed ({_why(p)}): is this host on a fabric "
+            items["ibnetdiscover"] = {"ok": False, "error": why(p)}
+            raise EnvironmentProblem(f"ibnetdiscover failed ({why(p)}): is this host on a fabric "
                                      f"(for ibsim: LD_PRELOAD=umad2sim and IBSIM_SOCKNAME)?")
         with atomic_write(out / "ibnetdiscover.out") as fh:
             fh.write(p.stdout)
@@ -213,7 +147,7 @@ def collect(out: str | Path, ca: str | None = None, port: int | None = None, tim
                 item["top_lid"] = top
             item["seconds"] = round(time.monotonic() - t0, 3)
         else:
-            item = {"ok": False, "error": _why(p)}
+            item = {"ok": False, "error": why(p)}
         items["dump_fts"] = item
         say("SL-to-VL tables (smpquery sl2vl)")
         t0 = time.monotonic()
@@ -229,12 +163,12 @@ def collect(out: str | Path, ca: str | None = None, port: int | None = None, tim
         say("port counters (perfquery)")
         t0 = time.monotonic()
         item = {}
-        text = _counters(c, f, parallel, item)
+        text = port_counters(c, f, parallel, item)
         with atomic_write(out / "perfquery.out") as fh:
             fh.write(text)
         item["seconds"] = round(time.monotonic() - t0, 3)
         items["counters"] = item
-        items["path_sls"] = _path_sls(c, f, out, parallel, path_sls, say)
+        items["path_sls"] = _path_sls(c, f, out, path_sls, say)
         summary["tools"] = {t: _version(c, t) for t in ("ibnetdiscover", "dump_fts", "smpquery", "perfquery")}
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -290,3 +290,22 @@ class Fabric:
             "roles": roles,
             "params": self.params,
         }
+
+
+def switch_stages(f: Fabric) -> dict[int, int]:
+    """Stage of every switch from the wiring alone: hops from the nearest switch with an HCA
+    (leaves 0, then upwards). Switches no HCA's switch reaches are left out."""
+    from collections import deque
+    stage: dict[int, int] = {}
+    q = deque()
+    for i in range(f.num_nodes):
+        if f.types[i] == SWITCH and any(f.types[b] == CA for _, b, _ in f.neighbors(i)):
+            stage[i] = 0
+            q.append(i)
+    while q:
+        u = q.popleft()
+        for _, v, _ in f.neighbors(u):
+            if f.types[v] == SWITCH and v not in stage:
+                stage[v] = stage[u] + 1
+                q.append(v)
+    return stage

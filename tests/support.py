@@ -9,6 +9,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures"
 IBTOOL = [sys.executable, "-m", "ibtool.cli.main"]
+# `make test` runs a fixed sample of the exhaustive parts (fault matrix, fuzzing, the biggest
+# fabrics, campaigns interrupted by every signal) to stay under 20 minutes; `make test-full`
+# (IBTOOL_TESTS=full) runs them whole.
+FULL = os.environ.get("IBTOOL_TESTS") == "full"
 
 
 def ibtool(*args, env=None, check=None, timeout=600):

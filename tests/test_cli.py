@@ -101,3 +101,28 @@ def test_out_may_be_the_current_directory(tmp_path):
 def test_absurd_size_is_refused_at_once():
     r = ibtool("topo", "kns", "--k", "1000000", "--n", "1000000", "--out", "/nonexistent", timeout=20)
     assert r.returncode == 2 and "beyond what ibtool builds" in r.stderr
+
+
+@pytest.mark.parametrize("args, err_too", [
+    (["topo", "list"], False),
+    (["--help"], False),
+    (["verify", "routes", "--help"], False),
+    (["verify", "all", "fixtures/real/ibsim-kns-k3-n2-minhop-run", "--json"], False),
+    (["verify", "all", "fixtures/real/ibsim-kns-k3-n2-minhop-run"], True),  # 2>&1 | head
+])
+def test_a_closed_pipe_ends_quietly_as_the_diags_do(args, err_too):
+    """`ibtool ... | head`: the reader gone, ibtool ends as ibnetdiscover and iblinkinfo do (killed by
+    SIGPIPE; a shell says 141), with nothing on stderr. It exited 1, "a check failed" (issue 24)."""
+    import os
+    import subprocess
+    import sys
+    from support import ROOT
+    r, w = os.pipe()
+    os.close(r)  # the reader is gone before ibtool writes a byte
+    try:
+        p = subprocess.run([sys.executable, "-m", "ibtool.cli.main", *args], stdout=w,
+                           stderr=w if err_too else subprocess.PIPE, cwd=ROOT, timeout=300)
+    finally:
+        os.close(w)
+    assert p.returncode == -13, (p.returncode, p.stderr)  # SIGPIPE, as the shell's 141
+    assert not p.stderr, p.stderr

@@ -153,3 +153,33 @@ def test_a_step_brings_up_before_it_takes_down(plan, tmp_path):
     found = ibnetdiscover.read(run / "step-2" / "ibnetdiscover.out")
     assert "S[1,1]" not in found.names and "R[1,1]" in found.names
     assert ibnetdiscover.read(run / "step-2" / "expected.net").link_set() == found.link_set()
+
+
+@pytest.mark.ibsim
+def test_a_step_that_sets_port_errors_is_checked_for_cable_health(plan, tmp_path):
+    """Issue 24: a step with `errors:` collected no counters, and `verify all` passed it with 250
+    SymbolErrors on a cable. Its counters are collected and judged; the steps before it pass."""
+    sc = tmp_path / "faults.yaml"
+    sc.write_text("steps:\n  - errors: {'R[1,1] 3': {SymbolErrorCounter: 250}}\n")
+    run = tmp_path / "run"
+    ibtool("sim", "run", plan, "--engine", "hdor", "--no-path-sls", "--faults", sc, "--out", run, check=0)
+    s1 = json.loads((run / "step-1" / "summary.json").read_text())
+    assert s1["changes_counters"] and s1["counters"]["ok"] and s1["counters"]["ports"] > 0
+    assert not (run / "step-0" / "perfquery.out").exists()
+    v = ibtool("verify", "all", run, "--json")
+    rep = json.loads(v.stdout)
+    assert v.returncode == 1 and rep["steps"]["step-0"]["ok"] and not rep["steps"]["step-1"]["ok"], v.stdout
+    (health,) = [c for c in rep["steps"]["step-1"]["checks"] if c["name"] == "health"]
+    assert not health["ok"] and "1 beyond threshold" in health["summary"], health
+    (finding,) = rep["steps"]["step-1"]["health"]["findings"]
+    assert (finding["device"], finding["port"], finding["counter"], finding["value"]) == \
+        ("R[1,1]", 3, "SymbolErrorCounter", 250)
+    text = ibtool("verify", "all", run).stdout
+    assert "step-1: FAIL" in text and "failed: health:" in text, text
+    # counters that could not be read are no pass: health NOT RUN, the step fails
+    (run / "step-1" / "perfquery.out").unlink()
+    v = ibtool("verify", "all", run / "step-1", "--junit", tmp_path / "junit.xml", check=1)
+    assert "  health: NOT RUN  the step set port counters but none were collected" in v.stdout, v.stdout
+    assert v.stdout.startswith("verify: FAIL")
+    junit = (tmp_path / "junit.xml").read_text()  # a CI server shows it as an error, not a pass
+    assert '<error message="the step set port counters but none were collected' in junit and 'type="NOT RUN"' in junit

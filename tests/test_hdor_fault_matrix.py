@@ -10,10 +10,10 @@ deadlock freedom per VL under the SL2VL tables OpenSM dumped and the SLs the SA 
 hdor reference of the degraded pass (baseline: step 0), routes a fault did not touch unchanged.
 Once every fault is repaired the tables are step 0's again.
 
-The full matrix (IBTOOL_FAULT_MATRIX=full) passed, 2026-11-23; its runtime (2 shared cores, load
-9-12): about 1 h 40 min for the 12
-runs, most of it one `saquery` per HCA pair per step (702 on 3^3): 3^3 single cables 14-28 min,
-3^3 switches 14 min, 4^2 single cables 6 min, 4^2 s=2 single cables 6 min, the rest 0.5-6 min."""
+The full matrix (IBTOOL_FAULT_MATRIX=full) passed, 2026-11-23, in about 1 h 40 min (2 shared
+cores, load 9-12), most of it one `saquery` per HCA pair per step; path SLs are now asked in bulk
+(ibtool.mad) and the make-test sample took 4 + 15.5 min at load ~22 (2026-11-26, before the top
+LID was read in bulk too; BENCHMARKS.md, "Test suite time")."""
 
 import itertools
 import os
@@ -27,9 +27,11 @@ from support import ibtool
 from ibtool.sim import faults
 from ibtool.topologies.kns import kns
 
-# `make test` runs every single fault on KNS 4^2 and 4^2 s=2 and a sample on 3^3 (the SA answers
-# one PathRecord query per HCA pair per step: 702 pairs x 82 cable steps would take the suite past
-# half an hour); IBTOOL_FAULT_MATRIX=full runs every single fault of every shape.
+# `make test` samples the single faults of a shape that has more than 12 (every 10th cable, every
+# 3rd switch: every dimension); IBTOOL_FAULT_MATRIX=full runs every single fault of every shape.
+# A step costs its sweep, ibnetdiscover + dump_fts, the path SLs of every HCA pair (one process,
+# ibtool.mad: ~1 s for 3^3's 702 pairs) and, where the top LID is a multiple of 64 (4^2 s=2), that
+# LFT block of every switch (one process too); BENCHMARKS.md, "Test suite time".
 FULL = os.environ.get("IBTOOL_FAULT_MATRIX") == "full"
 SHAPES = {"k4n2": (4, 2, 1), "k3n3": (3, 3, 1), "k4n2s2": (4, 2, 2)}
 KINDS = ("links", "switches", "router", "random")

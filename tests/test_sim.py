@@ -10,12 +10,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from support import ROOT, ibtool
+from support import FIXTURES, ROOT, ibtool
 from ibtool.fabric import Fabric
 from ibtool.formats import ibnetdiscover
 from ibtool.topologies.kns import kns
 
 pytestmark = pytest.mark.ibsim
+FIXTURE_PLAN = FIXTURES / "real" / "plan-kns-k3-n2.net"
 
 
 def plan(tmp_path, name, *args):
@@ -148,16 +149,81 @@ def test_missing_ibsim_is_one_line(tmp_path):
 def test_plan_engine_and_files_are_used_by_sim_run(tmp_path):
     """`ibtool topo` names the family's engine and the files it reads in the plan's opensm.conf;
     `sim run PLAN/topology.net` without --engine routes with them."""
-    from ibtool.cli.topo import write_plan
+    from ibtool.plan import write_plan
     from ibtool.topologies import EngineFile, guid_list
     f = kns(3, 2, radix=8)
     roots = [i for i, r in enumerate(f.roles) if r == "switch"]
     out = tmp_path / "plan"
     write_plan(f, out, ["updn"], [EngineFile("root_guid_file", "root-guids", guid_list(f, roots))])
     assert (out / "root-guids").read_text().count("\n") == len(roots) == 6
-    assert f"root_guid_file {(out / 'root-guids').resolve()}" in (out / "opensm.conf").read_text()
+    assert "\nroot_guid_file root-guids\n" in (out / "opensm.conf").read_text()  # relative: the plan can move
     run = tmp_path / "run"
     r = ibtool("sim", "run", out / "topology.net", "--out", run, "--no-discover", check=0)
     s = json.loads((run / "summary.json").read_text())
     # updn finds no roots on a KNS by itself (it falls back); with the plan's root GUIDs it routes
     assert s["engines"] == ["updn"] and s["engine"] == "updn" and s["ok"], r.stdout
+    assert f"\nroot_guid_file {(out / 'root-guids').resolve()}\n" in (run / "opensm.conf").read_text()
+
+
+def test_a_plan_copied_elsewhere_comes_up_with_its_own_engine(tmp_path):
+    """Issue 24: a fat-tree plan named its GUID files by absolute path, so a copy used the
+    original's files and, the original gone, ftree declined ("Problem parsing CN guid file") and
+    minhop routed. The plan names them relative to itself; `sim run PLAN` resolves them."""
+    import shutil
+    first, moved = tmp_path / "checkout-a" / "ft", tmp_path / "checkout-b" / "ft"
+    ibtool("topo", "fattree", "--k", "2", "--n", "3", "--out", first, check=0)
+    shutil.copytree(first, moved)
+    shutil.rmtree(tmp_path / "checkout-a")
+    run = tmp_path / "run"
+    r = ibtool("sim", "run", moved / "topology.net", "--out", run, "--no-discover", check=0)
+    s = json.loads((run / "summary.json").read_text())
+    assert (s["engines"], s["engine"], s["fallback"], s["ok"]) == (["ftree"], "ftree", False, True), r.stdout
+    conf = (run / "opensm.conf").read_text()
+    assert f"\ncn_guid_file {moved.resolve() / 'cn-guids'}\n" in conf and "checkout-a" not in conf
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--opensm-arg=--bogus-flag"], "/usr/sbin/opensm: unrecognized option '--bogus-flag'"),
+    (["--opensm-arg=-h"], "it printed its usage"),
+    (["--opensm-arg=--bogus-flag", "--path-sls"], "/usr/sbin/opensm: unrecognized option '--bogus-flag'"),
+])
+def test_opensm_usage_error_is_bad_input_with_opensms_own_words(tmp_path, args, said):
+    """Issue 24: this ended in 'subnet NOT UP; tables configured by no engine', exit 1, OpenSM's
+    'unrecognized option' and its exit 2 only in summary.json."""
+    run = tmp_path / "run"
+    r = ibtool("sim", "run", FIXTURE_PLAN, "--out", run, *args)
+    assert r.returncode == 2, r.stderr
+    errors = [ln for ln in r.stderr.splitlines() if ln.startswith("ibtool: error:")]
+    extra = args[0].split("=", 1)[1]
+    assert errors == [f"ibtool: error: OpenSM refused its command line (exit 2): {said}; its extra arguments: "
+                      f"{extra} (--opensm-arg)"], r.stderr
+    s = json.loads((run / "summary.json").read_text())
+    assert s["opensm_exit"] == 2 and not s["ok"] and s["opensm_error"].endswith(said)
+    assert not (run / "ibnetdiscover.out").exists()  # nothing discovered after OpenSM refused to start
+
+
+def test_path_records_in_bulk_equal_saqueries(tmp_path):
+    """ibtool.mad asks the SA the SubnAdmGetTable(PathRecord) of `saquery -p --slid S --dlid D` for
+    every pair from one process: the same SLs as saquery pair by pair (lash: an engine whose SLs
+    are deterministic; dfsssp draws one VL of a split layer at random per query)."""
+    import random
+    from types import SimpleNamespace
+
+    from ibtool.formats import pathrecord
+    from ibtool.mad import path_sls
+    from ibtool.sim.live import LiveFabric
+    ibtool("topo", "slimfly", "--q", 3, "--hcas-per-router", 1, "--out", tmp_path / "sf3", check=0)
+    with LiveFabric(tmp_path / "sf3" / "topology.net", tmp_path / "w", ["lash"]) as lf:
+        assert lf.outcome["engine"] == "lash"
+        lf.client(["ibnetdiscover"], tmp_path / "fabric.out")
+        f = ibnetdiscover.read(tmp_path / "fabric.out")
+        got = path_sls(SimpleNamespace(work=lf.scratch, env=lf.env), tmp_path / "bulk.out", f, timeout=60)
+        assert got["pairs"] == got["records"] == 18 * 17
+        lids = sorted(lid for (n, _), (lid, _) in f.port_lids.items() if not f.is_switch(n))
+        pairs = random.Random(1).sample([(a, b) for a in lids for b in lids if a != b], 30)
+        slow = "".join(subprocess.run(["saquery", "-p", "--slid", str(a), "--dlid", str(b)], env=lf.env(),
+                                      cwd=lf.scratch, capture_output=True, text=True, check=True).stdout
+                       for a, b in pairs)
+    (tmp_path / "slow.out").write_text(slow)
+    bulk, want = pathrecord.read(tmp_path / "bulk.out"), pathrecord.read(tmp_path / "slow.out")
+    assert {p: bulk[p] for p in pairs} == want and len(set(want.values())) > 1  # lash uses several SLs here

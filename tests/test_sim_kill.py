@@ -178,3 +178,98 @@ def test_refused_options_leave_out_untouched(cellia, tmp_path):
     out = tmp_path / "run"
     r = ibtool("sim", "run", cellia, "--out", out, "--opensm-config", conf)
     assert r.returncode == 2 and not out.exists(), r.stderr
+
+
+# ------------------------------------------------------------------ issue 24: every phase, every child
+
+def children_of(pid: int) -> list[str]:
+    """The command names of `pid`'s children. PIDs grow, so only entries above `pid` are read:
+    a scan costs a millisecond and a child that lives for a few (smpdump) is still seen."""
+    names = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) > pid:
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as fh:
+                    stat = fh.read()
+            except OSError:
+                continue
+            end = stat.rfind(b")")
+            if int(stat[end + 2:].split()[1]) == pid:
+                name = stat[stat.find(b"(") + 1:end].decode(errors="replace")
+                if name.startswith("python"):  # ibtool's own bulk MAD client: `python -m ibtool.mad WHAT`
+                    try:
+                        with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                            argv = fh.read().split(b"\0")
+                        name = " ".join(a.decode() for a in argv[argv.index(b"-m") + 1:][:2])
+                    except (OSError, ValueError):
+                        pass
+                names.append(name)
+    return names
+
+
+def run_of(pid: int) -> list[str]:
+    """Every process of the run of ibtool `pid`, found by its ibsim socket name (ibtool-<pid>-...):
+    in the environment of ibsim and of every client, and the socket itself."""
+    found = []
+    mark = f"IBSIM_SOCKNAME=ibtool-{pid}-".encode()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/environ", "rb") as fh:
+                    env = fh.read()
+                with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                    cmd = fh.read().replace(b"\0", b" ").decode(errors="replace").strip()
+            except OSError:
+                continue
+            if mark in env:
+                found.append(f"pid {entry}: {cmd}")
+    with open("/proc/net/unix") as fh:
+        found += [ln.strip() for ln in fh if f"@ibtool-{pid}-" in ln]
+    return found
+
+
+# the phases of `sim run --path-sls`, in order, each told by the child it runs
+# (the top LID dump_fts leaves out and the path SLs are asked by one process each, ibtool.mad, with
+# the queries of smpdump and saquery)
+PHASES = {"ibsim start": "ibsim", "OpenSM sweep": "opensm", "ibnetdiscover": "ibnetdiscover",
+          "dump_fts": "dump_fts", "smpdump": "ibtool.mad lft", "path SLs": "ibtool.mad paths"}
+
+
+@pytest.fixture(scope="module")
+def top_lid_64(tmp_path_factory):
+    """A small KNS whose top LID is 64 (8 switches + 56 HCAs): dump_fts leaves that LID out, so the
+    run reads it with smpdump's query (ibtool.mad lft), a phase of its own."""
+    out = tmp_path_factory.mktemp("plan") / "k2"
+    ibtool("topo", "kns", "--k", "2", "--n", "2", "--hcas-per-router", "14", "--radix", "16", "--out", out, check=0)
+    return out / "topology.net"
+
+
+@pytest.mark.parametrize("phase", list(PHASES))
+def test_kill_9_in_each_phase_leaves_no_process_of_the_run(top_lid_64, tmp_path, phase):
+    """kill -9 of `sim run` while the phase's child runs (seen in the process tree, not guessed by a
+    sleep); then nothing with the run's ibsim socket name is left: ibsim, OpenSM and every client
+    die with ibtool. Before issue 24, smpdump and saquery outlived it, holding the ibsim socket."""
+    child = PHASES[phase]
+    landed = False
+    for attempt in range(6):  # a short phase may pass between two looks: run again
+        out = tmp_path / f"run{attempt}"
+        p = start(top_lid_64, out, "--engine", "minhop", "--path-sls", "--timeout", "60")
+        seen: list[str] = []
+        deadline = time.monotonic() + 120
+        while p.poll() is None and time.monotonic() < deadline:
+            seen = children_of(p.pid)
+            if child in seen:
+                p.kill()
+                landed = True
+                break
+        if p.poll() is None:  # the phase was missed and the run went on: stop it, try again
+            p.kill()
+        p.wait()
+        left = []
+        deadline = time.monotonic() + 15
+        while (left := run_of(p.pid)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not left, f"kill -9 during {phase} ({seen}) left: {left}"
+        if landed:
+            break
+    assert landed, f"no kill landed while {child} ran in {attempt + 1} runs"

@@ -6,6 +6,11 @@
     hca: 900                # per HCA
     copper: {1: 60, 2: 75, 3: 90, 5: 120}      # per purchasable length (m)
     fiber: {5: 450, 10: 480, 20: 520, 50: 600}
+    transceiver: 180        # per optical transceiver, 2 per fiber cable (or per speed: {QDR: 180, EDR: 400})
+    active_copper: {10: 200}                   # where the site buys active copper / active optical cables
+    aoc: {10: 700, 20: 760}
+
+Cables are priced as `ibtool cabling` orders them (ibtool.layout.cables.cable_order).
 """
 
 from __future__ import annotations
@@ -18,9 +23,10 @@ import yaml
 
 from ibtool.errors import InputError
 from ibtool.fabric import SWITCH
+from ibtool.layout.cables import MEDIA, cable_order, price_key
 from ibtool.layout.site import compose_yaml
 
-KEYS = ("currency", "switch", "hca", "copper", "fiber")
+KEYS = ("currency", "switch", "hca", "copper", "active_copper", "fiber", "aoc", "transceiver")
 
 
 def read_prices(path: str | Path) -> dict:
@@ -28,7 +34,7 @@ def read_prices(path: str | Path) -> dict:
     root = compose_yaml(path)
     d = yaml.safe_load(yaml.serialize(root)) if root is not None else None
     if not isinstance(d, dict):
-        raise InputError("a price table is a mapping (currency, switch, hca, copper, fiber)", path=path)
+        raise InputError(f"a price table is a mapping ({', '.join(KEYS)})", path=path)
     for k in d:
         if k not in KEYS:
             raise InputError(f"unknown price key {k!r} (known: {', '.join(KEYS)})", path=path)
@@ -36,12 +42,15 @@ def read_prices(path: str | Path) -> dict:
         if k not in d:
             raise InputError(f"{k}: no price given (ibtool has no default prices)", path=path)
     out = {"currency": str(d.get("currency", "")), "source": path}
-    for k in ("switch", "hca", "copper", "fiber"):
+    for k in KEYS[1:]:
         v = d.get(k)
         if v is None:
             continue
         try:
-            out[k] = {float(x): float(p) for x, p in v.items()} if isinstance(v, dict) else float(v)
+            if isinstance(v, dict):  # by length (cables), port count (switches) or speed (transceivers)
+                out[k] = {(str(x).upper() if k == "transceiver" else float(x)): float(p) for x, p in v.items()}
+            else:
+                out[k] = float(v)
         except (TypeError, ValueError):
             raise InputError(f"{k}: not a price or a mapping of prices: {v!r}", path=path) from None
         vals = out[k].values() if isinstance(out[k], dict) else [out[k]]
@@ -65,21 +74,12 @@ def cost(fabric, layout, prices: dict) -> dict:
     else:
         switches = sw * nsw
     parts = {"switches": switches, "hcas": prices["hca"] * nhca}
-    if layout is not None:
-        for m in ("copper", "fiber"):
-            sel = layout.medium == m
-            if not sel.any():
-                parts[f"{m}_cables"] = 0.0
-                continue
-            table = prices.get(m)
-            if not isinstance(table, dict):
-                raise InputError(f"{m}: the layout has {int(sel.sum())} {m} cables but no {m} price table",
-                                 path=src)
-            lengths = Counter(float(x) for x in layout.purchasable[sel] if not np.isnan(x))
-            missing = sorted(x for x in lengths if x not in table)
-            if missing:
-                raise InputError(f"{m}: no price for a {missing[0]:g} m cable", path=src)
-            parts[f"{m}_cables"] = sum(table[x] * c for x, c in lengths.items())
+    if layout is not None:  # every cable as `ibtool cabling` orders it, transceivers included
+        order = cable_order(layout, prices)
+        for m in MEDIA:
+            sel = order["medium"] == m
+            if sel.any() or m in ("copper", "fiber"):
+                parts[f"{price_key(m)}_cables"] = float(np.nansum(order["unit_price"][sel]))
     total = sum(parts.values())
     per = nhca if nhca else nsw
     return {"currency": prices["currency"], "prices": {k: v for k, v in prices.items() if k != "currency"},

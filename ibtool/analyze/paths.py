@@ -36,12 +36,23 @@ def diversity(g: Graph, samples: int, seed: int, worst: list[tuple[int, int]]) -
     ends = g.endpoints
     rng = np.random.default_rng(seed)
     pairs: list[tuple[int, int]] = []
+    self_pairs = repeated = 0
     if len(ends) >= 2:
         src = rng.choice(ends, size=samples)
         dst = rng.choice(ends, size=samples)
-        pairs = [(int(s), int(t)) for s, t in zip(src, dst) if s != t]
+        seen = set()
+        for s, t in zip(src.tolist(), dst.tolist()):
+            if s == t:
+                self_pairs += 1
+            elif (s, t) in seen:
+                repeated += 1
+            else:
+                seen.add((s, t))
+                pairs.append((s, t))
     out = {"sampled": _pairs(g, pairs), "worst": _pairs(g, worst)}
-    out["sampled"]["seed"] = seed
+    # drawn with replacement: say what was asked and why fewer pairs were measured
+    out["sampled"].update(seed=seed, asked=samples if len(ends) >= 2 else 0, self_pairs=self_pairs,
+                          repeated_pairs=repeated)
     return out
 
 

@@ -29,6 +29,8 @@ from ibtool.errors import InputError
 FORMATS = (".svg", ".png")
 METRICS = {"max": ("max_ns", "maximum"), "mean": ("average_ns", "average")}
 MAX_POINTS = 1000
+MARKERS = ("o", "s", "^", "v", "D", "x", "+", "*", "<", ">")
+DASHES = ("-", "--", ":", "-.")
 
 
 def parse_delays(text: str, option: str = "--switch-delays") -> list[float]:
@@ -81,7 +83,9 @@ def curve(fabric, layout, delays: list[float], model: LatencyModel = DEFAULT_MOD
             progress(f"{label or fabric.name}: {d:g} ns switches: max {r['max_ns']:,.1f} ns, "
                      f"average {r['average_ns']:,.1f} ns")
     km = layout.summary(exclude_hca_links=True)["total_length_m"] / 1000.0
+    degree = int(np.asarray(g.adj.sum(axis=1)).max()) if g.n else 0  # inter-switch links, as the paper's legend
     return {"label": label or fabric.name, "routing": routing, "switches": g.n, "endpoint_switches": len(g.endpoints),
+            "degree": degree,
             "switch_cable_km": round(km, 3), "model": {"cable_ns_per_m": model.cable_ns_per_m,
                                                        "endpoint_ns": model.endpoint_ns},
             "points": points}
@@ -102,10 +106,14 @@ def figure(curves: list[dict], path: str | Path, metrics: tuple[str, ...] = ("ma
     fig, axes = plt.subplots(1, len(metrics), figsize=(5.2 * len(metrics) + 0.6, 4.2), squeeze=False)
     for ax, metric in zip(axes[0], metrics):
         key, word = METRICS[metric]
-        for c in curves:
+        for i, c in enumerate(curves):
             x = np.array([p["switch_ns"] for p in c["points"]])
             y = np.array([p[key] for p in c["points"]])
-            ax.plot(x, y, marker="o", markersize=3, label=f"{c['label']}, {c['switch_cable_km']:,.1f} km")
+            # marker and dash differ per curve, so curves that coincide (FR = NR families, equal
+            # degrees) stay visible on top of each other
+            ax.plot(x, y, marker=MARKERS[i % len(MARKERS)], linestyle=DASHES[i % len(DASHES)], markersize=4,
+                    markerfacecolor="none", label=f"{c['label']} (degree {c.get('degree', '?')}), "
+                                                  f"{c['switch_cable_km']:,.1f} km")
         routing = {c["routing"] for c in curves}
         ax.set_xlabel("switch delay [ns]")
         ax.set_ylabel(f"{word} latency [ns] ({'/'.join(sorted(routing))})")

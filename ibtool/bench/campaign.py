@@ -211,7 +211,7 @@ class Campaign:
                         "repeat": repeat, "seed": seed}
         self.measures = measures(inv, benchmarks, self.engines)
         for e in engines or []:
-            if parse_engines(e) != [e]:  # unknown names are refused before anything runs
+            if parse_engines(e, "--engines") != [e]:  # unknown names are refused before anything runs
                 raise InputError(f"invalid routing engine name {e!r}")
         if any(e != CURRENT for e in self.engines) and inv.sm is None:
             raise InputError("--engines needs an 'sm' section in the inventory (where and how to run OpenSM)",
@@ -314,6 +314,7 @@ class Campaign:
         return lf
 
     def _switch(self, runner, engine: str, say, live=None) -> str | None:
+        """Restart OpenSM with `engine` (and verify its routes); None, or why its runs fail."""
         dest = self.store.engines_dir / engine
         try:
             if live is not None:
@@ -340,9 +341,12 @@ class Campaign:
         except Exception as e:  # an unreachable SM node fails this engine's runs, not the campaign
             outcome = {"requested_engine": engine, "error": f"engine switch failed: {e}"}
         self.store.save_engine(engine, outcome)
-        if outcome.get("error"):
-            say(f"engine {engine}: {outcome['error']}")
-        return outcome.get("error")
+        if not outcome.get("error"):
+            return None
+        say(f"engine {engine}: {outcome['error']}")
+        if (outcome.get("verify_routes") or {}).get("error"):
+            return outcome["error"]  # the engine routed; its tables are wrong, and the error says how
+        return f"routing engine {engine} not in effect: {outcome['error']}"
 
     def _one(self, runner, p: PlannedRun, campaign_id: str, engine_error: str | None) -> tuple[str, str, list]:
         prep = prepare(self.inv, p, campaign_id)
@@ -356,7 +360,7 @@ class Campaign:
             rec["engine_check"] = f"engines/{p.engine}.json"
         result = ParseResult(prep.bench_type)
         if engine_error:
-            result.fail(f"routing engine {p.engine} not in effect: {engine_error}")
+            result.fail(engine_error)
         elif prep.skip_reason:
             result.status = SKIPPED
             result.reasons.append(prep.skip_reason)

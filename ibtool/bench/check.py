@@ -91,6 +91,17 @@ def slurm(inv: Inventory) -> tuple[bool, list[str]]:
         runner.close()
 
 
+def one_machine(inv: Inventory) -> str | None:
+    """Why a campaign of this inventory measures no network, when every compute host is one
+    machine (one address, or loopback addresses); None otherwise."""
+    compute = [h for h in inv.hosts if h.compute]
+    found = mapping_mod.machines(h.address for h in compute)
+    if len(found) == 1:
+        return (f"every compute host ({', '.join(h.name for h in compute)}) is one machine, {found.pop()}: "
+                "a campaign's ranks talk over its memory and loopback, and measure no network")
+    return None
+
+
 def mpi_hello(inv: Inventory) -> tuple[bool, str]:
     """Compile and launch a 2-rank MPI hello over the first two compute hosts (one if there is one)."""
     compute = [h for h in inv.hosts if h.compute][:2]
@@ -123,12 +134,14 @@ def mpi_hello(inv: Inventory) -> tuple[bool, str]:
             ht.run(f"chmod +x {shlex.quote(remote + '/mpi_hello')}", 30)
         outcome = runner.execute(job)
         said = [ln for ln in outcome.stdout.splitlines() if ln.startswith("ibtool-mpi-hello")]
-        where = ", ".join(sorted({ln.split(" on ", 1)[1].split()[0] for ln in said}))
+        names = sorted({ln.split(" on ", 1)[1].split()[0] for ln in said})
+        where = ", ".join(names)
         if outcome.error or outcome.exit_code != 0 or len(said) != 2:
             why = outcome.error or f"exit {outcome.exit_code}, {len(said)} of 2 ranks answered"
             return False, f"{why}; mpirun said: {stderr_tail(outcome.stderr) or '(nothing)'}; " \
                           f"command: {shell_command(argv, job.env, remote)}"
-        return True, f"ok           2 ranks ({', '.join(h.name for h, _ in mp.ranks)}) answered from {where}"
+        alone = f"; both ranks ran on {names[0]}: no network between them" if len(names) == 1 else ""
+        return True, f"ok           2 ranks ({', '.join(h.name for h, _ in mp.ranks)}) answered from {where}{alone}"
     finally:
         try:
             for h in compute:

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 import shlex
-import subprocess
 import sys
 import time
 from pathlib import Path
 
+from ibtool import children
 from ibtool.bench.runners.base import Local, Transport
 from ibtool.errors import CheckFailed, EnvironmentProblem, InputError
 from ibtool.sim.live import last_error, vls_needed
@@ -129,9 +129,9 @@ def verify_routes(t: Transport | None, sm: dict, engine: str, dest: Path, live=N
         if rc != 0:
             return {"ok": False, "error": f"{tool} failed on the SM node (exit {rc}): {err.strip()[-300:]}"}
         (dest / f"{tool}.out").write_bytes(t.get(remote))
-    p = subprocess.run([sys.executable, "-m", "ibtool.cli.main", "verify", "routes", "--fabric",
-                        str(dest / "ibnetdiscover.out"), "--lfts", str(dest / "dump_fts.out"), "--json"],
-                       capture_output=True, text=True)
+    p = children.run([sys.executable, "-m", "ibtool.cli.main", "verify", "routes", "--fabric",
+                      str(dest / "ibnetdiscover.out"), "--lfts", str(dest / "dump_fts.out"), "--json"],
+                     capture_output=True, text=True)
     (dest / "verify_routes.json").write_text(p.stdout)
     try:
         report = json.loads(p.stdout)
@@ -140,8 +140,13 @@ def verify_routes(t: Transport | None, sm: dict, engine: str, dest: Path, live=N
     out = {"ok": bool(report.get("ok")) and p.returncode == 0, "exit_code": p.returncode,
            "report": str(dest / "verify_routes.json")}
     if not out["ok"]:
-        out["error"] = (f"the routes of {engine} failed verification (ibtool verify routes exit {p.returncode}; "
-                        f"see {dest / 'verify_routes.json'})")
+        # what is wrong with the tables, in the report's words ("credit loop: a cycle of 8 channels ...")
+        failed = [f"{c.get('name')}: {c.get('summary')}" for c in report.get("checks", [])
+                  if isinstance(c, dict) and not c.get("ok")]
+        out["error"] = (f"routing engine {engine} is in effect, but its tables fail verification: "
+                        f"{'; '.join(failed[:2]) or f'ibtool verify routes exit {p.returncode}'} "
+                        f"(see {dest / 'verify_routes.json'})")
+        out["failed_checks"] = failed
     return out
 
 

@@ -56,6 +56,21 @@ class Mapping:
                           for i, (h, s) in enumerate(self.ranks)]}
 
 
+def machines(addresses) -> set[str]:
+    """The machines behind these host addresses: every loopback address (127.0.0.0/8, ::1,
+    localhost) is this one. Ranks that all share one machine talk over its memory, not the network."""
+    import ipaddress
+    out = set()
+    for a in addresses:
+        a = str(a).strip().lower()
+        try:
+            loop = ipaddress.ip_address(a).is_loopback
+        except ValueError:
+            loop = a in ("localhost", "localhost.localdomain", "ip6-localhost")
+        out.add("this host (loopback)" if loop else a)
+    return out
+
+
 def make(policy: str, hosts: list[Host], nprocs: int, seed: int | None = None) -> Mapping:
     if policy not in POLICIES:
         raise InputError(f"unknown mapping {policy!r} (known: {', '.join(POLICIES)})")

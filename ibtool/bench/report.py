@@ -184,7 +184,7 @@ def build(campaign_dir: str | Path, out: str | Path | None = None) -> dict:
     summary = [dict(zip(("benchmark", "metric", "unit", "engine", "mapping", "runs", "mean", "min", "max"), r))
                for r in rows]
     return {"dir": str(out), "runs": len(runs), "figures": figures, "rows": len(rows), "generations": gens,
-            "files": sorted(p.name for p in out.iterdir()), "summary": summary}
+            "files": sorted(p.name for p in out.iterdir()), "summary": summary, "one_host": one_host(runs)}
 
 
 def _figures_of(runs: list[dict]):
@@ -244,6 +244,19 @@ def plots(runs, values, units, engines, mappings, out: Path) -> list[str]:
     return made
 
 
+def one_host(runs: list[dict]) -> dict[str, list[str]]:
+    """Runs whose ranks all shared one machine (bench.mapping.machines): machine -> run ids. They
+    measured that machine's memory and loopback, not the network."""
+    from ibtool.bench.mapping import machines
+    out: dict[str, list[str]] = defaultdict(list)
+    for r in runs:
+        ranks = (r.get("mapping") or {}).get("ranks") or []
+        found = machines(x.get("address") or x.get("host") for x in ranks)
+        if ranks and len(found) == 1:
+            out[found.pop()].append(r["run_id"])
+    return dict(out)
+
+
 def markdown(manifest, runs, values, units, engines, mappings, figures) -> str:
     lines = ["# Benchmark campaign report", "",
              f"Benchmarks: {', '.join(manifest['benchmarks'])}; mappings: {', '.join(mappings)}; "
@@ -254,6 +267,10 @@ def markdown(manifest, runs, values, units, engines, mappings, figures) -> str:
         by_status[r["status"]] += 1
     lines += [f"Runs stored: {len(runs)} of {len(manifest['runs'])} planned ("
               + ", ".join(f"{k} {v}" for k, v in sorted(by_status.items())) + ").", ""]
+    for machine, ids in sorted(one_host(runs).items()):
+        lines += [f"**{len(ids)} of {len(runs)} runs had all their ranks on one machine ({machine}): they measure "
+                  "its memory and loopback, not the network** (the inventory's compute hosts, or the benchmark's "
+                  "`hosts`, name one machine).", ""]
     gens = manifest.get("generations") or []
     if len({r.get("generation") or 1 for r in runs}) > 1:
         lines += ["**This campaign mixes parameter generations** (resumed with `--new-parameters`); their runs "

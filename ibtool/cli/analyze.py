@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from pathlib import Path
 
 import click
 
+from ibtool import __version__
 from ibtool.errors import InputError
 from ibtool.fabric import Fabric
 from ibtool.formats import atomic_write, ibnetdiscover
@@ -65,8 +67,43 @@ def _flag(name: str) -> str:
     return "--" + {"html_out": "html"}.get(name, name).replace("_", "-")
 
 
+def parse_figures(text: str) -> tuple[str, dict]:
+    """'KANTC(8,8)', 'mikantc(k=6, n=7)', 'slimfly(q=23)': a family and its parameters, positional
+    values in the order of the family's parameters (`ibtool topo FAMILY --help`)."""
+    from ibtool.topologies import load_all
+    m = re.fullmatch(r"\s*([A-Za-z][\w-]*)\s*\((.*)\)\s*", text)
+    if not m:
+        raise InputError(f"--figures {text!r}: expected FAMILY(ARGS), e.g. 'KANTC(8,8)' or 'slimfly(q=23)'")
+    reg = load_all()
+    fam = m.group(1).lower()
+    t = reg.get(fam)
+    if t is None:
+        raise InputError(f"--figures {text!r}: no family {fam!r} (ibtool topo list)")
+    if t.figures is None:
+        with_figures = ", ".join(n for n, x in reg.items() if x.figures)
+        raise InputError(f"--figures {text!r}: {fam} has no paper figures (families that have: {with_figures})")
+    params = {p.name: p.default for p in t.params if p.default is not None}
+    names = [p.name for p in t.params]
+    args = [a.strip() for a in m.group(2).split(",") if a.strip()]
+    for i, a in enumerate(args):
+        key, _, val = a.rpartition("=")
+        key = key.strip().replace("-", "_") or (names[i] if i < len(names) else "")
+        if key not in names:
+            raise InputError(f"--figures {text!r}: {fam} has no parameter {key!r} (its parameters: "
+                             f"{', '.join(names)})")
+        typ = next(p.type for p in t.params if p.name == key)
+        try:
+            params[key] = typ(val.strip())
+        except ValueError:
+            raise InputError(f"--figures {text!r}: {key} = {val.strip()!r} is not a {typ.__name__}") from None
+    missing = [p.name for p in t.params if p.default is None and p.name not in params]
+    if missing:
+        raise InputError(f"--figures {text!r}: {fam} needs {', '.join(missing)}")
+    return fam, {"topology": fam, **params}
+
+
 @click.command(name="analyze")
-@click.argument("paths", metavar="PATH...", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.argument("paths", metavar="PATH...", nargs=-1, type=click.Path(exists=True, path_type=Path))
 @click.option("--layout", "layout_opt", metavar="FILE|POLICY",
               help=f"A layout.json, or a placement policy ({', '.join(POLICIES)}, or 'default' for the "
                    "family's). Default: PATH/layout.json when the plan has one, else no layout.")
@@ -84,6 +121,9 @@ def _flag(name: str) -> str:
 @click.option("--endpoint-delay", type=float, default=300.0, show_default=True,
               help="ns of injection + reception.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--figures", "figures_of", metavar="FAMILY(ARGS)",
+              help="Instead of PATH: the source paper's figures of a plan from its parameters alone, without "
+                   "building it (sizes too big to build), e.g. 'KANTC(8,8)', 'MiKANTC(6,7)'.")
 @click.option("--html", "html_out", type=click.Path(path_type=Path), help="Also write an HTML report here.")
 @click.option("--plot", "plot_out", type=click.Path(dir_okay=False, path_type=Path),
               help="Draw latency vs switch delay, one curve per PATH (paper 004's Fig. 5) into this .svg or .png "
@@ -96,7 +136,7 @@ def _flag(name: str) -> str:
               help="--plot: Fastest Routing (Fig. 5) or Nearest Routing (paper 004's Fig. 1).")
 @click.pass_context
 def group(ctx, paths, layout_opt, site, save_layout, prices, bisection, samples, seed, switch_delay, cable_delay,
-          endpoint_delay, as_json, html_out, plot_out, switch_delays, metric, routing):
+          endpoint_delay, as_json, figures_of, html_out, plot_out, switch_delays, metric, routing):
     """Metrics of a fabric: counts, distances, path diversity, bisection (b_r, B_r), Moore bound;
     with a layout also cable totals and paper 004's NR/FR latency; with --prices the cost.
     With --plot, paper 004's Fig. 5 instead: latency vs switch delay, one curve per PATH.
@@ -113,9 +153,18 @@ def group(ctx, paths, layout_opt, site, save_layout, prices, bisection, samples,
       # paper 004's Fig. 5 from plans written by ibtool topo (each with its layout.json):
       ibtool analyze sky torus hyperx --plot fig5.svg --switch-delays 60:500:20 --metric max
       ibtool analyze sky torus --plot fig5.png --switch-delays 0,60,100,200 --json > fig5.json
+      # paper 001's cost ratios, path diversity and RCP of a plan too big to build:
+      ibtool analyze --figures 'KANTC(8,8)'
+      ibtool analyze --figures 'MiKANTC(6,7)' --json
     """
     given = {k for k in (*REPORT_ONLY, *PLOT_ONLY)
              if ctx.get_parameter_source(k) is not click.core.ParameterSource.DEFAULT}
+    if figures_of:
+        if paths or plot_out or given or layout_opt:
+            raise InputError("--figures takes no PATH and no other option but --json")
+        return _figures(figures_of, as_json)
+    if not paths:
+        raise InputError("give a PATH (a plan, a run or an ibnetdiscover file), or --figures FAMILY(ARGS)")
     if plot_out:
         for k in REPORT_ONLY:
             if k in given:
@@ -135,6 +184,7 @@ def group(ctx, paths, layout_opt, site, save_layout, prices, bisection, samples,
     lay = layout_for(fabric, plan_layout, layout_opt, site)
     # ibtool.analyze pulls in scipy and networkx: imported here, not when any ibtool command starts
     from ibtool.analyze import LatencyModel, analyze, text
+    from ibtool.analyze.report import fmt_prices, fmt_value
     from ibtool.analyze.cost import read_prices
     table = read_prices(prices) if prices else None
     model = LatencyModel(switch_delay, cable_delay, endpoint_delay)
@@ -151,19 +201,32 @@ def group(ctx, paths, layout_opt, site, save_layout, prices, bisection, samples,
         lay.write(save_layout)
     if html_out:
         with atomic_write(html_out) as fh:
-            fh.write(render("analyze.html.j2", r=report, fmt_hist=_bars))
+            from ibtool.drawing import made_at
+            fh.write(render("analyze.html.j2", r=report, histogram=_histogram, made=made_at(), version=__version__,
+                            fmt_prices=fmt_prices, fmt_value=fmt_value))
     click.echo(json.dumps(report, indent=2) if as_json else text(report))
 
 
-def _bars(hist: dict, width: int = 360, height: int = 120) -> dict:
-    """Bar geometry of a histogram for the HTML report's inline SVG."""
-    items = [(k, v) for k, v in hist.items()]
-    top = max((v for _, v in items), default=1) or 1
-    bw = width / max(1, len(items))
-    bars = [{"x": round(i * bw + 2, 1), "w": round(bw - 4, 1), "h": round(v / top * (height - 20), 1),
-             "y": round(height - 14 - v / top * (height - 20), 1), "label": k, "value": v}
-            for i, (k, v) in enumerate(items)]
-    return {"width": width, "height": height, "bars": bars}
+def _histogram(hist: dict, title: str) -> str:
+    """A distance histogram with its axes and counts (ibtool.drawing.chart), inline in the report."""
+    from ibtool.drawing.chart import histogram
+    return histogram(hist, title, "hops", "pairs")
+
+
+def _figures(text: str, as_json: bool) -> None:
+    from ibtool.analyze.report import fmt_value
+    from ibtool.topologies import load_all
+    fam, params = parse_figures(text)
+    rows = load_all()[fam].figures(params).get("figures", [])  # out-of-range parameters: one line, exit 2
+    if not rows:
+        raise InputError(f"--figures {text!r}: {fam}'s paper figures need a plan: ibtool analyze PLAN")
+    if as_json:
+        click.echo(json.dumps({"family": fam, "params": params, "figures": rows}, indent=2))
+        return
+    click.echo(f"{text.strip()}: the source paper's figures from the parameters (no fabric built)")
+    width = max(len(r["name"]) for r in rows)
+    for r in rows:
+        click.echo(f"  {r['name']:<{width}}  {fmt_value(r['value']):>18}  {r['formula']}  ({r['source']})")
 
 
 def _plot(paths, out: Path, layout_opt, site, switch_delays: str, metric: str, routing: str, delays_ns, as_json):

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from ibtool.errors import CheckFailed
+from ibtool.errors import CheckFailed, InputError
 
 
 def _csv(value: str | None) -> list[str]:
@@ -87,6 +87,9 @@ def run_cmd(inventory, benchmarks, mappings, engines, repeat, seed, out, retry_f
     from ibtool.bench.campaign import Campaign
 
     inv = inv_mod.load(inventory)
+    if engines is not None:  # --engines "" is no list of engines, not the routing in place
+        from ibtool.sim.opensm import parse_engines
+        parse_engines(engines, "--engines")
     camp = Campaign(inv, out, _csv(benchmarks), _csv(mappings), _csv(engines) or None, repeat, seed, retry_failed,
                     new_parameters)
     if dry_run:
@@ -151,6 +154,9 @@ def report_cmd(campaign_dir, out, as_json):
         click.echo(json.dumps(res, indent=2))
     else:
         click.echo(f"{res['runs']} runs, {res['rows']} summary rows, {len(res['figures'])} figures -> {res['dir']}")
+        for machine, ids in sorted(res["one_host"].items()):
+            click.echo(f"note: {len(ids)} of {res['runs']} runs had all their ranks on one machine ({machine}): "
+                       "they measure no network")
 
 
 @group.command("parse")
@@ -172,13 +178,22 @@ def parse_cmd(benchmark, file, as_json, exit_code):
       ibtool bench parse netgauge ebb/stdout.txt --json | jq .metrics
 
     Exit code 1 when the run failed (truncated, aborted) or is not a valid result (HPCC ran
-    its defaults after an invalid grid, HPCG ran without its input file ...).
+    its defaults after an invalid grid, HPCG ran without its input file ...); exit 2 when FILE
+    is not an output of that benchmark at all (HPCC: no banner).
     """
     from ibtool.bench.benchmarks.base import RunFiles
     from ibtool.bench.registry import BENCHMARKS
 
     cls = BENCHMARKS.get(benchmark)
-    r = cls.parse(RunFiles.from_path(file, exit_code))
+    files = RunFiles.from_path(file, exit_code)
+    if files.main is not None and cls.marks:
+        data = files.main.read_bytes()
+        if data.strip() and not any(m.encode() in data for m in cls.marks):
+            # a truncated real output is a failed run (exit 1); this is not one at all
+            binary = "; a binary file" if b"\0" in data[:4096] else ""
+            raise InputError(f"not {benchmark} output (none of {', '.join(repr(m) for m in cls.marks)}{binary})",
+                             path=str(file))
+    r = cls.parse(files)
     if as_json:
         click.echo(json.dumps(r.as_dict(), indent=2, sort_keys=True))
     else:
@@ -229,6 +244,9 @@ def check_cmd(inventory):
         if not ok:
             raise EnvironmentProblem(f"Slurm is not usable: {lines[-1]}")
         return
+    alone = check_mod.one_machine(inv)
+    if alone:
+        click.echo(f"{'network':12s} NONE: {alone}")
     ok, line = check_mod.mpi_hello(inv)
     click.echo(f"{'mpi':12s} {line}")
     if not ok:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
+import select
+import signal
 import sys
 
 import click
@@ -41,9 +44,49 @@ def _fail(ctx, message: str, code: int):
     sys.exit(code)
 
 
+def _closed(stream) -> bool:
+    """The reader of this pipe is gone (`ibtool ... | head` after head exited)."""
+    try:
+        poller = select.poll()
+        poller.register(stream.fileno(), select.POLLOUT)
+        return any(ev & (select.POLLERR | select.POLLHUP) for _, ev in poller.poll(0))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _closed_pipe(ctx=None, error: BrokenPipeError | None = None):
+    """Output to a closed pipe: end quietly as the infiniband-diags tools do, killed by SIGPIPE
+    (a shell says 141), never exit 1 ("check failed") and no message. A pipe to a child that broke
+    is not that: an environment problem, said in one line."""
+    if error is not None and not (_closed(sys.__stdout__) or _closed(sys.__stderr__)):
+        _fail(ctx, f"a pipe to a child process closed early: {error}", 3)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.__stdout__, sys.__stderr__):
+        try:
+            os.dup2(devnull, stream.fileno())  # what Python would still flush goes nowhere
+        except (OSError, ValueError, AttributeError):
+            pass
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGPIPE)
+
+
 class _Main(click.Group):
+    """The command groups are imported when named (each pulls in numpy, jinja2 ... of its own):
+    `ibtool bench parse` does not pay for the routing and layout modules it never runs."""
+
+    def list_commands(self, ctx):
+        return sorted(GROUPS)
+
+    def get_command(self, ctx, cmd_name):
+        if cmd_name not in GROUPS:
+            return None
+        return importlib.import_module(f"ibtool.cli.{cmd_name}").group
+
     def make_context(self, info_name, args, parent=None, **extra):
-        ctx = super().make_context(info_name, list(args), parent=parent, **extra)
+        try:
+            ctx = super().make_context(info_name, list(args), parent=parent, **extra)
+        except BrokenPipeError:  # `ibtool --help | head`
+            _closed_pipe()
         ctx.meta["json"] = "--json" in args  # every command's machine-readable switch
         if ctx.meta["json"] and not isinstance(sys.stdout, _Watched):
             sys.stdout = _Watched(sys.stdout)
@@ -61,8 +104,8 @@ class _Main(click.Group):
         except KeyboardInterrupt as e:  # Ctrl-C: 130; SIGTERM: 143 (Interrupted), as shells report them
             click.echo("ibtool: interrupted", err=True)
             sys.exit(128 + getattr(e, "signum", 2))
-        except BrokenPipeError:
-            sys.exit(1)
+        except BrokenPipeError as e:
+            _closed_pipe(ctx, e)
         except MemoryError:  # a fabric or input too large for this machine: an environment limit, exit 3
             _fail(ctx, f"out of memory in `ibtool {ctx.invoked_subcommand or ''}`: the fabric or input is too "
                        "large for this machine's memory (nothing was written)", 3)
@@ -89,13 +132,14 @@ def cli():
     """
 
 
-for _name in GROUPS:
-    _mod = importlib.import_module(f"ibtool.cli.{_name}")
-    cli.add_command(_mod.group)
-
-
 def main():
-    cli(prog_name="ibtool")
+    try:
+        cli(prog_name="ibtool")
+    finally:
+        try:
+            sys.stdout.flush()  # what is still buffered: its reader may be gone too
+        except BrokenPipeError:
+            _closed_pipe()
 
 
 if __name__ == "__main__":

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import click
 
+from ibtool import children
 from ibtool.errors import EnvironmentProblem, InputError
-from ibtool.sim import opensm
+from ibtool.sim import opensm, opensm_options
 
 PLUGIN_DIR = opensm.PLUGIN_DIR
 LIB = "libhdor.so"
@@ -27,7 +28,7 @@ def _make(target: str | None = None, quiet: bool = False) -> None:
         raise EnvironmentProblem("OpenSM headers not found; install the Debian packages libopensm-dev "
                                  "and libibumad-dev (make setup does)")
     argv = ["make", "-C", str(PLUGIN_DIR)] + ([target] if target else [])
-    p = subprocess.run(argv, capture_output=quiet, text=True)
+    p = children.run(argv, capture_output=quiet, text=True)
     if p.returncode != 0:
         tail = ((p.stdout or "") + (p.stderr or "")).strip().splitlines()[-15:] if quiet else []
         raise EnvironmentProblem(f"{' '.join(argv)} failed (exit {p.returncode})" +
@@ -38,7 +39,7 @@ def multiarch_libdir() -> Path:
     """Where Debian's dynamic loader looks by default (/usr/lib/<multiarch triplet>)."""
     for argv in (["dpkg-architecture", "-qDEB_HOST_MULTIARCH"], ["gcc", "-print-multiarch"]):
         try:
-            out = subprocess.run(argv, capture_output=True, text=True, timeout=10).stdout.strip()
+            out = children.run(argv, capture_output=True, text=True, timeout=10).stdout.strip()
         except (OSError, subprocess.TimeoutExpired):
             continue
         if out:
@@ -80,20 +81,22 @@ def _write(path: Path, data: bytes, mode: int = 0o644) -> None:
 _KEY = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(.*?)\s*$")
 
 
-def update_conf(text: str, engines: list[str], plugin: str = "hdor") -> tuple[str, list[str]]:
-    """Set routing_engine and add `plugin` to event_plugin_name in an opensm.conf text.
+def update_conf(text: str, engines: list[str], plugin: str = "hdor",
+                options: list[tuple[str, str]] = ()) -> tuple[str, list[str]]:
+    """Set routing_engine (and `options`, e.g. a plan's) and add `plugin` to event_plugin_name in
+    an opensm.conf text.
 
     The first active line of each key is rewritten in place; later active duplicates (OpenSM would
     take the last one) are commented out. Missing keys are appended. Returns (text, changes)."""
     lines = text.splitlines()
     changes: list[str] = []
-    want = {"routing_engine": ",".join(engines)}
+    want = {"routing_engine": ",".join(engines), **dict(options)}
     seen: dict[str, int] = {}
     for i, ln in enumerate(lines):
         if ln.lstrip().startswith("#"):
             continue
         m = _KEY.match(ln)
-        if not m or m.group(1) not in ("routing_engine", "event_plugin_name"):
+        if not m or (m.group(1) not in want and m.group(1) != "event_plugin_name"):
             continue
         key, val = m.group(1), m.group(2)
         if key in seen:
@@ -115,8 +118,7 @@ def update_conf(text: str, engines: list[str], plugin: str = "hdor") -> tuple[st
     add = []
     if "event_plugin_name" not in seen:
         add.append(f"event_plugin_name {plugin}")
-    if "routing_engine" not in seen:
-        add.append(f"routing_engine {want['routing_engine']}")
+    add += [f"{k} {v}" for k, v in want.items() if k not in seen]
     if add:
         if lines and lines[-1].strip():
             lines.append("")
@@ -124,6 +126,32 @@ def update_conf(text: str, engines: list[str], plugin: str = "hdor") -> tuple[st
         lines.extend(add)
         changes.extend(f"added '{a}'" for a in add)
     return "\n".join(lines) + "\n", changes
+
+
+def plan_options(plan: Path) -> tuple[list[str], list[tuple[str, str]]]:
+    """A plan's routing_engine and its other opensm.conf options, each checked, the files it names
+    made absolute against the plan (it names them relative to itself, so it can be moved)."""
+    conf = (plan / "opensm.conf") if plan.is_dir() else plan
+    text = _read(conf, "--plan")
+    if text is None:
+        raise InputError(f"--plan {plan}: no opensm.conf (a plan directory of `ibtool topo`?)")
+    try:
+        text = opensm_options.resolve_files(text.decode(), conf.resolve().parent)
+    except UnicodeDecodeError:
+        raise InputError("not UTF-8 text (not an opensm.conf?)", path=str(conf)) from None
+    opensm_options.check_text(text, str(conf))
+    engines, options = None, []
+    for raw in text.splitlines():
+        kv = opensm_options.parse_line(raw)
+        if kv is None or kv[0] == "event_plugin_name":
+            continue
+        if kv[0] == "routing_engine":
+            engines = opensm.parse_engines(kv[1], f"{conf}: routing_engine")
+        else:
+            options = [o for o in options if o[0] != kv[0]] + [kv]  # OpenSM takes a key's last line
+    if engines is None:
+        raise InputError("no routing_engine line (not a plan's opensm.conf?)", path=str(conf))
+    return engines, options
 
 
 @click.group(name="plugin")
@@ -159,20 +187,34 @@ def build_cmd(intree):
                    f"({LDCONF} + ldconfig) instead of the multiarch libdir.")
 @click.option("--conf", type=click.Path(path_type=Path), default=DEFAULT_CONF, show_default=True,
               help="opensm.conf to create or update (Debian's opensm.service reads /etc/opensm/opensm.conf).")
-@click.option("--engines", default="hdor,minhop", show_default=True,
-              help="routing_engine list written into the conf (OpenSM tries them in order).")
+@click.option("--engines", default=None,
+              help="routing_engine list written into the conf (OpenSM tries them in order). "
+                   "Default: the --plan's, else hdor,minhop.")
+@click.option("--plan", type=click.Path(path_type=Path),
+              help="A KNS plan directory (`ibtool topo kns`): its opensm.conf options (qos TRUE, and the "
+                   "files any engine reads, made absolute: a plan names them relative to itself) go into "
+                   "the conf too, and its routing_engine unless --engines is given.")
 @click.option("--destdir", type=click.Path(path_type=Path),
               help="Stage every file under this root (packaging); ldconfig is not run.")
 @click.option("--dry-run", is_flag=True, help="Print what would change; change nothing.")
-def install_cmd(prefix, conf, engines, destdir, dry_run):
+def install_cmd(prefix, conf, engines, plan, destdir, dry_run):
     """Install libhdor.so where Debian's opensm finds it and enable it in opensm.conf.
 
     OpenSM dlopens lib<name>.so by bare name, so the library must be on the loader's default path
     (or in a directory registered with ldconfig); `event_plugin_name` exists only in the config file.
+
+    \b
+    Examples:
+      ibtool plugin install --dry-run                       # show what would change
+      ibtool plugin install --plan cellia                   # and the plan's options (qos TRUE)
+      ibtool plugin install --destdir pkg --prefix /opt/ibtool   # staged for a package
     """
-    names = opensm.parse_engines(engines)
+    plan_engines, extra = plan_options(plan) if plan else (None, [])
+    names = opensm.parse_engines(engines, "--engines") if engines is not None else plan_engines or ["hdor", "minhop"]
     if "hdor" not in names:
-        raise InputError(f"--engines {engines!r} does not list hdor")
+        raise InputError(f"--engines {','.join(names)!r} does not list hdor" if engines is not None or not plan
+                         else f"--plan {plan}: its routing_engine {','.join(names)} does not list hdor "
+                              "(give --engines)")
     if names[-1] == "hdor":
         click.echo("note: hdor is last in routing_engine; a fabric hdor declines then gets OpenSM's "
                    "default minhop", err=True)
@@ -194,7 +236,7 @@ def install_cmd(prefix, conf, engines, destdir, dry_run):
         old = old_bytes.decode() if old_bytes is not None else None
     except UnicodeDecodeError:
         raise InputError(f"--conf {cpath}: not a text file (not UTF-8); is it an opensm.conf?") from None
-    new, changes = update_conf(old or "", names)
+    new, changes = update_conf(old or "", names, options=extra)
 
     # 1. the library
     data = _read(src, "library")
@@ -221,7 +263,7 @@ def install_cmd(prefix, conf, engines, destdir, dry_run):
         click.echo(f"{pre}run ldconfig")
         if not dry_run:
             ldc = shutil.which("ldconfig", path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin")
-            if not ldc or subprocess.run([ldc]).returncode != 0:
+            if not ldc or children.run([ldc]).returncode != 0:
                 raise EnvironmentProblem("ldconfig failed")
 
     # 3. opensm.conf

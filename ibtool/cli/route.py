@@ -32,6 +32,23 @@ def _write(option: str, path: Path, write) -> None:
         raise InputError(f"{option} {path}: cannot write: {e.strerror}") from None
 
 
+def _lid_fabric(path: Path, option: str, allow_partial: bool, names: dict | None = None):
+    """The discovered fabric a route command routes: with LIDs, and complete unless --allow-partial
+    (tables computed from a cut-short discovery would be written as if it were the fabric)."""
+    f = ibnetdiscover.read(path, names)
+    if not f.port_lids:
+        raise InputError(f"{option}: no LIDs in this file (a plan? give the ibnetdiscover output of the running "
+                         "fabric, e.g. RUN/ibnetdiscover.out of `ibtool sim run`)", path=str(path))
+    ibnetdiscover.refuse_partial(f, path, allow_partial, lambda m: click.echo(f"ibtool: warning: {m}", err=True))
+    return f
+
+
+allow_partial_option = click.option(
+    "--allow-partial", is_flag=True,
+    help="Route a partial discovery (devices seen only as the peer of a port) anyway, with a warning; "
+         "by default it is refused (exit 2), naming those devices.")
+
+
 @click.group(name="route")
 def group():
     """Compute forwarding tables in Python (reference engines) for OpenSM's `file` engine."""
@@ -54,8 +71,9 @@ def group():
               help="Write the SL2VL tables hdor programs (opensm-sl2vl.dump format; all VL 0 without faults).")
 @click.option("--path-sls", "path_sls_out", type=OutPath(),
               help="Write the SL of every HCA-to-HCA path (`saquery -p` format; all SL 0 without faults).")
+@allow_partial_option
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def hdor_cmd(fabric_path, out, dump, baseline_path, vls, sl2vl_out, path_sls_out, as_json):
+def hdor_cmd(fabric_path, out, dump, baseline_path, vls, sl2vl_out, path_sls_out, allow_partial, as_json):
     """Hybrid-DOR tables for a KNS fabric, as the hdor OpenSM engine computes them (docs/hdor.md).
 
     Writes every switch's table for every LID, with ` portguid` on each entry so OpenSM remaps
@@ -85,8 +103,8 @@ def hdor_cmd(fabric_path, out, dump, baseline_path, vls, sl2vl_out, path_sls_out
             _output_file(path, option)
     say = (lambda m: None) if as_json else (lambda m: click.echo(f"  {m}", err=True))
     t0 = time.monotonic()
-    f = _lid_fabric(fabric_path, "--fabric")
-    f0 = _lid_fabric(baseline_path, "--baseline") if baseline_path else None
+    f = _lid_fabric(fabric_path, "--fabric", allow_partial)
+    f0 = _lid_fabric(baseline_path, "--baseline", allow_partial) if baseline_path else None
     base = None
     if f0 is not None:  # before any progress line: a bad baseline is a one-line error
         try:
@@ -136,12 +154,6 @@ def hdor_cmd(fabric_path, out, dump, baseline_path, vls, sl2vl_out, path_sls_out
         click.echo("spread: no parallel router-switch links")
 
 
-def _lid_fabric(path: Path, option: str):
-    f = ibnetdiscover.read(path)
-    if not f.port_lids:
-        raise InputError(f"{option}: no LIDs in this file (a plan? give the ibnetdiscover output of the running "
-                         "fabric, e.g. RUN/ibnetdiscover.out of `ibtool sim run`)", path=str(path))
-    return f
 
 
 def _zero_sls(f) -> dict:
@@ -177,8 +189,9 @@ def _faults_text(faults: dict) -> str:
                    "dependency graph is acyclic, and write 'src_lid dst_lid sl' lines here (small fabrics).")
 @click.option("--max-vls", default=8, show_default=True, type=click.IntRange(1, 15),
               help="Layers --sl-out may use.")
+@allow_partial_option
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def fr_cmd(fabric_path, layout_path, nnm, out, nr, switch_delay, ns_per_m, sl_out, max_vls, as_json):
+def fr_cmd(fabric_path, layout_path, nnm, out, nr, switch_delay, ns_per_m, sl_out, max_vls, allow_partial, as_json):
     """Fastest Routing of paper 004 (Skywalk): lowest-latency paths, cables weighted by length.
 
     A hop costs the switch delay plus ns/m x the cable's length in layout.json; equal-cost paths
@@ -207,10 +220,7 @@ def fr_cmd(fabric_path, layout_path, nnm, out, nr, switch_delay, ns_per_m, sl_ou
     names = node_name_map.read(nnm) if nnm.is_file() else None
     say = (lambda m: None) if as_json else (lambda m: click.echo(f"  {m}", err=True))
     t0 = time.monotonic()
-    f = ibnetdiscover.read(fabric_path, names)
-    if not f.port_lids:
-        raise InputError("no LIDs in this fabric (a plan? use the ibnetdiscover output of the running fabric)",
-                         path=str(fabric_path))
+    f = _lid_fabric(fabric_path, "--fabric", allow_partial, names)
     lay = Layout.read(layout_path, f)
     say(f"read {f.num_nodes} nodes, {f.num_links} links from {fabric_path}; cables from {layout_path}")
     t1 = time.monotonic()
@@ -272,8 +282,9 @@ def _equality_sets(spec: str | None, plan: Path | None):
 @click.option("--spec", help="The link sets in the paper's notation, e.g. 'N14K6[-1,1,3,9](4)'.")
 @click.option("--plan", type=click.Path(path_type=Path),
               help="Or the plan directory (its fabric.json records the spec `ibtool topo` built).")
+@allow_partial_option
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def equality_cmd(fabric_path, out, spec, plan, as_json):
+def equality_cmd(fabric_path, out, spec, plan, allow_partial, as_json):
     """Universal routing table of an Equality network (paper 002, Eq. 2) as file-engine LFTs.
 
     Numbers the routers from the discovered wiring (not from names), builds the one table of
@@ -296,7 +307,7 @@ def equality_cmd(fabric_path, out, spec, plan, as_json):
     _output_file(out, "--out")
     say = (lambda m: None) if as_json else (lambda m: click.echo(f"  {m}", err=True))
     t0 = time.monotonic()
-    f = ibnetdiscover.read(fabric_path)
+    f = _lid_fabric(fabric_path, "--fabric", allow_partial)
     say(f"read {f.num_nodes} nodes, {f.num_links} links from {fabric_path}")
     t1 = time.monotonic()
     r = equality.compute(f, n, sa, sb)
@@ -323,8 +334,9 @@ def equality_cmd(fabric_path, out, spec, plan, as_json):
               help="LFT file to write, for `opensm -R file -U FILE` (conf key lfts_file).")
 @click.option("--dump", type=click.Path(path_type=Path),
               help="Also write the recovered labels <G,L,D,C>, one line per node.")
+@allow_partial_option
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def kantc_cmd(fabric_path, out, dump, as_json):
+def kantc_cmd(fabric_path, out, dump, allow_partial, as_json):
     """Paper 001's routing for KANTC (Algorithm 1) and MiKANTC (Algorithm 2) (routing/kantc.py).
 
     Labels are recovered from the wiring (never from names or port numbers): cubes, intermediate
@@ -347,7 +359,7 @@ def kantc_cmd(fabric_path, out, dump, as_json):
         _output_file(dump, "--dump")
     say = (lambda m: None) if as_json else (lambda m: click.echo(f"  {m}", err=True))
     t0 = time.monotonic()
-    f = ibnetdiscover.read(fabric_path)
+    f = _lid_fabric(fabric_path, "--fabric", allow_partial)
     say(f"read {f.num_nodes} nodes, {f.num_links} links from {fabric_path}")
     t1 = time.monotonic()
     r = kantc.compute(f)

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 
 import click
 
 from ibtool.cli import OutPath, finite_seconds
-from ibtool.errors import InputError
-from ibtool.sim import opensm
+from ibtool.errors import CheckFailed, InputError
+from ibtool.formats import ibnetdiscover
+from ibtool.sim import opensm, opensm_options
 from ibtool.sim.runner import RunOptions, run
 
 
@@ -28,12 +30,39 @@ def _kv(ctx, param, values):
         if not re.fullmatch(r"[A-Za-z0-9_]+", k.strip()) or any(c in val for c in "\r\n\0"):
             # a newline would add a line of its own to opensm.conf
             raise click.BadParameter(f"expected KEY=VALUE on one line, KEY of letters, digits and _; got {v[:60]!r}")
-        out.append((k.strip(), val.strip()))
+        # OpenSM would skip an unknown key or a value beyond its range, saying so only in its log
+        k, val = k.strip(), opensm_options.check(k.strip(), val.strip(), f"--conf {v[:80]}")
+        if k in opensm_options.FILE_KEYS and val != "(null)":
+            val = str(Path(val).resolve())  # OpenSM runs in a scratch directory, not here
+        out.append((k, val))
     return out
 
 
+def _plan(net, engine, opensm_config, log_flags) -> tuple[Path, list[str], str | None, int]:
+    """NET (a plan directory: its topology.net), --engine (default: the plan's opensm.conf beside
+    NET, with its options), the opensm.conf to start from, and --log-flags as a number."""
+    net = Path(net)
+    if net.is_dir():  # a plan directory: its topology.net (and so its opensm.conf)
+        if not (net / "topology.net").is_file():
+            raise InputError("is a directory, not a net file; a plan directory (`ibtool topo --out DIR`) holds "
+                             "topology.net, and this one has none", path=str(net))
+        net = net / "topology.net"
+    if engine is None and opensm.plan_engines(net) is not None:
+        engines = opensm.plan_engines(net)  # the plan's engine, with its options (root GUIDs ...)
+        opensm_config = opensm_config or str(net.with_name("opensm.conf"))
+    else:
+        engines = opensm.parse_engines("minhop" if engine is None else engine)
+    try:
+        flags = int(log_flags, 0)
+    except ValueError:
+        raise InputError(f"--log-flags: not a number: {log_flags!r}") from None
+    if not 0 <= flags <= 0xFF:  # OpenSM's log flags are one byte (OSM_LOG_ERROR 0x01 .. OSM_LOG_SYS 0x80)
+        raise InputError(f"--log-flags: {log_flags} is outside 0x00..0xff")
+    return net, engines, opensm_config, flags
+
+
 @group.command(name="run")
-@click.argument("net", type=click.Path(path_type=Path))
+@click.argument("net", metavar="NET|PLAN", type=click.Path(path_type=Path))
 @click.option("--engine", "-R", default=None,
               help="Routing engines for OpenSM, tried in order (e.g. hdor,minhop). hdor is loaded from "
                    "opensm_plugin/libhdor.so automatically. Default: the plan's opensm.conf beside NET "
@@ -67,7 +96,8 @@ def _kv(ctx, param, values):
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json.")
 def run_cmd(net, engine, out, timeout, log_flags, conf_options, opensm_config, opensm_args, no_discover, path_sls,
             faults, fail, random_faults, seed, as_json):
-    """Bring NET up in ibsim, route it once with OpenSM, discover it.
+    """Bring NET up in ibsim, route it once with OpenSM, discover it (PLAN: a plan directory, its
+    topology.net with its opensm.conf).
 
     \b
     Writes into OUT:
@@ -77,26 +107,20 @@ def run_cmd(net, engine, out, timeout, log_flags, conf_options, opensm_config, o
       saquery-paths.out    with --path-sls: the SA's PathRecords (the SL of every path)
 
     Exits 0 only when the subnet came up and one of the requested engines configured the
-    tables (OpenSM falls back to minhop silently; ibtool reads the log to tell).
+    tables (OpenSM falls back to minhop silently; ibtool reads the log to tell). When OpenSM
+    exits early its own last error lines are printed; exit 2 when it refused its command line
+    (an --opensm-arg it does not know, -h, a value out of its range).
 
     \b
     Example:
+      ibtool sim run cellia --out run                         # the plan's engine (hdor)
       ibtool sim run cellia/topology.net --engine hdor --out run
       ibtool sim run cellia/topology.net --engine dfsssp --path-sls --conf qos=TRUE --out run-dfsssp
     """
-    if engine is None and opensm.plan_engines(net) is not None:
-        engines = opensm.plan_engines(net)  # the plan's engine, with its options (root GUIDs ...)
-        opensm_config = opensm_config or str(net.with_name("opensm.conf"))
-    else:
-        engines = opensm.parse_engines(engine or "minhop")
-    try:
-        flags = int(log_flags, 0)
-    except ValueError:
-        raise InputError(f"--log-flags: not a number: {log_flags!r}") from None
-    if not 0 <= flags <= 0xFF:  # OpenSM's log flags are one byte (OSM_LOG_ERROR 0x01 .. OSM_LOG_SYS 0x80)
-        raise InputError(f"--log-flags: {log_flags} is outside 0x00..0xff")
+    net, engines, opensm_config, flags = _plan(net, engine, opensm_config, log_flags)
     if faults or fail or random_faults:
-        return _scenario(net, out, engines, timeout, faults, fail, random_faults, seed, as_json, path_sls, flags)
+        return _scenario(net, out, engines, timeout, faults, fail, random_faults, seed, as_json, path_sls, flags,
+                         opensm_config, conf_options)
     opts = RunOptions(engines=engines, timeout=timeout, log_flags=flags, conf_options=conf_options,
                       conf_base=opensm_config, opensm_args=list(opensm_args), discover=not no_discover,
                       path_sls=bool(path_sls))
@@ -113,13 +137,16 @@ def run_cmd(net, engine, out, timeout, log_flags, conf_options, opensm_config, o
         step = s.get("routing_step_s")
         click.echo(f"opensm {t.get('opensm_s')} s" + (f", routing step {step:.3f} s" if step is not None else "")
                    + f", total {t.get('total_s')} s; results in {out}")
+        if s.get("opensm_error"):
+            click.echo(f"  {s['opensm_error']}", err=True)
         for e in s.get("errors", [])[:3]:
             click.echo(f"  opensm: {e}", err=True)
     if not s.get("ok"):
         raise SystemExit(1)
 
 
-def _scenario(net, out, engines, timeout, faults, fail, random_faults, seed, as_json, path_sls, flags):
+def _scenario(net, out, engines, timeout, faults, fail, random_faults, seed, as_json, path_sls, flags, conf_base,
+              conf_options):
     """`sim run` with faults: a live fabric, one OpenSM, a step at a time (ibtool.sim.faults)."""
     from ibtool.formats import ibnetdiscover
     from ibtool.sim import faults as fault_scenarios
@@ -138,7 +165,8 @@ def _scenario(net, out, engines, timeout, faults, fail, random_faults, seed, as_
     else:
         sc = fault_scenarios.random_scenario(plan, random_faults, seed)
     progress = None if as_json else (lambda m: click.echo(f"  {m}", err=True))
-    s = fault_scenarios.run(Path(net), out, engines, sc, timeout, progress, path_sls=path_sls, log_flags=flags)
+    s = fault_scenarios.run(Path(net), out, engines, sc, timeout, progress, path_sls=path_sls, log_flags=flags,
+                            conf_base=conf_base, conf_options=conf_options)
     if as_json:
         click.echo(json.dumps(s, indent=2))
     else:
@@ -149,3 +177,329 @@ def _scenario(net, out, engines, timeout, faults, fail, random_faults, seed, as_
         click.echo(f"results in {out}; verify every step with: ibtool verify all {out}")
     if not s["ok"]:
         raise SystemExit(1)
+
+
+# ---------------------------------------------------------------------- a fabric that stays up
+def _live_dir(run: Path) -> Path:
+    return Path(run) / "sim"
+
+
+def _attach(run: Path):
+    from ibtool.sim.live import LiveFabric
+    return LiveFabric.attach(_live_dir(run))
+
+
+def _describe(lf, run: Path) -> dict:
+    """What runs and what reaches it, for people (printed) and machines (--json)."""
+    from ibtool.sim.runner import UMAD2SIM
+    sms = []
+    for sm in lf.sms:
+        o = sm.outcome
+        sms.append({"sm": sm.n, "node": sm.name or sm.node or "ibsim's default node", "priority": sm.priority,
+                    "pid": sm.pid if sm.running else None, "state": sm.state(),
+                    "engine": o.get("engine") if sm.state() == "MASTER" else None,
+                    "engines": sm.engines, "log": sm.log, "error": o.get("error")})
+    return {"run": str(run), "up": lf.up, "net": str(lf.net), "ibsim_pid": lf.ibsim_pid if lf.up else None,
+            "IBSIM_SOCKNAME": lf.sockname, "LD_PRELOAD": UMAD2SIM, "scratch": str(lf.scratch),
+            "env": f"IBSIM_SOCKNAME={lf.sockname} LD_PRELOAD={UMAD2SIM}", "sms": sms,
+            "console": str(lf.fifo), "ibsim_log": str(lf.ibsim_log)}
+
+
+def _print(d: dict) -> None:
+    if not d["up"]:
+        click.echo(f"{d['run']}: the emulated fabric is down")
+        return
+    click.echo(f"ibsim (pid {d['ibsim_pid']}) emulates {d['net']}")
+    for sm in d["sms"]:
+        state = sm["state"] or "not running"
+        what = f", tables by {sm['engine']}" if sm["engine"] else ""
+        prio = f", priority {sm['priority']}" if sm["priority"] is not None else ""
+        click.echo(f"  SM {sm['sm']} on {sm['node']}{prio}: {state}"
+                   + (f" (pid {sm['pid']})" if sm["pid"] else "") + what
+                   + (f"; {sm['error']}" if sm["error"] and sm["state"] != "STANDBY" else ""))
+    click.echo("infiniband-diags and `ibtool collect` reach it with these two variables (umad2sim makes and "
+               "removes ./sys-<pid> in the current directory):")
+    click.echo(f"  export IBSIM_SOCKNAME={d['IBSIM_SOCKNAME']}")
+    click.echo(f"  export LD_PRELOAD={d['LD_PRELOAD']}")
+    click.echo(f"  (or: . {d['run']}/sim/env.sh)   then: ibnetdiscover; perfquery; ibtool collect --out collect")
+    click.echo(f"change it: ibtool sim set {d['run']} --down 'DEVICE PORT' ... ; "
+               f"its SMs: ibtool sim sm {d['run']} --kill|--start|--restart --sm N")
+    click.echo(f"stop it: ibtool sim down {d['run']}")
+
+
+@group.command(name="up")
+@click.argument("net", type=click.Path(path_type=Path))
+@click.option("--out", "-o", type=OutPath(), required=True, help="Run directory (the fabric's state and logs in OUT/sim/).")
+@click.option("--engine", "-R", default=None,
+              help="Routing engines for OpenSM, tried in order. Default: the plan's opensm.conf beside NET, else minhop.")
+@click.option("--sms", type=click.IntRange(1, 8), default=None,
+              help="OpenSM instances (default 1): with several, each on its own HCA (first and last of the file "
+                   "for two), master and standby by sm_priority (15, 14, ...).")
+@click.option("--sm-on", "sm_on", multiple=True, metavar="DEVICE",
+              help="Put an SM on this device (plan name such as 'H[0,0]', or ibsim node id); repeat for several.")
+@click.option("--sm-priority", "sm_priority", multiple=True, type=click.IntRange(0, 15),
+              help="sm_priority of each SM, in order (repeat once per SM).")
+@click.option("--conf", "conf_options", multiple=True, callback=_kv, metavar="KEY=VALUE",
+              help="Extra opensm.conf option for every SM (repeatable), e.g. --conf sminfo_polling_timeout=1000.")
+@click.option("--opensm-config", type=click.Path(exists=True, dir_okay=False),
+              help="An opensm.conf to start from; ibtool's keys are appended.")
+@click.option("--hdor-conf", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="A KNS description hdor reads (put beside every SM's opensm.conf). Default: the plan's "
+                   "hdor.conf beside NET, if there is one.")
+@click.option("--log-flags", default="0x03", show_default=True, help="OpenSM -D flags (0x40: OpenSM's dump files).")
+@click.option("--timeout", default=300.0, show_default=True, type=float, callback=finite_seconds,
+              help="Seconds to wait for ibsim and for each SM.")
+@click.option("--json", "as_json", is_flag=True, help="Print what runs and how to reach it as JSON.")
+def up_cmd(net, out, engine, sms, sm_on, sm_priority, conf_options, opensm_config, hdor_conf, log_flags, timeout,
+           as_json):
+    """Start ibsim and OpenSM on NET and leave them running.
+
+    The processes outlive this command: they are recorded in OUT/sim/sim.json, where `sim sm`,
+    `sim set`, `sim status` and `sim down` find them. Prints the IBSIM_SOCKNAME and the
+    LD_PRELOAD line that let infiniband-diags (and `ibtool collect`) reach the fabric.
+    Exits 0 when the master SM configured the tables with a requested engine, 1 otherwise (the
+    fabric stays up to be looked at; `sim down` stops it).
+
+    \b
+    Examples:
+      ibtool sim up cellia/topology.net --out run        # the plan's engine (hdor), one SM
+      ibtool sim up plan/topology.net --sms 2 --conf sminfo_polling_timeout=1000 --out run
+      ibtool sim up plan/topology.net --sm-on 'H[0,0]' --sm-on 'H[5,5]' --sm-priority 15 --sm-priority 1 --out run
+      ibtool sim down run
+    """
+    from ibtool.sim import faults as fault_scenarios
+    from ibtool.sim.live import LiveFabric
+    from ibtool.sim.runner import _raise_interrupt
+    import signal as _signal
+    net, engines, opensm_config, flags = _plan(net, engine, opensm_config, log_flags)
+    if not net.is_file():
+        raise InputError("no such net file", path=str(net))
+    if sms and sm_on and sms != len(sm_on):
+        raise InputError(f"--sms {sms} but {len(sm_on)} --sm-on")
+    if hdor_conf is None and Path(net).with_name("hdor.conf").is_file():
+        hdor_conf = Path(net).with_name("hdor.conf")
+    conf = list(conf_options)
+    if any(e in fault_scenarios.SL_ENGINES for e in engines) and "qos" not in dict(conf):
+        conf.append(("qos", "TRUE"))  # OpenSM calls update_sl2vl only with QoS on (docs/faults.md)
+    run = Path(out)
+    live = _live_dir(run)
+    try:
+        old = LiveFabric.attach(live)
+    except InputError:
+        old = None
+    if old is not None and old.up:
+        raise InputError(f"--out {run}: an emulated fabric is up there (ibsim pid {old.ibsim_pid}); "
+                         f"`ibtool sim down {run}` first")
+    lf = LiveFabric(net, live, engines, timeout=timeout, conf_options=conf, opensm_args=["-D", hex(flags)],
+                    conf_base=opensm_config, hdor_conf=hdor_conf, sms=sms or 1, sm_nodes=list(sm_on) or None,
+                    sm_priorities=list(sm_priority) or None, detached=True)
+    say = None if as_json else (lambda m: click.echo(f"  {m}", err=True))
+    if say:
+        say(f"starting ibsim and {len(lf.sms)} OpenSM with routing_engine {','.join(engines)}")
+    old_term = _signal.signal(_signal.SIGTERM, _raise_interrupt)
+    try:
+        lf.__enter__()  # on any failure (Ctrl-C too) everything started is stopped again
+    finally:
+        _signal.signal(_signal.SIGTERM, old_term)
+    d = _describe(lf, run)
+    with open(run / "sim" / "env.sh", "w") as fh:
+        fh.write(f"# . {run}/sim/env.sh: infiniband-diags and ibtool collect reach the fabric ibtool sim up started\n"
+                 f"export IBSIM_SOCKNAME={lf.sockname}\nexport LD_PRELOAD={d['LD_PRELOAD']}\n")
+    master = lf.master()
+    ok = master is not None and master.outcome.get("ok", False)
+    d["ok"] = ok
+    if as_json:
+        click.echo(json.dumps(d, indent=2))
+    else:
+        _print(d)
+        if not ok:
+            click.echo("NOT UP with the requested engine: " + ((master.outcome.get("error") if master else None)
+                       or "no SM is master"), err=True)
+    if not ok:
+        raise SystemExit(1)
+
+
+@group.command(name="status")
+@click.argument("run", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True)
+def status_cmd(run, as_json):
+    """What of the fabric `sim up` started in RUN still runs: ibsim, each SM's state (MASTER,
+    STANDBY) and engine, and how to reach it. Exits 1 when ibsim is not running."""
+    d = _describe(_attach(run), run)
+    click.echo(json.dumps(d, indent=2)) if as_json else _print(d)
+    if not d["up"]:
+        raise SystemExit(1)
+
+
+@group.command(name="sm")
+@click.argument("run", type=click.Path(path_type=Path))
+@click.option("--kill", "action", flag_value="kill", help="SIGKILL, as if the SM's host died (no goodbye).")
+@click.option("--stop", "action", flag_value="stop", help="SIGTERM, as `systemctl stop opensm`.")
+@click.option("--start", "action", flag_value="start", help="Start it again (after --kill or --stop).")
+@click.option("--restart", "action", flag_value="restart", help="SIGTERM, then start (an upgrade, a restart).")
+@click.option("--wait-master", "action", flag_value="wait-master",
+              help="Wait until this SM is MASTER and has routed (a standby taking over).")
+@click.option("--sm", "n", type=click.IntRange(1, 8), default=1, show_default=True, help="Which SM (1 = the first).")
+@click.option("--engine", "-R", default=None, help="With --start/--restart: other routing engines.")
+@click.option("--timeout", default=None, type=float, help="Seconds to wait (default: sim up's --timeout).")
+@click.option("--json", "as_json", is_flag=True)
+def sm_cmd(run, action, n, engine, timeout, as_json):
+    """Kill, stop, start or restart one OpenSM of the fabric `sim up` started in RUN.
+
+    --start and --restart wait until that SM is MASTER and has configured the tables (or is
+    STANDBY under a master of higher priority); --wait-master waits for a standby to take over
+    (after the master's death it does so once its polls time out: sminfo_polling_timeout x
+    polling_retry_number, 10 s x 4 by default). Exits 1 when the SM did not end where asked.
+
+    \b
+    Examples:
+      ibtool sim sm run --kill                      # the master's host dies
+      ibtool sim sm run --wait-master --sm 2        # the standby takes over
+      ibtool sim sm run --start                     # SM 1 back (a higher priority: it takes over again)
+      ibtool sim sm run --restart --engine hdor     # OpenSM restarted, as after an upgrade
+    """
+    if action is None:
+        raise InputError("give one of --kill, --stop, --start, --restart, --wait-master")
+    lf = _attach(run)
+    if not lf.up:
+        raise CheckFailed(f"{run}: ibsim is not running (`ibtool sim down {run}` cleans up)")
+    sm = lf.sm(n)
+    if timeout:
+        lf.timeout = timeout
+    engines = opensm.parse_engines(engine) if engine else None
+    outcome: dict = {}
+    ok = True
+    if action in ("kill", "stop"):
+        if not sm.running:
+            raise CheckFailed(f"SM {n} is not running")
+        pid = sm.pid
+        (lf.sm_kill if action == "kill" else lf.sm_stop)(n)
+        outcome = {"sm": n, "stopped": pid, "signal": "SIGKILL" if action == "kill" else "SIGTERM"}
+        msg = f"SM {n} (pid {pid}) {'killed' if action == 'kill' else 'stopped'}"
+    else:
+        if action == "start":
+            outcome = lf.sm_start(n, engines)
+        elif action == "restart":
+            outcome = lf.sm_restart(n, engines)
+        else:
+            if not sm.running:
+                raise CheckFailed(f"SM {n} is not running")
+            outcome = lf.wait_master(n, timeout)
+        ok = "error" not in outcome
+        msg = (f"SM {n}: {outcome.get('state') or 'not running'}"
+               + (f", tables by {outcome['engine']}" if outcome.get("state") == "MASTER" and outcome.get("engine") else "")
+               + (f"; {outcome['error']}" if outcome.get("error") else ""))
+    if as_json:
+        click.echo(json.dumps({"ok": ok, **outcome}, indent=2))
+    else:
+        click.echo(msg)
+    if not ok:
+        raise SystemExit(1)
+
+
+# ibsim answers these when a link already is as asked: a note, not a failure
+_ALREADY = ("is not linked", "no previous link stored")
+
+
+@group.command(name="set")
+@click.argument("run", type=click.Path(path_type=Path))
+@click.option("--down", multiple=True, metavar="'DEVICE [PORT]'",
+              help="A cable (either end, names as in the plan) or a switch (every cable of it) down: ibsim's Unlink.")
+@click.option("--up", multiple=True, metavar="'DEVICE [PORT]'",
+              help="Back up: ibsim's ReLink (of a switch: every cable it had).")
+@click.option("--counter", "counters", multiple=True, metavar="'DEVICE PORT NAME=VALUE'",
+              help="Set a port counter (PortCounters field, e.g. SymbolErrorCounter=250): ibsim's PerformanceSet.")
+@click.option("--console", "raw", multiple=True, metavar="COMMAND",
+              help="Any other ibsim console command, sent as is (e.g. 'Guid \"S-...\" 0x...', 'Error \"H-...\"[1] 0.5').")
+@click.option("--wait", is_flag=True, help="After cables change, wait for the master SM to configure new tables.")
+@click.option("--timeout", default=120.0, show_default=True, type=float, callback=finite_seconds,
+              help="Seconds --wait waits.")
+@click.option("--json", "as_json", is_flag=True)
+def set_cmd(run, down, up, counters, raw, wait, timeout, as_json):
+    """Change the emulated fabric in RUN through ibsim's console: cables and switches down and up,
+    port counters, any console command.
+
+    Order: --up, then --down, then --counter, then --console (as a fault step of `sim run
+    --faults`: docs/faults.md). Devices and ports are checked against the plan first; a command
+    ibsim refuses is an error naming it (a cable already down or up is a note).
+
+    \b
+    ibsim's console commands used (ibsim's `help` lists them all):
+      Unlink "NODEID"[PORT]        a cable down      Unlink "NODEID"      every cable of a node
+      ReLink "NODEID"[PORT]        a cable back      ReLink "NODEID"      every cable it had
+      PerformanceSet "NODEID"[PORT] PortCounters.FIELD=VALUE              a port counter
+      Guid "NODEID" GUID  (a new GUID)   Error "NODEID"[PORT] RATE  (MADs dropped)   Baselid ...
+
+    \b
+    Examples:
+      ibtool sim set run --down 'R[1,1] 3' --wait              # a cable down; the SM reroutes
+      ibtool sim set run --up 'R[1,1] 3' --down 'S[0,1]' --wait
+      ibtool sim set run --counter 'R[1,1] 3 SymbolErrorCounter=250'
+    """
+    from ibtool.sim import faults as fault_scenarios
+    lf = _attach(run)
+    if not lf.up:
+        raise CheckFailed(f"{run}: ibsim is not running (`ibtool sim down {run}` cleans up)")
+    plan = ibnetdiscover.read(lf.net)
+    errors: dict[str, dict[str, int]] = {}
+    for c in counters:
+        spec, _, kv = c.strip().rpartition(" ")
+        key, eq, value = kv.partition("=")
+        if not spec or not eq or not re.fullmatch(r"[A-Za-z]+", key) or not value.isdigit():
+            raise InputError(f"--counter {c!r}: expected 'DEVICE PORT COUNTER=VALUE', e.g. 'R[1,1] 3 SymbolErrorCounter=250'")
+        errors.setdefault(spec, {})[key] = int(value)
+    step = fault_scenarios.Step(down=list(down), up=list(up), errors=errors)
+    for spec, _ in errors.items():
+        if fault_scenarios.target(plan, spec, "--counter")[1] is None:
+            raise InputError(f"--counter {spec!r}: name a port ('DEVICE PORT')")
+    cmds = [c for c, *_ in fault_scenarios.commands(plan, step, "--down/--up/--counter")] + list(raw)
+    master = lf.master()
+    before = lf.configured_count(master.n) if master else 0
+    done = []
+    for cmd in cmds:
+        said = lf.console(cmd)
+        done.append({"command": cmd, "ibsim": said})
+        refused = said.startswith("#") or "unknown - skipped" in said
+        if refused and not any(a in said for a in _ALREADY):
+            applied = "; ".join(x["command"] for x in done[:-1]) or "nothing"
+            raise InputError(f"ibsim refused {cmd!r}: {said.lstrip('# ')} (applied before it: {applied})")
+    result: dict = {"ok": True, "commands": done}
+    if wait and (down or up or raw):
+        if master is None:
+            raise CheckFailed("--wait: no SM is master")
+        t0 = time.monotonic()
+        o = lf.wait_routed(master.n, before, timeout)
+        routed = lf.configured_count(master.n) > before
+        result.update({"sm": master.n, "engine": o.get("engine") if routed else None,
+                       "seconds": round(time.monotonic() - t0, 3), "ok": routed and o.get("ok", False)})
+        if not routed:
+            result["error"] = f"SM {master.n} configured no new tables within {timeout:g} s"
+        elif not o.get("ok"):
+            result["error"] = o.get("error") or "not routed with the requested engine"
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+    else:
+        for x in done:
+            click.echo(f"  {x['command']}" + (f": {x['ibsim']}" if x["ibsim"] else ""))
+        if "sm" in result:
+            click.echo(f"SM {result['sm']} configured new tables with {result['engine'] or 'no engine'} in "
+                       f"{result['seconds']} s" if result["engine"] else result.get("error", ""))
+    if not result["ok"]:
+        raise SystemExit(1)
+
+
+@group.command(name="down")
+@click.argument("run", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True)
+def down_cmd(run, as_json):
+    """Stop the fabric `sim up` started in RUN: its OpenSMs, then ibsim — the processes it
+    recorded (by pid and start time), nothing else. Logs stay in RUN/sim/. Safe to run twice."""
+    lf = _attach(run)
+    stopped = [f"SM {sm.n} (pid {sm.pid})" for sm in lf.sms if sm.running]
+    if lf.up:
+        stopped.append(f"ibsim (pid {lf.ibsim_pid})")
+    lf.stop()
+    if as_json:
+        click.echo(json.dumps({"ok": True, "stopped": stopped}, indent=2))
+    else:
+        click.echo(f"stopped {', '.join(stopped)}" if stopped else f"{run}: nothing was running")

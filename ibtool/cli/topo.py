@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from pathlib import Path
 
 import click
 
 from ibtool.cli import OutPath
-from ibtool.errors import InputError
-from ibtool.formats import ibnetdiscover, node_name_map, output_dir
+from ibtool.plan import check_out, write_plan
 from ibtool.sim import opensm
 from ibtool.topologies import load_all
 
@@ -45,48 +43,6 @@ def list_cmd(as_json):
             click.echo(f"{'':10} e.g. {t.example}")
 
 
-def check_out(out: Path, force: bool) -> None:
-    if out.exists() and not out.is_dir():
-        raise InputError(f"--out {out}: exists and is not a directory")
-    if out.is_dir() and any(out.iterdir()) and not force:
-        raise InputError(f"--out {out}: directory is not empty (use --force to overwrite)")
-
-
-def write_plan(fabric, out: Path, engines: list[str], engine_files=(), layout=None, build=None) -> dict[str, str]:
-    """Write the plan files into `out`; built in a temporary sibling and moved in, so an error
-    never leaves a half-written plan. `engine_files` (EngineFile) are written beside the plan and
-    named in opensm.conf by absolute path, since OpenSM reads them relative to its own cwd (one
-    with an empty filename is a plain `key value` option); `layout` (ibtool.layout) is written
-    as layout.json."""
-    out = output_dir(out)
-    tmp = out.with_name(f".{out.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
-        tmp.mkdir(parents=True)
-    except OSError as e:  # the plan is built beside --out, in its parent
-        raise InputError(f"--out {out}: cannot write in {out.parent}: {e.strerror}") from None
-    try:
-        ibnetdiscover.write(fabric, tmp / "topology.net")
-        node_name_map.write(fabric, tmp / "node-name-map")
-        for ef in engine_files:
-            if ef.filename:
-                (tmp / ef.filename).write_text(ef.content)
-        options = [(ef.key, str(out.resolve() / ef.filename) if ef.filename else ef.content) for ef in engine_files]
-        (tmp / "opensm.conf").write_text(opensm.config(engines, options, fabric=fabric.name))
-        # `build` (family and arguments) lets later steps rebuild the fabric with its labels
-        summary = {**fabric.summary(), **({"build": build} if build else {})}
-        (tmp / "fabric.json").write_text(json.dumps(summary, indent=2) + "\n")
-        if layout is not None:  # the family's place on the floor (ibtool.layout)
-            layout.write(tmp / "layout.json")
-        files = {}
-        for p in sorted(tmp.iterdir()):
-            shutil.move(str(p), out / p.name)
-            files[p.name] = str(out / p.name)
-        return files
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
 def _make_command(topo):
     params = [
         click.Option(["--out", "-o"], type=OutPath(), required=True,
@@ -99,8 +55,9 @@ def _make_command(topo):
     for p in topo.params:
         # no default= at all for a required one: click >= 8.3 takes an explicit None as a given value
         dflt = {} if p.default is None else {"default": p.default, "show_default": True}
-        params.append(click.Option([f"--{p.name.replace('_', '-')}"], type=p.type, required=p.default is None,
-                                   help=p.help, **dflt))
+        kind = {"is_flag": True} if p.type is bool else {"type": p.type}  # a bool parameter is a flag
+        params.append(click.Option([f"--{p.name.replace('_', '-')}"], required=p.default is None,
+                                   help=p.help, **kind, **dflt))
 
     def callback(out, force, engine, as_json, **kw):
         engines = opensm.parse_engines(engine)

@@ -25,9 +25,15 @@ def group():
 
 
 def _opts(f):
-    f = click.option("--html", "html_out", type=click.Path(path_type=Path), help="Also write an HTML report.")(f)
+    f = click.option("--html", "html_out", type=click.Path(path_type=Path),
+                     help="Also write an HTML report: the fabric drawn with the findings on it (docs/verify.md).")(f)
     f = click.option("--json", "as_json", is_flag=True, help="Machine-readable report (stable schema).")(f)
     return f
+
+
+_junit = click.option("--junit", "junit_out", type=click.Path(path_type=Path),
+                      help="Also write JUnit XML: one test case per check (and per fault step), a failure's message "
+                           "the finding and its fix, for CI servers (docs/ci.md).")
 
 
 # each permutation traces one flow per CA port; beyond this the estimate no longer moves, the run does not end
@@ -41,9 +47,14 @@ def _say(as_json: bool):
     return (lambda m: None) if as_json else (lambda m: click.echo(f"  {m}", err=True))
 
 
-def _emit(rep: dict, as_json: bool, html_out: Path | None, flat: str | None = None, code: int = 1) -> None:
+def _emit(rep: dict, as_json: bool, html_out: Path | None, flat: str | None = None, code: int = 1,
+          junit_out: Path | None = None, suite: str = "ibtool verify") -> None:
     if html_out:
-        report.write_html(rep, html_out)
+        from ibtool.verify import htmlreport
+        htmlreport.write_html(rep, html_out)
+    if junit_out:
+        from ibtool.verify import junit
+        junit.write(junit_out, [(suite, rep)])
     if as_json:
         out = dict(rep)
         if flat:  # single-section commands also put that section's fields at the top level
@@ -98,12 +109,15 @@ def _fail_on(ctx, param, value: str) -> tuple:
                    "missing (cables, devices, a partial discovery), degraded (slow links, ends that disagree).")
 @click.option("--cables", type=click.Path(path_type=Path),
               help="The plan's cable list (default: PLAN/cabling/cables.csv of `ibtool cabling`, when there): "
-                   "findings name cable IDs and labels, --html writes a sheet of only the fixes.")
+                   "findings name cable IDs and labels, and --html's fix list and drawing too.")
 @click.option("--stage", type=click.IntRange(min=1), default=None,
-              help="Check a fabric cabled up to this wiring stage of the cable list (later cables already "
-                   "in place are reported as ahead of the plan, not as errors).")
+              help="Check a fabric cabled up to this wiring stage of the cable list, discovered from the SM "
+                   "host `ibtool cabling` names (later cables already in place are reported as cabled ahead of "
+                   "their stage, not as errors; planned cables the discovery could not see as not checked, "
+                   "exit 1).")
+@_junit
 @_opts
-def topology_cmd(plan, discovered, nnm, host_map, fail_on, cables, stage, as_json, html_out):
+def topology_cmd(plan, discovered, nnm, host_map, fail_on, cables, stage, junit_out, as_json, html_out):
     """Plan vs. what is cabled: devices are matched by identity where the plan and the fabric
     share one (node descriptions or node-name-map names, GUIDs, a --host-map), by structure
     where not (the report says which identities were used).
@@ -124,6 +138,7 @@ def topology_cmd(plan, discovered, nnm, host_map, fail_on, cables, stage, as_jso
       ibtool verify topology --plan plan.net --discovered ibnet.out --host-map hosts.txt
       ibtool verify topology --plan last-week.out --discovered today.out --fail-on miswire,missing
       ibtool verify topology --plan cellia --discovered ibnet.out --stage 2 --html fixes.html
+      ibtool verify topology --plan cellia --discovered ibnet.out --junit verify.xml
     """
     from ibtool.formats import host_map as host_map_format
     from ibtool.verify import cables as cable_list
@@ -145,27 +160,21 @@ def topology_cmd(plan, discovered, nnm, host_map, fail_on, cables, stage, as_jso
     _warn(f)
     t = topology.compare(p, f, names=bool(names), host_map=hosts)
     ahead = cable_list.ahead_of_stage(t, cl, later) if later is not None else None
-    elsewhere = cable_list.unreached(t, p) if later is not None else None
+    if later is not None:  # what the discovery could not see is not checked, never right
+        cable_list.not_checked(t, p, cl, stage)
     sec = t.as_dict(fail_on)
     if cl is not None:
         cable_list.annotate(sec, cl)
     if ahead is not None:
         sec["stage"] = stage
+        sec["sm_host"] = cl.sm_host
         sec["ahead_of_plan"] = ahead
-        sec["not_reached"] = elsewhere
     rep = report.build({"plan": str(plan), "discovered": str(discovered), "node_name_map": str(nnm) if nnm else None,
                         "host_map": str(host_map) if host_map else None,
                         "cables": str(cl_path) if cl_path else None, "stage": stage},
                        {"topology": sec})
-    if html_out and cl is not None:  # the technician's sheet: only the fixes, by cable ID
-        from ibtool.formats import atomic_write
-        try:
-            with atomic_write(html_out) as fh:
-                fh.write(cable_list.fix_sheet(sec))
-        except OSError as e:
-            raise InputError(f"--html {html_out}: cannot write: {e.strerror}") from None
-        html_out = None
-    _emit(rep, as_json, html_out, flat="topology", code=t.exit_code(fail_on))
+    _emit(rep, as_json, html_out, flat="topology", code=t.exit_code(fail_on), junit_out=junit_out,
+          suite=f"verify topology {discovered}")
 
 
 @group.command(name="coords")
@@ -248,9 +257,10 @@ def _routes(fabric: Path, lfts: Path, sl2vl_path: Path | None, expect: str | Non
 @click.option("--before-lfts", type=click.Path(path_type=Path), help="The forwarding tables before the failure.")
 @_permutations
 @click.option("--no-balance", is_flag=True, help="Skip link loads (routes per link, all-to-all, permutations).")
+@_junit
 @_opts
 def routes_cmd(fabric, lfts, sl2vl_path, path_sls, engine, expect, before_fabric, before_lfts, permutations,
-               no_balance, as_json, html_out):
+               no_balance, junit_out, as_json, html_out):
     """Trace every (source port, destination LID) pair through the forwarding tables.
 
     Reports undelivered pairs (black hole, loop, wrong port) with their paths, route lengths
@@ -285,7 +295,7 @@ def routes_cmd(fabric, lfts, sl2vl_path, path_sls, engine, expect, before_fabric
                         "path_sls": str(path_sls) if path_sls else None, "expect": expect,
                         "before_fabric": str(before_fabric) if before_fabric else None,
                         "before_lfts": str(before_lfts) if before_lfts else None}, {"routes": r})
-    _emit(rep, as_json, html_out)
+    _emit(rep, as_json, html_out, junit_out=junit_out, suite=f"verify routes {fabric}")
 
 
 def _read_summary(path: Path) -> dict:
@@ -333,13 +343,16 @@ def _plan_of(run_dir: Path, net: str) -> Path | None:
 @group.command(name="all")
 @click.argument("run_dir", type=click.Path(path_type=Path))
 @click.option("--plan", type=click.Path(path_type=Path),
-              help="The plan's net file (default: the net file named in RUN_DIR/summary.json, if it is there).")
+              help="The plan: a plan directory of `ibtool topo` or its topology.net (default: the net file named "
+                   "in RUN_DIR/summary.json, if it is there). With the plan's cable list (PLAN/cabling/cables.csv), "
+                   "topology findings name cable IDs, labels and places.")
 @click.option("--node-name-map", "nnm", type=click.Path(path_type=Path), help="Plan names for the fabric's GUIDs.")
 @click.option("--expect", type=click.Choice(["hdor", "none"]),
               help="Expected routing (default: hdor when hdor configured the tables).")
 @_permutations
+@_junit
 @_opts
-def all_cmd(run_dir, plan, nnm, expect, permutations, as_json, html_out):
+def all_cmd(run_dir, plan, nnm, expect, permutations, junit_out, as_json, html_out):
     """Every check on the output directory of `ibtool sim run`.
 
     Topology against the plan (when known), coordinates (when hdor wrote its dump), and routes
@@ -351,8 +364,10 @@ def all_cmd(run_dir, plan, nnm, expect, permutations, as_json, html_out):
     against the plan without what was down at that step; one line per step.
 
     \b
-    Example:
+    Examples:
       ibtool verify all run
+      ibtool verify all run --plan cellia       # a plan directory: cable IDs from cellia/cabling/cables.csv
+      ibtool verify all run --junit verify.xml --html verify.html     # in CI (docs/ci.md)
     """
     say = _say(as_json)
     run_dir = Path(run_dir)
@@ -368,8 +383,14 @@ def all_cmd(run_dir, plan, nnm, expect, permutations, as_json, html_out):
                                                 before if st.parent != steps[0].parent else None)))
         rep = {"schema": report.SCHEMA, "ok": all(r["ok"] for _, r in reps), "inputs": {"run": str(run_dir)},
                "steps": {d.name: r for d, r in reps}}
-        if html_out:
-            report.write_html(reps[-1][1], html_out)
+        if html_out:  # every step drawn: what is down, the detours
+            from ibtool.verify import htmlreport
+            top = _read_summary(run_dir / "summary.json").get("net")
+            htmlreport.write_steps_html([(d.name, r, _read_summary(d / "summary.json")) for d, r in reps], rep,
+                                        html_out, plan or (_plan_of(run_dir, top) if top else None))
+        if junit_out:
+            from ibtool.verify import junit
+            junit.write(junit_out, [(f"verify all {run_dir}/{d.name}", r) for d, r in reps])
         if as_json:
             click.echo(json.dumps(rep, indent=2))
         else:
@@ -384,7 +405,7 @@ def all_cmd(run_dir, plan, nnm, expect, permutations, as_json, html_out):
             raise SystemExit(1)
         return
     rep = _verify_run(run_dir, plan, nnm, expect, permutations, say)
-    _emit(rep, as_json, html_out)
+    _emit(rep, as_json, html_out, junit_out=junit_out, suite=f"verify all {run_dir}")
 
 
 def _lfts_of(run_dir: Path) -> Path:
@@ -456,14 +477,19 @@ def _verify_run(run_dir: Path, plan, nnm, expect, permutations, say, before: dic
     if plan:
         from ibtool.verify import topology
         say(f"topology against {plan}")
+        net = Path(plan) / "topology.net" if Path(plan).is_dir() else plan  # a plan directory or its net file
         try:
-            p = ibnetdiscover.read(plan)
+            p = ibnetdiscover.read(net)
         except InputError as e:
             if not from_summary:
                 raise
             raise InputError(f"{e} (the plan named by {run_dir / 'summary.json'})") from None
         t = topology.compare(p, f, names=bool(names))
         sections["topology"] = t.as_dict()
+        cl = cables_for(plan)  # findings in cable IDs, labels and places, as `verify topology` gives them
+        if cl is not None:
+            from ibtool.verify import cables as cable_list
+            cable_list.annotate(sections["topology"], cl)
         to_plan = t.to_plan
     ref = None
     if dump.is_file() or expect == "hdor":
@@ -484,6 +510,12 @@ def _verify_run(run_dir: Path, plan, nnm, expect, permutations, say, before: dic
     if (run_dir / "perfquery.out").is_file():
         say("cable health")
         sections["health"] = _health(run_dir, f, None, {}, cables_for(plan))
+    elif summary.get("changes_counters"):  # a fault step set port errors: no counters, no health verdict
+        c = summary.get("counters") or {}
+        failed = c.get("failed") or []
+        why = failed[0].get("error") if failed else "perfquery.out is missing" if c.get("ports") else \
+            "no port answered perfquery"
+        sections["health"] = {"ok": False, "not_run": f"the step set port counters but none were collected ({why})"}
     if summary.get("kind") == "collect":
         failed = [k for k, v in (summary.get("items") or {}).items() if isinstance(v, dict) and not v.get("ok")]
         sections["run"] = {"ok": not failed, "collect": True, "failed": failed}

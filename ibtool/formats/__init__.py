@@ -20,6 +20,20 @@ def open_input(path: str | Path, binary: bool = False):
         raise InputError(f"cannot read: {e.strerror}", path=str(path)) from None
 
 
+def read_tagged_json(path: str | Path, fmt: str, what: str) -> dict:
+    """A JSON object whose "format" is `fmt` (ibtool's own files: cabling.json, cable-ids.json);
+    anything else is an InputError naming the file and `what` it should be."""
+    import json
+    with open_input(path) as fh:
+        try:
+            d = json.load(fh)
+        except (json.JSONDecodeError, RecursionError) as e:
+            raise InputError(f"not valid JSON: {getattr(e, 'msg', e)}", path=str(path)) from None
+    if not isinstance(d, dict) or d.get("format") != fmt:
+        raise InputError(f'not {what} (expected "format": "{fmt}")', path=str(path))
+    return d
+
+
 @contextmanager
 def atomic_write(path: str | Path, mode: str = "w"):
     """Write to PATH.tmp and rename on success, so a failure never leaves a partial file."""

@@ -281,7 +281,7 @@ def _parse(chunks, path: str) -> Tables:
                 continue
             if anywrong and wrong[a:b].any():
                 j = a + int(np.argmax(wrong[a:b]))
-                bad = (line_base + j, int(lid[j]), int(port[j]))
+                bad = (line_base + j, int(lid[j]), bytes(chunk[int(starts[j]):int(nls[j])]))
                 continue
             seg = lid0[a:b]
             need = int(seg.max())
@@ -300,10 +300,10 @@ def _parse(chunks, path: str) -> Tables:
     if not heads:
         raise InputError("no 'Unicast lids' tables found (not a dump_fts/ibroute/opensm-lfts.dump file?)", path=path)
     if bad is not None:
-        j, lv, pv = bad
+        j, lv, line = bad
         if lv == -2:
             _bad(path, j + 1, "malformed LFT entry (expected '0x<lid> <port>')")
-        _bad(path, j + 1, f"LID {lv:#x} or port {pv} out of range")
+        _bad(path, j + 1, _out_of_range(line))
     if twice is not None:
         ln, g, first = twice
         _bad(path, ln, f"switch {g:#018x} listed twice (first at line {first})")
@@ -315,6 +315,20 @@ def _parse(chunks, path: str) -> Tables:
         t.lines[g] = ln
         t.names[g] = names.get(g, "")
     return t
+
+
+def _out_of_range(line: bytes) -> str:
+    """Which field of an entry is beyond its range, with its value as the file writes it."""
+    m = _ENTRY.match(line.lstrip())
+    if m is None:  # not expected: every entry judged here matched a layout _ENTRY also reads
+        return f"LFT entry {line[:40].decode(errors='replace')!r} out of range"
+    lid, port = m.group(1).decode(), m.group(2).decode()
+
+    def shown(text: str) -> str:
+        return text if len(text) <= 24 else f"{text[:12]}... ({len(text)} characters)"
+    if not 1 <= int(lid, 16) <= MAX_UNICAST_LID:
+        return f"LID {shown(lid)} is outside 0x0001..{MAX_UNICAST_LID:#06x} (the unicast LIDs)"
+    return f"port {shown(port)} of LID {lid} is outside 0..254"
 
 
 def write_file_engine(tables: Tables, path: str | Path, port_guids: dict[int, int] | None = None) -> None:

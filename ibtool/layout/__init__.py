@@ -9,10 +9,12 @@ A Layout is placed ON a Fabric and never changes its graph. How a family (or the
                    site={"switches_per_cabinet": 8})        # ... or site="site.yaml" / a Site
     layout.write(plan_dir / "layout.json")                  # stored beside the plan
     layout = Layout.read(plan_dir / "layout.json", fabric)  # read back onto the same fabric
-    layout.cable_length(link)     # metres by the site's cable model (paper002 / paper004)
+    layout.cable_length(link)     # metres by the site's cable model (routed / paper002 / paper004)
     layout.cable(link)            # {"length_m", "purchasable_m", "medium": "copper"|"fiber"}
     layout.position(node)         # {"cabinet", "row", "col", "u", "side"}
     layout.summary()              # total length, per medium, longest, per purchasable length
+    cable_order(layout, prices)   # per link: length, reach, purchasable length, medium, price (the one
+                                  # answer `ibtool cabling` and `ibtool analyze` both give)
 
 Policies (ibtool.layout.policies.POLICIES): "sequential" (paper 002 section 4), "cabinet-aware"
 (paper 004 section III), "switch-rack" (paper 000, CELLIA). A family adds its own with
@@ -26,8 +28,10 @@ and their defaults: ibtool.layout.site. Cable models: ibtool.layout.cables.
 """
 
 from ibtool.layout.cables import (
+           cable_order,
            length_paper002,
            length_paper004,
+           length_routed,
            medium,
            purchasable,
            speed_of,
@@ -44,9 +48,11 @@ __all__ = [
            "Layout",
            "Placement",
            "Site",
+           "cable_order",
            "default_policy",
            "length_paper002",
            "length_paper004",
+           "length_routed",
            "make_site",
            "medium",
            "place",

@@ -48,7 +48,7 @@ class Layout:
 
     # ------------------------------------------------------------------ cables
     def compute_cables(self) -> None:
-        """Length (site's cable model), purchasable length and medium of every link."""
+        """Length (site's cable model), the routed run, purchasable length and medium of every link."""
         f, s = self.fabric, self.site
         a = np.asarray(f.link_a, dtype=np.int64)
         b = np.asarray(f.link_b, dtype=np.int64)
@@ -56,7 +56,13 @@ class Layout:
         placed = (ca != FLOOR) & (cb != FLOOR)
         ra, rb = self.cabinet_row[np.where(placed, ca, 0)], self.cabinet_row[np.where(placed, cb, 0)]
         xa, xb = self.cabinet_col[np.where(placed, ca, 0)], self.cabinet_col[np.where(placed, cb, 0)]
-        if s.cable_model == "paper002":
+        run = cables.length_routed(ra, xa, self.u[a], self.side[a], rb, xb, self.u[b], self.side[b],
+                                   cabinet_u=s.cabinet_u, width=s.cabinet_width, depth=s.cabinet_depth,
+                                   pitch=s.row_pitch, side=s.side, tray_height=s.tray_height,
+                                   service_loop=s.service_loop, u_height=s.u_height)
+        if s.cable_model == "routed":
+            length = run
+        elif s.cable_model == "paper002":
             length = cables.length_paper002(ra, xa, self.u[a], rb, xb, self.u[b], cabinet_u=s.cabinet_u,
                                             width=s.cabinet_width, depth=s.row_pitch, overhead=s.overhead,
                                             side=s.side, u_height=s.u_height)
@@ -64,9 +70,22 @@ class Layout:
             length = cables.length_paper004(ra, xa, rb, xb, width=s.cabinet_width, depth=s.row_pitch,
                                             intra_cabinet=s.intra_cabinet, overhead=s.overhead)
         self.length = np.where(placed, length, np.nan)
-        self.purchasable = cables.purchasable(self.length, s.purchasable_lengths)
-        speeds = [cables.speed_of(r, s.default_speed) for r in f.link_rate]
-        self.medium = cables.medium(self.length, speeds, s.copper_limit)
+        self.run = np.where(placed, run, np.nan)
+        self.measured = np.zeros(f.num_links, dtype=bool)
+        self.speeds = [cables.speed_of(r, s.default_speed) for r in f.link_rate]
+        self.order_cables()
+
+    def order_cables(self) -> None:
+        """What each cable must reach (a measured length as it is; a model length, never less
+        than the routed run) and so its purchasable length and medium (ibtool.layout.cables.choose)."""
+        self.reach = np.where(self.measured, self.length, np.fmax(self.length, self.run))
+        self.purchasable, self.medium = cables.choose(self.reach, self.speeds, self.site)
+
+    def set_length(self, link: int, metres: float) -> None:
+        """A measured length for `link` (layout.json or cables.csv edited by the site): kept as it
+        is, and the cable ordered by it. Call order_cables() after the last one."""
+        self.length[link] = metres
+        self.measured[link] = True
 
     def cable_length(self, link: int) -> float:
         """The model length of `link` in metres (NaN when an end stands on the floor)."""
@@ -97,7 +116,7 @@ class Layout:
         length, purch, med = self.length[keep], self.purchasable[keep], self.medium[keep]
         placed = ~np.isnan(length)
         per_medium = {}
-        for m in ("copper", "fiber"):
+        for m in cables.MEDIA:
             sel = med == m
             per_medium[m] = {"cables": int(sel.sum()), "length_m": round(float(length[sel].sum()), 3),
                              "purchased_m": round(float(np.nansum(purch[sel])), 3)}
@@ -216,7 +235,9 @@ class Layout:
             if length is not None and (not isinstance(length, (int, float)) or length < 0):
                 raise InputError(f"cable {an}[{pa}] - {bn}[{pb}]: length {length!r} is not a length >= 0",
                                  path=path)
-            lay.length[li] = np.nan if length is None else length
-            lay.purchasable[li] = np.nan if purch is None else purch
-            lay.medium[li] = med or ""
+            # purchasable length and medium are derived; a length other than the model's is a
+            # measured one (edited by hand or by `cabling import`) and wins
+            if length is not None and not abs(length - lay.length[li]) <= 1e-4:
+                lay.set_length(li, float(length))
+        lay.order_cables()
         return lay

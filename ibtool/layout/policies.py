@@ -149,7 +149,7 @@ def cabinet_aware(fabric: Fabric, site: Site) -> Placement:
 
 @policy("switch-rack", summary="paper 000 (CELLIA): every switch in dedicated switch racks cabled front and "
                                "back, nodes in node racks beside them",
-        site=Site(cabinet_u=42, cabinet_width=0.6, cabinet_depth=1.2, aisle=0.0, cable_model="paper002",
+        site=Site(cabinet_u=42, cabinet_width=0.6, cabinet_depth=1.2, aisle=0.0, cable_model="routed",
                   overhead=1.0, side=0.5))
 def switch_rack(fabric: Fabric, site: Site) -> Placement:
     """Switch racks first (front from the top down, then the back), then node racks filled from the

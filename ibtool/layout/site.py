@@ -15,13 +15,19 @@ file, the line and the key.
     hca_u: 1                 # height of one node (one HCA per node)
     switches_per_cabinet: 8  # z of paper 004 (cabinet-aware policy)
     hcas_per_cabinet: 25     # cap on nodes per node rack (switch-rack policy)
-    cable_model: paper004    # paper002 | paper004
+    switch_depth: half       # half: a switch takes one face of its U (front or back); full: both
+    hca_depth: full          # a node (server) takes both faces of its U
+    cable_model: routed      # routed (the site default) | paper002 | paper004 (to reproduce the papers)
+    side: 0.5                # m, from the port to the cabinet's cable management (routed, paper002)
+    tray_height: 0.3         # m, overhead cable tray above the cabinet tops (routed)
+    service_loop: 0.5        # m of slack per cable: routing, bend radius, reseating (routed)
     overhead: 1.0            # m, pathway above the cabinets (paper002); per-end overhead x2 (paper004)
-    side: 0.5                # m, from the cabinet side to the port (paper002)
     intra_cabinet: 2.0       # m, any cable inside one cabinet (paper004)
     u_height: 0.04445        # m per rack unit
     purchasable_lengths: [0.5, 1, 1.5, 2, 2.5, 3, 5, 7, 10, 15, 20, 30, 50, 100]
     copper_limit: {QDR: 7, EDR: 5, HDR: 2, "*": 8}   # m of passive copper per link speed
+    active_copper_limit: {QDR: 15}   # m of active copper per speed, where the site buys it (default: none)
+    optical: fiber           # beyond copper: fiber (+2 transceivers) | aoc (active optical cables)
     default_speed: QDR       # speed of links whose rate the fabric does not state
 """
 
@@ -60,13 +66,19 @@ class Site:
     hca_u: int = 1
     switches_per_cabinet: int | None = None
     hcas_per_cabinet: int | None = None
-    cable_model: str = "paper004"
+    switch_depth: str = "half"
+    hca_depth: str = "full"
+    cable_model: str = "routed"
     overhead: float = 4.0
     side: float = 0.5
+    tray_height: float = 0.3
+    service_loop: float = 0.5
     intra_cabinet: float = 2.0
     u_height: float = 0.04445
     purchasable_lengths: tuple[float, ...] = PURCHASABLE
     copper_limit: dict = field(default_factory=lambda: dict(COPPER_LIMIT))
+    active_copper_limit: dict = field(default_factory=dict)
+    optical: str = "fiber"
     default_speed: str = "*"
 
     @property
@@ -95,7 +107,9 @@ class Site:
 
 
 _KEYS = {f.name: f for f in fields(Site)}
-_MODELS = ("paper002", "paper004")
+_MODELS = ("routed", "paper002", "paper004")
+_DEPTHS = ("half", "full")
+_OPTICAL = ("fiber", "aoc")
 
 
 def _check(site: Site, where=lambda key: None) -> Site:
@@ -108,7 +122,7 @@ def _check(site: Site, where=lambda key: None) -> Site:
         if getattr(site, key) < 1:
             bad(key, f"must be >= 1, got {getattr(site, key)}")
     for key in ("reserved_u", "cabinet_width", "cabinet_depth", "aisle", "overhead", "side",
-                "intra_cabinet", "u_height"):
+                "intra_cabinet", "u_height", "tray_height", "service_loop"):
         if getattr(site, key) < 0:
             bad(key, f"a length cannot be negative, got {getattr(site, key)}")
     if site.usable_u < site.switch_u:
@@ -127,9 +141,13 @@ def _check(site: Site, where=lambda key: None) -> Site:
         bad("cable_model", f"unknown model {site.cable_model!r} (known: {', '.join(_MODELS)})")
     if not site.purchasable_lengths or any(x <= 0 for x in site.purchasable_lengths):
         bad("purchasable_lengths", "must be a non-empty list of positive lengths")
-    for speed, v in site.copper_limit.items():
-        if v < 0:
-            bad("copper_limit", f"{speed}: a length cannot be negative, got {v}")
+    for key in ("copper_limit", "active_copper_limit"):
+        for speed, v in getattr(site, key).items():
+            if v < 0:
+                bad(key, f"{speed}: a length cannot be negative, got {v}")
+    for key, known in (("switch_depth", _DEPTHS), ("hca_depth", _DEPTHS), ("optical", _OPTICAL)):
+        if getattr(site, key) not in known:
+            bad(key, f"{getattr(site, key)!r} is not one of {', '.join(known)}")
     return site
 
 
@@ -141,7 +159,7 @@ def _coerce(key: str, value, bad):
             return None if value is None else tuple(int(v) for v in value)
         if key == "purchasable_lengths":
             return tuple(sorted(float(v) for v in value))
-        if key == "copper_limit":
+        if key in ("copper_limit", "active_copper_limit"):
             if not isinstance(value, dict):
                 raise TypeError
             return {str(k).upper() if k != "*" else "*": float(v) for k, v in value.items()}

@@ -18,9 +18,11 @@ the switches in two.
 Each step is applied through ibsim's console (Unlink, ReLink, PerformanceSet); then the run waits
 for OpenSM to configure tables again and writes RUN/step-N/ (step-0 is before any fault):
 ibnetdiscover.out, dump_fts.out (complete: the top LID read with smpdump), expected.net (the plan
-without what is down) and summary.json: the faults, the engine that configured the tables, whether
-OpenSM fell back, and the seconds from the fault to tables configured. `ibtool verify all RUN`
-verifies every step against its expected.net.
+without what is down), perfquery.out (the port counters, at a step that sets them with `errors:`)
+and summary.json: the faults, the engine that configured the tables, whether OpenSM fell back, and
+the seconds from the fault to tables configured. `ibtool verify all RUN` verifies every step
+against its expected.net, and the cable health of a step that set counters (a step whose counters
+could not be read is "health: NOT RUN", never a pass).
 """
 
 from __future__ import annotations
@@ -30,18 +32,21 @@ import random
 import re
 import shutil
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 
 import yaml
 
+from ibtool import mad
 from ibtool.errors import InputError
 from ibtool.fabric import SWITCH, Fabric
 from ibtool.formats import atomic_write, ibnetdiscover, open_input, output_dir
 from ibtool.sim import opensm
+from ibtool.sim.clients import Clients, port_counters
 from ibtool.sim.live import LiveFabric
-from ibtool.sim.runner import collect_path_sls, complete_top_lid
+from ibtool.sim.runner import complete_top_lid
 
 _CONFIGURED = re.compile(r"(\S+) tables configured on all switches")
 # engines that hand each path its own SL (OpenSM's path_sl hook): their steps need the PathRecords
@@ -133,6 +138,24 @@ def read(path: str | Path, fabric: Fabric) -> Scenario:
     return Scenario(steps, sweep, settle)
 
 
+def commands(plan: Fabric, step: Step, where: str, ids: list[str] | None = None) -> list[tuple[str, str, int, int | None]]:
+    """A step as ibsim console commands, in the order they are sent: (command, verb, node, port).
+    Up first: ReLink of a switch brings back every cable of it, also one to a switch the step takes
+    down; then down (Unlink), then port counters (PerformanceSet). `ids`: ibsim's node ids."""
+    ids = ids or [ibnetdiscover.node_id(plan, i) for i in range(plan.num_nodes)]
+    out = []
+    for verb, specs in (("ReLink", step.up), ("Unlink", step.down)):
+        for spec in specs:
+            node, port = target(plan, spec, where)
+            out.append((f'{verb} "{ids[node]}"' + (f"[{port}]" if port else ""), verb, node, port))
+    for spec, counters in step.errors.items():
+        node, port = target(plan, spec, where)
+        for key, value in counters.items():
+            out.append((f'PerformanceSet "{ids[node]}"[{port}] PortCounters.{key}={value}', "PerformanceSet",
+                        node, port))
+    return out
+
+
 def random_scenario(fabric: Fabric, count: int, seed: int, sm_node: int = 0) -> Scenario:
     """`count` steps, each one more switch-to-switch cable or switch down, keeping the switches
     connected and the SM's own switch up."""
@@ -207,9 +230,12 @@ def _expected(plan: Fabric, down_links: set[int], down_nodes: set[int], sm_node:
 
 
 def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: float = 300,
-        progress=None, path_sls: bool | None = None, log_flags: int = 0x47) -> dict:
+        progress=None, path_sls: bool | None = None, log_flags: int = 0x47, conf_base: str | None = None,
+        conf_options=()) -> dict:
     """path_sls: collect every HCA pair's PathRecord (its SL) at each step; default: when the engine
-    programs SLs (SL_ENGINES). log_flags: OpenSM's -D (0x40 writes the SL2VL dump each step needs)."""
+    programs SLs (SL_ENGINES). log_flags: OpenSM's -D (0x40 writes the SL2VL dump each step needs).
+    conf_base: an opensm.conf to start from (the plan's, with its engine's files); conf_options:
+    more (key, value) options (`sim run --conf`)."""
     say = progress or (lambda m: None)
     if path_sls is None:
         path_sls = any(e in SL_ENGINES for e in engines)
@@ -227,9 +253,10 @@ def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: f
         # OpenSM calls an engine's update_sl2vl only with QoS on: without it the switches keep
         # their SL2VL tables (every SL on VL 0) and the SLs of the detours separate nothing
         conf.append(("qos", "TRUE"))
+    conf += list(conf_options)
     summary["opensm_conf"] = dict(conf)
     with LiveFabric(net, out / ".live", engines, timeout=timeout, opensm_args=["-D", hex(log_flags)],
-                    conf_options=conf) as lf:
+                    conf_options=conf, conf_base=conf_base) as lf:
         osm = lf.work / "osm"
 
         log = {"pos": 0, "engines": [], "up_after": False}
@@ -276,15 +303,25 @@ def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: f
                     shutil.copyfile(src, dst)
             expected = _expected(plan, down_links, down_nodes)
             ibnetdiscover.write(expected, d / "expected.net")
-            lf.client(["ibnetdiscover"], d / "ibnetdiscover.out", timeout)
-            lf.client(["dump_fts"], d / "dump_fts.out", timeout)
+            with ThreadPoolExecutor(2) as pool:  # two independent clients: one on each core
+                done = [pool.submit(lf.client, [tool], d / f"{tool}.out", timeout) for tool in ("ibnetdiscover", "dump_fts")]
+                for job in done:
+                    job.result()
             found = ibnetdiscover.read(d / "ibnetdiscover.out")
             sim = SimpleNamespace(work=lf.scratch, env=lf.env)
             top = complete_top_lid(sim, d / "dump_fts.out", found, timeout)
             paths = None
             if path_sls and state.subnet_up:
                 (d / "saquery-paths.out").unlink(missing_ok=True)
-                paths = collect_path_sls(sim, d / "saquery-paths.out", found, timeout)
+                paths = mad.path_sls(sim, d / "saquery-paths.out", found, timeout)
+            counters = None
+            (d / "perfquery.out").unlink(missing_ok=True)  # an earlier run's is not this step's
+            if step is not None and step.errors:  # the step changed port counters: collect them for health
+                counters = {}
+                text = port_counters(Clients(lf.scratch, timeout=timeout, environ=lf.env()), found, 4, counters)
+                if text:
+                    with atomic_write(d / "perfquery.out") as fh:
+                        fh.write(text)
             s = {"net": "expected.net", "step": k, "faults": step.describe() if step else "none (before any fault)",
                  "down": sorted(f"{plan.names[plan.link_a[li]]} {plan.link_pa[li]}" for li in down_links)
                  + sorted(plan.names[n] for n in down_nodes),
@@ -292,6 +329,7 @@ def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: f
                  "fallback": engine is not None and engine not in engines,
                  "seconds_to_tables": waited, "timed_out": t_fault is not None and waited is None,
                  "routing_step_s": state.routing_step_s, "dump_fts_top_lid": top, "path_sls": paths,
+                 "changes_counters": bool(step and step.errors), "counters": counters,
                  "dumps": sorted(p.name for p in (d / "osm").iterdir())}
             s["ok"] = bool(s["subnet_up"] and engine in engines and not s["timed_out"])
             with atomic_write(d / "summary.json") as fh:
@@ -306,21 +344,14 @@ def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: f
             before = len(configured())
             wall = time.time() - 0.5  # file times lag the clock a little (coarse kernel timestamps)
             t0 = time.monotonic()
-            # up first: ReLink of a switch brings back every cable of it, also one to a switch this
-            # step takes down
-            for verb, specs in (("ReLink", step.up), ("Unlink", step.down)):
-                for spec in specs:
-                    node, port = target(plan, spec, f"step {k}")
-                    lf.console(f'{verb} "{ids[node]}"' + (f"[{port}]" if port else ""))
+            for command, verb, node, port in commands(plan, step, f"step {k}", ids):
+                lf.console(command)
+                if verb in ("Unlink", "ReLink"):
                     gone, key = (down_links, link_of[node, port]) if port else (down_nodes, node)
                     if verb == "Unlink":
                         gone.add(key)
                     else:
                         gone.discard(key)
-            for spec, counters in step.errors.items():
-                node, port = target(plan, spec, f"step {k}")
-                for key, value in counters.items():
-                    lf.console(f'PerformanceSet "{ids[node]}"[{port}] PortCounters.{key}={value}')
             s = collect(k, step, t0 if (step.down or step.up) else None, before, wall)
             say(f"step {k}: {step.describe()}: {s['engine'] or 'no engine'} configured the tables"
                 + (f" in {s['seconds_to_tables']} s" if s["seconds_to_tables"] is not None else "")

@@ -1,54 +1,85 @@
-"""A live emulated fabric: ibsim with its console on a FIFO, and OpenSM running as a daemon on it.
+"""A live emulated fabric: ibsim with its console on a FIFO, and one or more OpenSM daemons on it.
 
 ``ibtool sim run`` sweeps once (``opensm -o``) and exits. Work that needs a fabric that stays
-up (engine switching in a benchmark campaign, fault injection, counter collection) uses this:
+up (engine switching in a benchmark campaign, fault injection, counter collection, SM restarts
+and failover, ``ibtool sim up``) uses this:
 
     from ibtool.sim.live import LiveFabric
 
     with LiveFabric("topology.net", Path("work"), ["dfsssp"]) as lf:
         lf.outcome                    # what OpenSM's log says: subnet_up, engine, fallback ... (a dict)
         lf.client(["ibnetdiscover"], Path("fabric.out"))   # a diags client against the fabric
-        subprocess.run(["perfquery"], env=lf.env(), cwd=lf.scratch)   # or run one yourself
+        children.run(["perfquery"], env=lf.env(), cwd=lf.scratch)   # or run one yourself (ibtool.children)
         lf.console('Unlink "S-0002c90200000001"[3]')       # an ibsim console command; returns its output
         lf.restart_opensm(["updn"])   # stop OpenSM, start it again with other engines, wait for them
     # leaving the block stops OpenSM, then ibsim, whatever happened (Ctrl-C and SIGTERM included)
 
+    # two SMs on two HCAs (master and standby by sm_priority); the master dies, the standby takes over
+    with LiveFabric(net, work, ["hdor"], sms=2) as lf:
+        lf.sm_kill(1)                 # SIGKILL, as if its host died
+        lf.wait_master(2)             # the standby's poll of the master times out: it routes
+
 Interface:
 
-* ``LiveFabric(net, work, engines, timeout=120, conf_options=(), opensm_args=(), plugin_dir=...)``:
+* ``LiveFabric(net, work, engines, timeout=120, conf_options=(), opensm_args=(), plugin_dir=...,
+  conf_base=None, hdor_conf=None, sms=1, sm_nodes=None, sm_priorities=None, detached=False)``:
   ``net`` an ibnetdiscover-format file, ``work`` a scratch directory (created), ``engines`` the
-  routing_engine list of OpenSM (plugin engines such as hdor need ``plugin_dir/lib<engine>.so``).
-* ``.outcome``: ibtool.sim.opensm.routing_outcome of the current OpenSM's log, as a dict, plus
+  routing_engine list of OpenSM (plugin engines such as hdor need ``plugin_dir/lib<engine>.so``),
+  ``conf_base`` an opensm.conf to start from (a plan's), ``hdor_conf`` a KNS description copied
+  beside every SM's opensm.conf (hdor reads it from there). ``sms`` OpenSM instances, SM n on
+  ``sm_nodes[n-1]`` (a device name of the plan or an ibsim node id; default: one SM on ibsim's
+  default node, the first in the file; with several, HCAs spread over the file, first and last
+  for two) with ``sm_priority`` ``sm_priorities[n-1]`` (default 15, 14, ... when there are
+  several). ``detached``: the processes outlive this Python process (``ibtool sim up``); the
+  state is kept in ``work/sim.json`` either way and ``LiveFabric.attach(work)`` picks it up.
+* ``.outcome``: ibtool.sim.opensm.routing_outcome of SM 1's log, as a dict, plus
   ``vls_needed`` (from "Virtual Lanes needed: N" when the engine logs it), ``log`` and ``output``
-  (OpenSM's own stdout/stderr file) and, when OpenSM exited or did not come up, ``error`` with
-  its last error line. ``restart_opensm`` returns the same dict.
+  (OpenSM's own stdout/stderr file), ``state`` (MASTER, STANDBY ...) and, when OpenSM exited or
+  did not come up, ``error`` with its last error line. ``restart_opensm`` returns the same dict;
+  ``.sms[n-1].outcome`` is SM n's.
+* ``.sm_start(n, engines=None)``, ``.sm_stop(n)`` (SIGTERM), ``.sm_kill(n)`` (SIGKILL),
+  ``.sm_restart(n)``, ``.wait_master(n)``, ``.wait_routed(n, after)``: one SM at a time.
 * ``.env(**extra)``: the environment of a diags client (LD_PRELOAD=umad2sim, IBSIM_SOCKNAME);
   run clients with ``cwd=.scratch`` (umad2sim writes ./sys-<pid> there).
 * ``.console(cmd, timeout=10)``: write one command on ibsim's console FIFO (``.fifo``, which
   other processes may write too) and return what ibsim printed until its next prompt.
-* ``.opensm_log`` / ``.opensm_out``: the current OpenSM log and stdout/stderr file (one pair per
+* ``.opensm_log`` / ``.opensm_out``: SM 1's current log and stdout/stderr file (one pair per
   start: ``opensm-<n>-<engines>.log``), ``.ibsim_log``: ibsim's console output.
 * ``.stop()``: what leaving the block does; safe to call twice.
 
-Each LiveFabric has its own IBSIM_SOCKNAME, OSM_TMP_DIR and OSM_CACHE_DIR, so several can run at once.
+Files: SM 1 lives in ``work`` (``opensm-<k>-<engines>.conf|log|out``, OSM_TMP_DIR ``work/osm``,
+OSM_CACHE_DIR ``work/osm/cache``), SM n >= 2 in ``work/sm-<n>`` laid out the same. A cache
+directory is emptied when the fabric starts and kept across its SM's restarts, as a host's
+/var/cache/opensm. Each LiveFabric has its own IBSIM_SOCKNAME, so several can run at once.
+
+Processes are known by pid and kernel start time, so a stop never signals a process that merely
+reuses a pid; a detached fabric's work directory is claimed as `sim run` claims its own (a live
+one is refused, a dead one's leftovers are removed).
 """
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 import re
+import signal
 import subprocess
 import time
 import uuid
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ibtool import children
 from ibtool.errors import EnvironmentProblem, InputError
-from ibtool.formats import ibnetdiscover
+from ibtool.formats import atomic_write, ibnetdiscover
 from ibtool.sim import opensm
-from ibtool.sim.runner import UMAD2SIM, Fabricsim, die_with_parent, limits, require, stop_process
+from ibtool.sim.runner import UMAD2SIM, Fabricsim, _claim, limits, require
 
 _VLS = re.compile(r"Virtual Lanes needed: (\d+)")
+_STATE = re.compile(r"Entering (\S+) state")
 PROMPT = b"sim> "
+STATE_FILE = "sim.json"
 
 
 def vls_needed(log_text: str) -> int | None:
@@ -68,29 +99,213 @@ def last_error(*texts: str) -> str | None:
     return None
 
 
+def sm_state(log_text: str) -> str | None:
+    """The SM state OpenSM last logged entering (MASTER, STANDBY, DISCOVERING, NOT-ACTIVE)."""
+    found = _STATE.findall(log_text)
+    return found[-1] if found else None
+
+
+def _stat(pid: int) -> tuple[str, str] | None:
+    """(state, start time) of `pid` from /proc/PID/stat, or None when there is no such process."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            rest = fh.read().rsplit(")", 1)[1].split()
+        return rest[0], rest[19]
+    except (OSError, IndexError):
+        return None
+
+
+def start_time(pid: int) -> str | None:
+    st = _stat(pid)
+    return st[1] if st else None
+
+
+def alive(pid: int | None, started: str | None) -> bool:
+    """Is `pid` still the process that started at `started` (and not a zombie)?"""
+    st = _stat(pid) if pid else None
+    return st is not None and st[1] == started and st[0] not in ("Z", "X")
+
+
+def signal_process(pid: int, started: str, sig: int, grace: float = 3.0) -> None:
+    """Signal the process group of `pid` (a session leader we started) if `pid` is still that
+    process; with SIGTERM, SIGKILL after `grace` s. Returns when it is gone."""
+    for s, wait in ((sig, grace), (signal.SIGKILL, 10.0)):
+        if not alive(pid, started):
+            return
+        try:
+            os.killpg(pid, s)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline and alive(pid, started):
+            try:
+                os.waitpid(pid, os.WNOHANG)  # our own child: reap it (a detached one is init's)
+            except ChildProcessError:
+                pass
+            time.sleep(0.05)
+        if s == signal.SIGKILL:
+            return
+
+
+@dataclass
+class SM:
+    """One OpenSM of the fabric: where it attaches (an ibsim node), its files, its process."""
+
+    n: int
+    home: str  # -F home/opensm-<k>-<engines>.conf; OSM_TMP_DIR home/osm; OSM_CACHE_DIR home/osm/cache
+    node: str | None = None  # ibsim node id (SIM_HOST); None: ibsim's default node
+    name: str | None = None  # the plan's name of that node
+    priority: int | None = None
+    engines: list[str] = field(default_factory=list)
+    starts: int = 0
+    pid: int | None = None
+    started: str | None = None
+    conf: str | None = None
+    log: str | None = None
+    out: str | None = None
+    outcome: dict = field(default_factory=dict)
+
+    @property
+    def running(self) -> bool:
+        return alive(self.pid, self.started)
+
+    def state(self) -> str | None:
+        """What its log says it is now (None when it is not running)."""
+        if not self.running or not self.log or not Path(self.log).exists():
+            return None
+        return sm_state(Path(self.log).read_text(errors="replace"))
+
+
 class LiveFabric:
     def __init__(self, net: str | Path, work: str | Path, engines: list[str] | tuple[str, ...] = ("minhop",),
-                 timeout: float = 120, conf_options=(), opensm_args=(), plugin_dir: Path = opensm.PLUGIN_DIR):
+                 timeout: float = 120, conf_options=(), opensm_args=(), plugin_dir: Path = opensm.PLUGIN_DIR,
+                 conf_base: str | Path | None = None, hdor_conf: str | Path | None = None, sms: int = 1,
+                 sm_nodes: list[str] | None = None, sm_priorities: list[int] | None = None, detached: bool = False):
         self.net = Path(net)
         if not self.net.is_file():
             raise InputError("no such net file", path=str(net))
-        self.work = Path(work)
+        self.work = Path(work).resolve()
         self.engines = list(engines)
         self.timeout = timeout
-        self.conf_options = list(conf_options)
+        self.conf_options = [tuple(kv) for kv in conf_options]
+        self.conf_base = str(conf_base) if conf_base else None  # an opensm.conf to start from (a plan's)
         self.opensm_args = list(opensm_args)
         self.plugin_dir = Path(plugin_dir)
+        self.hdor_conf = str(hdor_conf) if hdor_conf else None
+        if self.hdor_conf and not Path(self.hdor_conf).is_file():
+            raise InputError("no such file", path=self.hdor_conf)
+        self.detached = detached
         self.sockname = f"ibtool-live-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        self.scratch = self.work / "scratch"
-        self.fifo = self.work / "ibsim.console"
-        self.ibsim_log = self.work / "ibsim.log"
-        self.opensm_log: Path | None = None
-        self.opensm_out: Path | None = None
-        self.outcome: dict = {}
-        self._ibsim: subprocess.Popen | None = None
-        self._opensm: subprocess.Popen | None = None
-        self._fifo_fd: int | None = None
-        self._starts = 0
+        self.ibsim_pid: int | None = None
+        self.ibsim_started: str | None = None
+        self._popen: dict[int, subprocess.Popen] = {}  # our own children (not after attach)
+        count = len(sm_nodes) if sm_nodes else sms
+        if count < 1:
+            raise InputError("--sms: at least one SM")
+        if sm_priorities and len(sm_priorities) != count:
+            raise InputError(f"{len(sm_priorities)} SM priorities for {count} SMs")
+        if any(not 0 <= p <= 15 for p in sm_priorities or ()):
+            raise InputError("an SM priority is 0..15")
+        plan = ibnetdiscover.read(self.net) if count > 1 or sm_nodes else None  # only to place SMs
+        if sm_nodes:
+            picked = [self._node(plan, x) for x in sm_nodes]
+        elif count == 1:
+            picked = [(None, None)]
+        else:  # HCAs spread over the file: the first and the last for two
+            hcas = [i for i in range(plan.num_nodes) if not plan.is_switch(i)]
+            if len(hcas) < count:
+                raise InputError(f"{count} SMs need {count} HCAs; the fabric has {len(hcas)}", path=str(net))
+            picked = [(ibnetdiscover.node_id(plan, hcas[k * (len(hcas) - 1) // (count - 1)]),
+                       plan.names[hcas[k * (len(hcas) - 1) // (count - 1)]]) for k in range(count)]
+        if len({p[0] for p in picked}) < count:
+            raise InputError("two SMs on one node (ibsim carries one SM a node)")
+        prio = sm_priorities or ([None] if count == 1 else [max(0, 15 - k) for k in range(count)])
+        self.sms = [SM(n, str(self.work if n == 1 else self.work / f"sm-{n}"), node, name, prio[n - 1],
+                       list(self.engines)) for n, (node, name) in enumerate(picked, 1)]
+
+    @staticmethod
+    def _node(plan, spec: str) -> tuple[str, str]:
+        """(ibsim node id, plan name) of a device named as in the plan, or by its ibsim node id."""
+        ids = [ibnetdiscover.node_id(plan, i) for i in range(plan.num_nodes)]
+        if spec in ids:
+            i = ids.index(spec)
+        else:
+            try:
+                i = plan.index(spec)
+            except InputError:
+                raise InputError(f"--sm-on: no device {spec!r} in the plan") from None
+        return ids[i], plan.names[i]
+
+    # ------------------------------------------------------------------ paths and state
+    @property
+    def scratch(self) -> Path:
+        return self.work / "scratch"
+
+    @property
+    def fifo(self) -> Path:
+        return self.work / "ibsim.console"
+
+    @property
+    def ibsim_log(self) -> Path:
+        return self.work / "ibsim.log"
+
+    @property
+    def outcome(self) -> dict:
+        return self.sms[0].outcome
+
+    @property
+    def opensm_log(self) -> Path | None:
+        return Path(self.sms[0].log) if self.sms[0].log else None
+
+    @property
+    def opensm_out(self) -> Path | None:
+        return Path(self.sms[0].out) if self.sms[0].out else None
+
+    @property
+    def _opensm(self) -> subprocess.Popen | None:
+        """SM 1's process, when this object started it (tests signal it themselves)."""
+        return self._popen.get(self.sms[0].pid) if self.sms[0].pid else None
+
+    @property
+    def up(self) -> bool:
+        return alive(self.ibsim_pid, self.ibsim_started)
+
+    def sm(self, n: int) -> SM:
+        if not 1 <= n <= len(self.sms):
+            raise InputError(f"--sm {n}: this fabric has SM 1" + (f"..{len(self.sms)}" if len(self.sms) > 1 else ""))
+        return self.sms[n - 1]
+
+    def _save(self) -> None:
+        state = {"net": str(self.net.resolve()), "work": str(self.work), "sockname": self.sockname,
+                 "detached": self.detached, "ibsim": {"pid": self.ibsim_pid, "started": self.ibsim_started},
+                 "engines": self.engines, "timeout": self.timeout, "conf_options": self.conf_options,
+                 "conf_base": self.conf_base, "opensm_args": self.opensm_args, "plugin_dir": str(self.plugin_dir),
+                 "hdor_conf": self.hdor_conf, "sms": [asdict(sm) for sm in self.sms]}
+        with atomic_write(self.work / STATE_FILE) as fh:
+            json.dump(state, fh, indent=2)
+            fh.write("\n")
+
+    @classmethod
+    def attach(cls, work: str | Path) -> LiveFabric:
+        """The fabric a (detached) LiveFabric left running in `work`, from its sim.json."""
+        path = Path(work) / STATE_FILE
+        try:
+            d = json.loads(path.read_text())
+            lf = cls.__new__(cls)
+            lf.net, lf.work, lf.sockname = Path(d["net"]), Path(d["work"]), d["sockname"]
+            lf.detached, lf.engines, lf.timeout = d["detached"], d["engines"], d["timeout"]
+            lf.conf_options = [tuple(kv) for kv in d["conf_options"]]
+            lf.conf_base, lf.opensm_args, lf.hdor_conf = d["conf_base"], d["opensm_args"], d["hdor_conf"]
+            lf.plugin_dir = Path(d["plugin_dir"])
+            lf.ibsim_pid, lf.ibsim_started = d["ibsim"]["pid"], d["ibsim"]["started"]
+            lf.sms = [SM(**x) for x in d["sms"]]
+        except FileNotFoundError:
+            raise InputError("no emulated fabric here (no sim.json; `ibtool sim up NET --out RUN` starts one)",
+                             path=str(work)) from None
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise InputError(f"not a sim.json ibtool wrote ({e})", path=str(path)) from None
+        lf._popen = {}
+        return lf
 
     # ------------------------------------------------------------------ lifecycle
     def __enter__(self) -> LiveFabric:
@@ -104,60 +319,120 @@ class LiveFabric:
     def __exit__(self, *exc) -> None:
         self.stop()
 
+    def _spawn(self, argv: list[str], **kw) -> tuple[int, str]:
+        """Start a child in a session of its own; it dies with this process unless detached."""
+        p = children.popen(argv, outlive=self.detached, **kw)
+        self._popen[p.pid] = p
+        return p.pid, start_time(p.pid)
+
     def start(self) -> None:
         exe = require("ibsim", "ibsim-utils")
         require("opensm", "opensm")
         if not Path(UMAD2SIM).exists():
             raise EnvironmentProblem(f"{UMAD2SIM} not found; install the Debian package ibsim-utils")
         fabric = ibnetdiscover.read(self.net)
-        for d in (self.work, self.scratch, self.work / "osm", self.work / "osm" / "cache"):
-            d.mkdir(parents=True, exist_ok=True)
-        if self.fifo.exists():
-            self.fifo.unlink()
+        if self.detached:
+            _claim(self.work)  # a live fabric there is refused, a dead one's leftovers removed
+        for sm in self.sms:
+            cache = Path(sm.home) / "osm" / "cache"
+            cache.mkdir(parents=True, exist_ok=True)
+            for stale in cache.iterdir():
+                stale.unlink()  # a guid2lid (or a KNS hdor remembers) of another fabric in this work dir
+            (Path(sm.home) / "hdor.conf").unlink(missing_ok=True)
+            if self.hdor_conf:  # hdor reads hdor.conf beside the opensm.conf OpenSM runs with
+                (Path(sm.home) / "hdor.conf").write_bytes(Path(self.hdor_conf).read_bytes())
+        self.scratch.mkdir(parents=True, exist_ok=True)
+        self.fifo.unlink(missing_ok=True)
         os.mkfifo(self.fifo)
-        # read-write: ibsim never sees end-of-file on its console while we hold it
-        self._fifo_fd = os.open(self.fifo, os.O_RDWR)
-        with open(self.ibsim_log, "wb") as log:
-            self._ibsim = subprocess.Popen([exe, "-s", *limits(fabric), str(self.net.resolve())], cwd=self.scratch,
-                                           env=dict(os.environ, IBSIM_SOCKNAME=self.sockname), stdin=self._fifo_fd,
-                                           stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                           preexec_fn=die_with_parent())  # noqa: PLW1509
+        # ibsim's own stdin is read-write: it is a writer of its console itself, so it never sees
+        # end-of-file (on which it would spin), whoever else opens and closes the FIFO
+        fd = os.open(self.fifo, os.O_RDWR)
+        try:
+            with open(self.ibsim_log, "wb") as log:
+                self.ibsim_pid, self.ibsim_started = self._spawn(
+                    [exe, "-s", *limits(fabric), str(self.net.resolve())], cwd=self.scratch,
+                    env=dict(os.environ, IBSIM_SOCKNAME=self.sockname), stdin=fd, stdout=log,
+                    stderr=subprocess.STDOUT)
+        finally:
+            os.close(fd)
+        if self.detached:  # the claim now belongs to ibsim: a later `sim up` here is refused while it runs
+            (self.work / "owner").write_text(f"{self.ibsim_pid} {self.ibsim_started}\n")
+        self._save()
         deadline = time.monotonic() + self.timeout
         while b"Network simulator ready" not in self.ibsim_log.read_bytes():
-            if self._ibsim.poll() is not None:
+            if not self.up:
                 tail = self.ibsim_log.read_text(errors="replace").strip().splitlines()
-                raise EnvironmentProblem(f"ibsim exited ({self._ibsim.returncode}) before it was ready: "
-                                         f"{tail[-1] if tail else 'no output'}")
+                raise EnvironmentProblem(f"ibsim exited before it was ready: {tail[-1] if tail else 'no output'}")
             if time.monotonic() > deadline:
                 raise EnvironmentProblem(f"ibsim was not ready within {self.timeout:.0f} s")
             time.sleep(0.05)
-        self.restart_opensm(self.engines)
+        for sm in self.sms:
+            self.sm_start(sm.n)
 
     def stop(self) -> None:
-        if self._opensm is not None:
-            stop_process(self._opensm)
-            self._opensm = None
-        if self._ibsim is not None:
-            stop_process(self._ibsim)
-            self._ibsim = None
-        if self._fifo_fd is not None:
-            os.close(self._fifo_fd)
-            self._fifo_fd = None
+        """Stop every SM, then ibsim (only the processes this fabric started)."""
+        for sm in reversed(getattr(self, "sms", [])):
+            self._end(sm, signal.SIGTERM)
+        if self.ibsim_pid:
+            self._stop_pid(self.ibsim_pid, self.ibsim_started, signal.SIGTERM)
+            self.ibsim_pid = self.ibsim_started = None
+        if self.work.is_dir():
+            self.fifo.unlink(missing_ok=True)
+            (self.work / "owner").unlink(missing_ok=True)
+            if (self.work / STATE_FILE).exists():
+                self._save()
+
+    def _stop_pid(self, pid: int, started: str | None, sig: int) -> None:
+        p = self._popen.pop(pid, None)
+        if p is not None and sig == signal.SIGTERM:
+            children.stop(p)
+        else:
+            signal_process(pid, started, sig)
+            if p is not None:
+                p.wait()
+
+    def _end(self, sm: SM, sig: int) -> None:
+        if sm.pid:
+            self._stop_pid(sm.pid, sm.started, sig)
+            sm.pid = sm.started = None
 
     # ------------------------------------------------------------------ OpenSM
+    def sm_stop(self, n: int = 1) -> None:
+        """Stop SM n (SIGTERM, as `systemctl stop opensm`)."""
+        self._end(self.sm(n), signal.SIGTERM)
+        self._save()
+
+    def sm_kill(self, n: int = 1) -> None:
+        """Kill SM n with SIGKILL, as if its host died: it says goodbye to nobody."""
+        self._end(self.sm(n), signal.SIGKILL)
+        self._save()
+
+    def sm_restart(self, n: int = 1, engines: list[str] | None = None) -> dict:
+        self._end(self.sm(n), signal.SIGTERM)
+        return self.sm_start(n, engines)
+
     def restart_opensm(self, engines: list[str]) -> dict:
-        """Stop the running OpenSM (if any), start one with `engines`, wait until it routed (or exited
-        or timed out); returns (and sets) .outcome."""
-        if self._ibsim is None or self._ibsim.poll() is not None:
+        """Stop SM 1 (if running), start it with `engines`, wait until it routed (or exited or
+        timed out); returns (and sets) .outcome."""
+        return self.sm_restart(1, engines)
+
+    def sm_start(self, n: int = 1, engines: list[str] | None = None) -> dict:
+        """Start SM n (with `engines`, else its last ones) and wait until it is MASTER with tables
+        configured, or STANDBY under a master of higher priority, or exited, or timed out; returns
+        its outcome (also in .sms[n-1].outcome)."""
+        sm = self.sm(n)
+        if not self.up:
             raise EnvironmentProblem("ibsim is not running")
-        if self._opensm is not None:
-            stop_process(self._opensm)
-            self._opensm = None
-        self.engines = list(engines)
-        env_extra = {"OSM_TMP_DIR": str((self.work / "osm").resolve()),
-                     "OSM_CACHE_DIR": str((self.work / "osm" / "cache").resolve())}
-        for stale in (self.work / "osm" / "cache").iterdir():
-            stale.unlink()  # a guid2lid of the previous start would pin its LIDs
+        if sm.running:
+            raise InputError(f"SM {n} is running (pid {sm.pid}); stop or restart it")
+        engines = list(engines or sm.engines)
+        sm.engines = engines
+        if n == 1:
+            self.engines = engines
+        home = Path(sm.home)
+        env_extra = {"OSM_TMP_DIR": str(home / "osm"), "OSM_CACHE_DIR": str(home / "osm" / "cache")}
+        if sm.node:
+            env_extra["SIM_HOST"] = sm.node  # umad2sim attaches the SM to this node
         if any(e in opensm.PLUGIN_ENGINES for e in engines):
             for e in engines:
                 if e in opensm.PLUGIN_ENGINES and not (self.plugin_dir / f"lib{e}.so").exists():
@@ -165,47 +440,97 @@ class LiveFabric:
                                              "run `ibtool plugin build`")
             env_extra["LD_LIBRARY_PATH"] = ":".join(filter(None, [str(self.plugin_dir.resolve()),
                                                                    os.environ.get("LD_LIBRARY_PATH")]))
-        self._starts += 1
-        tag = f"{self._starts}-{'_'.join(engines)}"
-        conf = self.work / f"opensm-{tag}.conf"
-        conf.write_text(opensm.config(engines, [("force_log_flush", "TRUE"), *self.conf_options],
-                                      fabric=str(self.net)))
-        self.opensm_log = self.work / f"opensm-{tag}.log"
-        self.opensm_out = self.work / f"opensm-{tag}.out"
-        self.opensm_log.unlink(missing_ok=True)  # OpenSM appends: a reused work dir must not show an old run
-        argv = [require("opensm", "opensm"), "-F", str(conf.resolve()), "-f", str(self.opensm_log.resolve()),
-                *self.opensm_args]
-        with open(self.opensm_out, "wb") as out:
-            self._opensm = subprocess.Popen(argv, cwd=self.scratch, env=self.env(**env_extra),
-                                            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                            start_new_session=True, preexec_fn=die_with_parent())  # noqa: PLW1509
+        sm.starts += 1
+        tag = f"{sm.starts}-{'_'.join(engines)}"
+        conf, log, out = (home / f"opensm-{tag}.{x}" for x in ("conf", "log", "out"))
+        prio = [("sm_priority", str(sm.priority))] if sm.priority is not None else []
+        conf.write_text(opensm.config(engines, [("force_log_flush", "TRUE"), *prio, *self.conf_options],
+                                      self.conf_base, fabric=str(self.net)))
+        log.unlink(missing_ok=True)  # OpenSM appends: a reused work dir must not show an old run
+        argv = [require("opensm", "opensm"), "-F", str(conf), "-f", str(log), *self.opensm_args]
+        sm.conf, sm.log, sm.out = str(conf), str(log), str(out)
+        with open(out, "wb") as fh:
+            sm.pid, sm.started = self._spawn(argv, cwd=self.scratch, env=self.env(**env_extra),
+                                             stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT)
+        self._save()
+        others = [x.priority or 0 for x in self.sms if x is not sm and x.running]
+        takes_over = sm.priority is not None and all((sm.priority or 0) > p for p in others)
         deadline = time.monotonic() + self.timeout
-        text, exited = "", False
         while True:
-            text = self.opensm_log.read_text(errors="replace") if self.opensm_log.exists() else ""
-            configured = opensm.routing_outcome(text, engines)
-            if configured.subnet_up and configured.engine:
+            text = log.read_text(errors="replace") if log.exists() else ""
+            state = sm_state(text)
+            got = opensm.routing_outcome(text, engines)
+            if got.subnet_up and got.engine:
                 break
-            if self._opensm.poll() is not None:
-                exited = True
-                text = self.opensm_log.read_text(errors="replace") if self.opensm_log.exists() else ""
+            if state == "STANDBY" and not takes_over:
                 break
-            if time.monotonic() > deadline:
+            if not sm.running or time.monotonic() > deadline:
                 break
             time.sleep(0.2)
-        outcome = opensm.routing_outcome(text, engines).as_dict()
-        outcome.update({"requested_engine": ",".join(engines), "vls_needed": vls_needed(text),
-                        "log": str(self.opensm_log), "output": str(self.opensm_out), "command": argv})
-        if not outcome["subnet_up"] or not outcome["engine"]:
-            why = (f"OpenSM exited ({self._opensm.returncode})" if exited
-                   else f"no SUBNET UP within {self.timeout:g} s")
-            said = last_error(self.opensm_out.read_text(errors="replace"), text)
-            outcome["error"] = f"{why} with routing engine {','.join(engines)}" + (f": {said}" if said else "")
+        return self._outcome(sm, argv, exited=not sm.running)
+
+    def _outcome(self, sm: SM, argv: list[str] | None = None, exited: bool = False) -> dict:
+        text = Path(sm.log).read_text(errors="replace") if sm.log and Path(sm.log).exists() else ""
+        outcome = opensm.routing_outcome(text, sm.engines).as_dict()
+        state = sm_state(text)
+        outcome.update({"requested_engine": ",".join(sm.engines), "vls_needed": vls_needed(text),
+                        "log": sm.log, "output": sm.out, "command": argv or sm.outcome.get("command"),
+                        "sm": sm.n, "state": state if not exited else None})
+        if state == "STANDBY" and not exited:
+            pass  # not routing: another SM is master
+        elif not outcome["subnet_up"] or not outcome["engine"]:
+            why = "OpenSM exited" if exited else f"no SUBNET UP within {self.timeout:g} s"
+            said = last_error(Path(sm.out).read_text(errors="replace") if sm.out else "", text)
+            outcome["error"] = f"{why} with routing engine {','.join(sm.engines)}" + (f": {said}" if said else "")
         elif outcome["fallback"]:
             outcome["error"] = (f"OpenSM fell back: {outcome['engine']} configured the tables, "
-                                f"not {','.join(engines)}")
-        self.outcome = outcome
+                                f"not {','.join(sm.engines)}")
+        sm.outcome = outcome
+        self._save()
         return outcome
+
+    def wait_master(self, n: int, timeout: float | None = None) -> dict:
+        """Wait until SM n (a standby whose master died or stepped down) is MASTER and has
+        configured tables and brought the subnet up after becoming master; its outcome."""
+        sm = self.sm(n)
+        deadline = time.monotonic() + (timeout or self.timeout)
+        while time.monotonic() < deadline and sm.running:
+            text = Path(sm.log).read_text(errors="replace")
+            at = text.rfind("Entering MASTER state")
+            if at >= 0 and sm_state(text) == "MASTER":
+                got = opensm.routing_outcome(text[at:], sm.engines)
+                if got.subnet_up and got.engine:
+                    break
+            time.sleep(0.2)
+        out = self._outcome(sm, exited=not sm.running)
+        if out.get("state") != "MASTER" and "error" not in out:
+            out["error"] = f"SM {n} is {out.get('state') or 'not running'}, not MASTER, after {timeout or self.timeout:g} s"
+        return out
+
+    def wait_routed(self, n: int, after: int, timeout: float | None = None) -> dict:
+        """Wait until SM n's log has more than `after` 'tables configured' lines and a SUBNET UP
+        after the last (a re-route after a fault); its outcome. `after`: configured_count(n)
+        taken before the change."""
+        sm = self.sm(n)
+        deadline = time.monotonic() + (timeout or self.timeout)
+        while time.monotonic() < deadline and sm.running:
+            text = Path(sm.log).read_text(errors="replace")
+            if text.count("tables configured on all switches") > after:
+                last = text.rfind("tables configured on all switches")
+                if "SUBNET UP" in text[last:]:
+                    break
+            time.sleep(0.1)
+        return self._outcome(sm, exited=not sm.running)
+
+    def configured_count(self, n: int) -> int:
+        """How many times SM n has configured tables so far (for wait_routed)."""
+        log = self.sm(n).log
+        return Path(log).read_text(errors="replace").count("tables configured on all switches") \
+            if log and Path(log).exists() else 0
+
+    def master(self) -> SM | None:
+        """The running SM that says it is MASTER, if any."""
+        return next((sm for sm in self.sms if sm.state() == "MASTER"), None)
 
     # ------------------------------------------------------------------ clients and console
     def env(self, **extra: str) -> dict[str, str]:
@@ -213,21 +538,27 @@ class LiveFabric:
 
     def client(self, argv: list[str], out: Path, timeout: float = 120) -> float:
         """Run a diags client (ibnetdiscover, dump_fts, perfquery ...) with stdout to `out`; seconds."""
-        sim = Fabricsim(self.net, self.scratch, self.sockname, self._ibsim, self.ibsim_log)
+        sim = Fabricsim(self.net, self.scratch, self.sockname, None, self.ibsim_log)
         return sim.client(argv, out, timeout)
 
     def console(self, command: str, timeout: float = 10) -> str:
         """Send one command to ibsim's console; what it printed until the next prompt."""
-        if self._fifo_fd is None or self._ibsim is None or self._ibsim.poll() is not None:
+        if not self.up:
             raise EnvironmentProblem("ibsim is not running")
-        if "\n" in command:
+        if "\n" in command or "\r" in command:
             raise InputError("one ibsim console command at a time (no newline)")
-        start = self.ibsim_log.stat().st_size
-        os.write(self._fifo_fd, command.encode() + b"\n")
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            data = self.ibsim_log.read_bytes()[start:]
-            if PROMPT in data:  # ibsim prompts again when the command is done (warnings may follow)
-                return data[:data.index(PROMPT)].decode(errors="replace").strip()
-            time.sleep(0.05)
+        with open(self.work / "console.lock", "w") as lock:  # one command at a time, across processes
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            start = self.ibsim_log.stat().st_size
+            fd = os.open(self.fifo, os.O_WRONLY | os.O_NONBLOCK)
+            try:
+                os.write(fd, command.encode() + b"\n")
+            finally:
+                os.close(fd)
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                data = self.ibsim_log.read_bytes()[start:]
+                if PROMPT in data:  # ibsim prompts again when the command is done (warnings may follow)
+                    return data[:data.index(PROMPT)].decode(errors="replace").strip()
+                time.sleep(0.05)
         raise EnvironmentProblem(f"ibsim did not answer {command!r} within {timeout:g} s")

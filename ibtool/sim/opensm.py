@@ -11,27 +11,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ibtool.errors import InputError
+from ibtool.sim import opensm_options
+# engine names are values of OpenSM's routing_engine option, checked with the other options
+from ibtool.sim.opensm_options import BUILTIN_ENGINES, PLUGIN_ENGINES, parse_engines  # noqa: F401
 from ibtool.templating import render
 
-BUILTIN_ENGINES = ("minhop", "updn", "dnup", "file", "ftree", "lash", "dor", "torus-2QoS", "nue", "dfsssp", "sssp")
-PLUGIN_ENGINES = ("hdor",)  # external engines ibtool ships as OpenSM event plugins
 PLUGIN_DIR = Path(__file__).resolve().parents[2] / "opensm_plugin"
-
-
-def parse_engines(spec: str) -> list[str]:
-    """'hdor,minhop' -> ['hdor', 'minhop'], refusing names OpenSM would silently ignore."""
-    names = [e for e in re.split(r"[,\s]+", spec.strip()) if e]
-    if not names:
-        raise InputError("--engine: no routing engine given")
-    known = BUILTIN_ENGINES + PLUGIN_ENGINES + ("no_fallback",)
-    for e in names:
-        if e not in known:
-            raise InputError(f"--engine: unknown routing engine {e!r} (known: {', '.join(known)})")
-    return names
 
 
 def config(engines: list[str], options: list[tuple[str, str]] = (), base_path: str | None = None,
            fabric: str | None = None) -> str:
+    """An opensm.conf: `base_path`'s lines (a plan's or the user's conf; its relative file names
+    made absolute against its directory, as OpenSM opens them from its own cwd), then the engines
+    and `options` (file names as given: a plan's are relative to it). Every option is checked
+    against OpenSM's own range or list first (opensm_options)."""
     base = ""
     if base_path:
         try:
@@ -40,9 +33,13 @@ def config(engines: list[str], options: list[tuple[str, str]] = (), base_path: s
             raise InputError("not UTF-8 text (not an opensm.conf?)", path=str(base_path)) from None
         except OSError as e:
             raise InputError(f"cannot read: {e.strerror}", path=str(base_path)) from None
+        opensm_options.check_text(base, str(base_path))
+        base = opensm_options.resolve_files(base, Path(base_path).resolve().parent)
+    opts = [(key, opensm_options.check(key, value, f"opensm.conf option {key} {value}")) for key, value in options]
     plugins = [e for e in engines if e in PLUGIN_ENGINES]
-    return render("opensm.conf.j2", engines=engines, plugins=plugins, options=list(options), base=base,
-                  base_path=base_path, fabric=fabric)
+    relative = any(k in opensm_options.FILE_KEYS and v != "(null)" and not Path(v).is_absolute() for k, v in opts)
+    return render("opensm.conf.j2", engines=engines, plugins=plugins, options=opts, base=base,
+                  base_path=base_path, fabric=fabric, relative=relative)
 
 
 def plan_engines(net: Path) -> list[str] | None:

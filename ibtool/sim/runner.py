@@ -3,15 +3,15 @@
 Each run has its own IBSIM_SOCKNAME, OSM_TMP_DIR and OSM_CACHE_DIR, and runs its clients from a
 scratch directory (umad2sim writes ./sys-<pid> there), so runs in parallel never meet.
 
-Nothing outlives a run: every child gets PR_SET_PDEATHSIG, so the kernel kills ibsim, OpenSM and
-the clients even when ibtool itself is killed with SIGKILL; the scratch directory holds the owner's
-pid and start time, so the next run into the same --out removes a dead run's leftovers (and any
-process still working in them) and refuses to share it with a live one.
+Nothing outlives a run: every child is started by ibtool.children (PR_SET_PDEATHSIG), so the
+kernel kills ibsim, OpenSM and every client even when ibtool itself is killed with SIGKILL; the
+scratch directory holds the owner's pid and start time, so the next run into the same --out
+removes a dead run's leftovers (and any process still working in them) and refuses to share it
+with a live one.
 """
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import re
@@ -20,31 +20,18 @@ import signal
 import subprocess
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ibtool import children
 from ibtool.errors import EnvironmentProblem, InputError, Interrupted
 from ibtool.fabric import Fabric
 from ibtool.formats import atomic_write, ibnetdiscover, output_dir
+from ibtool.mad import lft_blocks, path_sls
 from ibtool.sim import opensm
 
 UMAD2SIM = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
-PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
-_libc = ctypes.CDLL(None, use_errno=True)
-
-
-def die_with_parent():
-    """A preexec_fn: the child gets SIGKILL when this process dies, however it dies (kill -9 too).
-    (preexec_fn is unsafe in a threaded parent; `sim run` starts no threads.)"""
-    parent = os.getpid()
-
-    def pre():
-        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        if os.getppid() != parent:  # the parent died before prctl took effect
-            os._exit(1)
-    return pre
 
 
 def require(tool: str, package: str) -> str:
@@ -75,12 +62,11 @@ class Fabricsim:
         """Run an infiniband-diags client against this fabric, stdout to `out`; returns seconds."""
         t0 = time.monotonic()
         with open(out, "wb") as fh:
-            p = subprocess.Popen(argv, cwd=self.work, env=self.env(**env), stdout=fh, stderr=subprocess.PIPE,
-                                 start_new_session=True, preexec_fn=die_with_parent())  # noqa: PLW1509
+            p = children.popen(argv, cwd=self.work, env=self.env(**env), stdout=fh, stderr=subprocess.PIPE)
             try:
                 _, err = p.communicate(timeout=timeout)
             except subprocess.TimeoutExpired:
-                stop_process(p)
+                children.stop(p)
                 raise EnvironmentProblem(f"{argv[0]} did not finish within {timeout:.0f} s") from None
         if p.returncode != 0:
             msg = (err or b"").decode(errors="replace").strip().splitlines()
@@ -114,9 +100,8 @@ def ibsim(net: str | Path, work: Path, fabric: Fabric | None = None, timeout: fl
     log = work.parent / "ibsim.log"
     env = dict(os.environ, IBSIM_SOCKNAME=sock)
     with open(log, "wb") as fh:
-        proc = subprocess.Popen([exe, "-s", *limits(fabric), "-n", str(net)], cwd=work, env=env,
-                                stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
-                                start_new_session=True, preexec_fn=die_with_parent())  # noqa: PLW1509
+        proc = children.popen([exe, "-s", *limits(fabric), "-n", str(net)], cwd=work, env=env,
+                              stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + timeout
         while b"Network simulator ready" not in log.read_bytes():
@@ -132,25 +117,7 @@ def ibsim(net: str | Path, work: Path, fabric: Fabric | None = None, timeout: fl
             time.sleep(0.05)
         yield Fabricsim(net, work, sock, proc, log)
     finally:
-        stop_process(proc)
-
-
-def stop_process(p: subprocess.Popen, grace: float = 3.0) -> None:
-    """Stop a child started in its own session: TERM its process group, then KILL after `grace` s."""
-    if p.poll() is not None:
-        return
-    try:
-        os.killpg(p.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    try:
-        p.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        p.wait()
+        children.stop(proc)
 
 
 @dataclass
@@ -219,31 +186,34 @@ def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> di
                     "-D", hex(opts.log_flags), *opts.opensm_args]
             summary["opensm_argv"] = argv
             t0 = time.monotonic()
-            p = subprocess.Popen(argv, cwd=work, env=sim.env(**env_extra), stdin=subprocess.DEVNULL,
-                                 stdout=subprocess.DEVNULL,
-                                 stderr=sm_up.enter_context(open(out / "opensm.stderr", "wb")) if daemon
-                                 else subprocess.PIPE,
-                                 start_new_session=True, preexec_fn=die_with_parent())  # noqa: PLW1509
-            sm_up.callback(stop_process, p)  # also on Ctrl-C / SIGTERM
+            p = children.popen(argv, cwd=work, env=sim.env(**env_extra), stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL,
+                               stderr=sm_up.enter_context(open(out / "opensm.stderr", "wb")) if daemon
+                               else subprocess.PIPE)
+            sm_up.callback(children.stop, p)  # also on Ctrl-C / SIGTERM
             timed_out = False
             err = b""
             if daemon:
-                timed_out = not _wait_subnet_up(p, log, opts.timeout)
+                timed_out = not _wait_subnet_up(p, log, opts.timeout) and p.poll() is None
+                if p.poll() is not None:
+                    err = (out / "opensm.stderr").read_bytes()
             else:
                 try:
                     _, err = p.communicate(timeout=opts.timeout)
                 except subprocess.TimeoutExpired:
                     timed_out = True
                 finally:
-                    stop_process(p)
+                    children.stop(p)
             timings["opensm_s"] = round(time.monotonic() - t0, 3)
             text = log.read_text(errors="replace") if log.exists() else ""
             outcome = opensm.routing_outcome(text, opts.engines)
             summary.update(outcome.as_dict())
-            summary["opensm_exit"] = None if timed_out or daemon else p.returncode
+            summary["opensm_exit"] = None if timed_out or (daemon and p.poll() is None) else p.returncode
             summary["timed_out"] = timed_out
             if err and err.strip():
                 summary["opensm_stderr"] = err.decode(errors="replace").strip()[-2000:]
+            if summary["opensm_exit"] not in (None, 0) and not outcome.subnet_up:
+                _opensm_exited_early(summary, err, log, opts.opensm_args)
             if opts.discover:
                 say("discovering: ibnetdiscover, dump_fts")
                 timings["ibnetdiscover_s"] = round(sim.client(["ibnetdiscover"], out / "ibnetdiscover.out",
@@ -256,10 +226,10 @@ def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> di
                     summary["dump_fts_top_lid"] = top
                     timings["top_lid_s"] = round(time.monotonic() - t0, 3)
             if daemon and not timed_out and p.poll() is None:
-                say("reading every HCA's PathRecords from the SA (saquery -p): the SL of each path")
+                say("reading every HCA pair's PathRecord from the SA: the SL of each path")
                 t0 = time.monotonic()
-                summary["path_sls"] = collect_path_sls(sim, out / "saquery-paths.out",
-                                                       ibnetdiscover.read(out / "ibnetdiscover.out"), opts.timeout)
+                summary["path_sls"] = path_sls(sim, out / "saquery-paths.out",
+                                               ibnetdiscover.read(out / "ibnetdiscover.out"), opts.timeout, progress=say)
                 timings["path_sls_s"] = round(time.monotonic() - t0, 3)
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: whatever the log said, this run did not finish
         summary["interrupted"] = True
@@ -275,15 +245,36 @@ def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> di
     return summary
 
 
+def _opensm_exited_early(summary: dict, err: bytes, log: Path, extra: list[str]) -> None:
+    """OpenSM stopped before the subnet came up: its own last error lines go into the summary
+    (`opensm_error`, which `sim run` prints). Exiting before it wrote its log, it refused its
+    command line (an unknown option, -h, a value out of range): bad input, InputError."""
+    said = []
+    for ln in err.decode(errors="replace").splitlines():  # OpenSM parses its arguments twice: once each
+        ln = ln.strip()
+        if ln and ln not in said:
+            said.append(ln)
+    rc = summary["opensm_exit"]
+    if not log.exists() or log.stat().st_size == 0:
+        why = "; ".join(said[-3:]) or "it printed its usage"
+        summary["opensm_error"] = f"OpenSM refused its command line (exit {rc}): {why}"
+        raise InputError(f"{summary['opensm_error']}; its extra arguments: {' '.join(extra) or 'none'} "
+                         f"(--opensm-arg)")
+    errs = [e for e in summary.get("errors", [])][-2:]
+    summary["opensm_error"] = f"OpenSM exited (exit {rc}) before the subnet came up: " + (
+        "; ".join(said[-2:] + errs) or "no error in its output or log")
+
+
 _DR_HEADER = re.compile(rb"^Unicast lids \[[^\]]*\] of switch DR path slid \d+; dlid \d+; ([0-9,]+) guid (0x[0-9a-fA-F]+)")
 _DR_HEADER_M = re.compile(_DR_HEADER.pattern, re.MULTILINE)
 
 
 def complete_top_lid(sim: Fabricsim, dump: Path, fabric: Fabric, timeout: float, say=None) -> dict | None:
     """dump_fts (infiniband-diags 44) does not print the top LID when it is a multiple of 64: it
-    stops before the 64-entry LFT block that LID opens. Read that block from every switch with
-    `smpdump -D <path> 0x19 <block>` (the LinearForwardingTable attribute, by the directed route
-    dump_fts printed) and add the entries to dump_fts.out in dump_fts's own format; the tool's
+    stops before the 64-entry LFT block that LID opens. Read that block from every switch — the
+    query of `smpdump -D <path> 0x19 <block>` (the LinearForwardingTable attribute, by the directed
+    route dump_fts printed), all switches from one process (ibtool.mad) — and add the entries to
+    dump_fts.out in dump_fts's own format; the tool's
     own output stays in dump_fts.raw.out. Returns what was done, or None when nothing was missing."""
     owners = fabric.lid_owners()
     top = max(owners, default=0)
@@ -292,23 +283,11 @@ def complete_top_lid(sim: Fabricsim, dump: Path, fabric: Fabric, timeout: float,
     raw = dump.read_bytes()
     if re.search(rb"^0x%04x " % top, raw, re.MULTILINE):
         return None  # printed after all (a fixed infiniband-diags)
-    smpdump = require("smpdump", "infiniband-diags")
     if say:
-        say(f"reading LID {top} from every switch with smpdump (dump_fts leaves out a top LID that is a multiple of 64)")
+        say(f"reading LID {top} from every switch (dump_fts leaves out a top LID that is a multiple of 64)")
     paths = [(int(m.group(2), 16), m.group(1).decode()) for m in _DR_HEADER_M.finditer(raw)]
-
-    def read_block(path: str) -> int:
-        p = subprocess.run([smpdump, "-D", path, "0x19", str(top // 64)], cwd=sim.work, env=sim.env(),
-                           capture_output=True, timeout=timeout, check=False)
-        words = p.stdout.split()
-        if p.returncode != 0 or not words or len(words[0]) != 4:
-            msg = (p.stderr or p.stdout).decode(errors="replace").strip().splitlines()
-            raise EnvironmentProblem(f"smpdump -D {path} 0x19 {top // 64} failed (exit {p.returncode}): "
-                                     f"{msg[-1] if msg else 'no output'}")
-        return int(words[0][:2], 16)  # the block's first entry: LID top (top % 64 == 0)
-
-    with ThreadPoolExecutor(4) as pool:
-        ports = dict(zip((g for g, _ in paths), pool.map(read_block, [p for _, p in paths])))
+    blocks = lft_blocks(sim, [p for _, p in paths], top // 64, timeout)  # one process, every switch at once
+    ports = {g: blocks[p][0] for g, p in paths}  # the block's first entry: LID top (top % 64 == 0)
     node, port = owners[top]
     kind = "Switch" if fabric.is_switch(node) else "Channel Adapter"
     tail = f" : ({kind} portguid {fabric.port_guid(node, port):#018x}: '{fabric.names[node]}')\n".encode()
@@ -327,7 +306,7 @@ def complete_top_lid(sim: Fabricsim, dump: Path, fabric: Fabric, timeout: float,
     os.link(dump, keep)  # the tool's own output, untouched
     with atomic_write(dump, "wb") as fh:
         fh.write(b"".join(out))
-    return {"lid": top, "read_with": "smpdump (LinearForwardingTable block by directed route)",
+    return {"lid": top, "read_with": "SubnGet(LinearForwardingTable) block by directed route (smpdump's query)",
             "switches": len(ports), "routed": sum(1 for v in ports.values() if v != 255),
             "raw": "dump_fts.raw.out"}
 
@@ -340,43 +319,6 @@ def _wait_subnet_up(p: subprocess.Popen, log: Path, timeout: float) -> bool:
             return True
         time.sleep(0.2)
     return False
-
-
-MAX_PATH_QUERIES = 20_000
-QUERY_TRIES = 4
-
-
-def collect_path_sls(sim: Fabricsim, out: Path, fabric: Fabric, timeout: float, local: tuple[str, ...] = (),
-                     parallel: int = 4, limit: int | None = MAX_PATH_QUERIES) -> dict:
-    """`saquery -p --slid S --dlid D` for every pair of HCA port base LIDs: the SA's PathRecords,
-    with the SL the routing engine gave each path; written as saquery prints them. (The SA answers
-    a query by source alone with a few records only, so it is one query per pair.) `local`: the
-    diags' -C/-P options for the port to query from."""
-    saquery = require("saquery", "infiniband-diags")
-    lids = sorted(lid for (node, port), (lid, _) in fabric.port_lids.items() if not fabric.is_switch(node))
-    pairs = [(a, b) for a in lids for b in lids if a != b]
-    if limit is not None and len(pairs) > limit:
-        raise InputError(f"--path-sls: {len(lids)} HCA ports make {len(pairs)} PathRecord queries; at most "
-                         f"{limit} (a fabric of up to {int(limit ** 0.5)} HCA ports)")
-
-    def query(pair: tuple[int, int]) -> bytes:
-        for attempt in range(QUERY_TRIES):  # the SA may not answer while OpenSM sweeps again (a fault step)
-            p = subprocess.run([saquery, *local, "-p", "--slid", str(pair[0]), "--dlid", str(pair[1])], cwd=sim.work,
-                               env=sim.env(), capture_output=True, timeout=timeout, check=False)
-            if p.returncode == 0:
-                break
-            time.sleep(0.5 * (attempt + 1))
-        if p.returncode != 0:
-            msg = p.stderr.decode(errors="replace").strip().splitlines()
-            raise EnvironmentProblem(f"saquery -p --slid {pair[0]} --dlid {pair[1]} failed (exit {p.returncode}): "
-                                     f"{msg[-1] if msg else 'no output'}")
-        return p.stdout
-
-    with ThreadPoolExecutor(parallel) as pool:
-        text = b"".join(pool.map(query, pairs))
-    with atomic_write(out, "wb") as fh:
-        fh.write(text)
-    return {"file": out.name, "pairs": len(pairs), "records": text.count(b"PathRecord dump:")}
 
 
 def _raise_interrupt(signum, frame):
@@ -404,7 +346,7 @@ def _claim(work: Path) -> None:
             pid, started = None, None
         if pid is not None and pid != os.getpid() and _start_time(pid) == started:
             raise InputError(f"--out {work.parent}: in use by a running `ibtool sim run` (pid {pid})")
-        for proc in Path("/proc").iterdir():  # ibsim/OpenSM of an ibtool that predates die_with_parent
+        for proc in Path("/proc").iterdir():  # ibsim/OpenSM of an ibtool that predates ibtool.children
             if proc.name.isdigit():
                 try:
                     cwd = os.readlink(proc / "cwd")

@@ -415,13 +415,27 @@ def _stderr(msg: str) -> None:
     print(f"  {msg}", file=sys.stderr, flush=True)
 
 
+def figures(params: dict) -> dict:
+    """Paper 002's own bisection of a plan (section 4.3): the semicircle split, B_r = B / (N K / 2)
+    and b_r by Eq. 3 = B_r K / (K + 2p); its Fig. 4 plots these. An upper bound of the true
+    bisection, which `ibtool analyze` reports beside it (Fig. 1's network: 18 against 14)."""
+    n, sa, sb, p = params["n"], tuple(params["sa"]), tuple(params["sb"]), int(params["p"])
+    b, br = bisection(n, sa, sb)
+    k = eq1(n, sa, sb)
+    return {"bisection": {"measure": "semicircle split, section 4.3", "source": "paper 002",
+                          "description": "the fewest router links cut by splitting the ring into two halves of "
+                                         "consecutive routers (an upper bound of the true bisection)",
+                          "links": b, "B_r": round(br, 6), "b_r": round(br * k / (k + 2 * p), 6),
+                          "b_r_formula": "Eq. 3: b_r = B_r K / (K + 2p)"}}
+
+
 @topology(
     "equality",
     summary="Equality network: N routers on a ring with odd (S_A) and even (S_B) chords",
     reference="paper 002, sections 3.1-3.4 (construction, notation, Eq. 1, genetic search, Eq. 2)",
     example="ibtool topo equality --spec 'N14K6[-1,1,3,9](4)' --hcas-per-router 4 --radix 12 --out eq14   "
             "# Fig. 1\n  ibtool topo equality --search n1840k17p8 --seed 1 --generations 30 --out e1840",
-    engine="nue",
+    engine="nue", figures=figures,
     params=[
         Param("spec", str, "", "the paper's notation: N14K6[-1,1,3,9](4) (given link sets) or n14k6p3 (search them)"),
         Param("search", str, "", "class to search link sets for, e.g. n1840k17p8 (section 3.3, minimises a*d)"),

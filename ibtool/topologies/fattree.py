@@ -24,16 +24,16 @@ Folded Clos (`clos`). L leaves L[i] with D HCAs H[i,j] (leaf ports 1..D) and U u
 from __future__ import annotations
 
 import math
-from collections import deque
 from itertools import product
 
 import numpy as np
 
 from ibtool.errors import InputError
-from ibtool.fabric import CA, SWITCH, Fabric
+from ibtool.fabric import CA, SWITCH, Fabric, switch_stages
 from ibtool.layout.model import FLOOR
 from ibtool.layout.policies import POLICIES, Placement, attached_switch, policy
 from ibtool.topologies import EngineFile, Param, guid_list, topology
+from ibtool.topologies import figure as row
 
 
 def name(prefix: str, *parts) -> str:
@@ -92,13 +92,43 @@ def tree_engine_files(f: Fabric) -> list[EngineFile]:
             EngineFile("cn_guid_file", "cn-guids", guid_list(f, cns))]
 
 
+def tree_counts(k: int, n: int) -> tuple[int, int, int]:
+    """(nodes, switches, links) of the k-ary n-tree: k^n, n k^(n-1), n k^n (paper 001 V.A)."""
+    return k ** n, n * k ** (n - 1), n * k ** n
+
+
+def p_kant(k: int, n: int) -> float:
+    """Paper 001 V.C: P~ of the k-ary n-tree, shortest paths from a leaf switch to the other leaf
+    switches on average, [sum_i k^i (k^i - k^(i-1))] / k^(n-1) = (k^n - 1/k^(n-2)) / (k+1)."""
+    return (k ** n - 1 / k ** (n - 2)) / (k + 1)
+
+
+def figures(params: dict) -> dict:
+    """Paper 001's figures of the k-ary n-tree it compares against (k HCAs per leaf)."""
+    k, n = int(params["k"]), int(params["n"])
+    if int(params.get("hcas_per_leaf") or k) != k:
+        return {}  # not the k-ary n-tree the paper counts
+    if not (2 <= k <= 16 and 1 <= n <= 64):
+        raise InputError(f"fattree(k={k}, n={n}): paper 001's figures are computed for 2 <= k <= 16 and 1 <= n <= 64")
+    nodes, sw, links = tree_counts(k, n)
+    pk = p_kant(k, n)
+    return {"figures": [
+        row("nodes", nodes, "k^n", "paper 001 V.A"), row("switches", sw, "n k^(n-1)", "paper 001 V.A"),
+        row("links", links, "n k^n", "paper 001 Table I (Theorem 4's tree part)"),
+        row("switches per node", sw / nodes, "n k^(n-1) / k^n", "paper 001 V.A"),
+        row("links per node", links / nodes, "n k^n / k^n", "paper 001 V.A"),
+        row("P~ (average shortest paths)", pk, "(k^n - 1/k^(n-2)) / (k+1)", "paper 001 V.C"),
+        row("path diversity PD", pk / nodes, "P~ / N = (1 - 1/k^(2n-2)) / (k+1)", "paper 001 V.C, Fig. 10"),
+    ]}
+
+
 @topology(
     "fattree",
     summary="k-ary n-tree fat tree (switches <L,w>, k^n nodes, n*k^(n-1) switches)",
     reference="Petrini & Vanneschi 1997; paper 001 section II.B",
     example="ibtool topo fattree --k 4 --n 3 --out ft   # 64 HCAs, 48 switches, routed by ftree",
     engine="ftree",
-    engine_files=tree_engine_files,
+    engine_files=tree_engine_files, figures=figures,
     params=[
         Param("k", int, None, "arity: children and parents per switch (k >= 2)"),
         Param("n", int, None, "levels of switches (n >= 1)"),
@@ -192,22 +222,7 @@ def clos(leaves: int, hcas_per_leaf: int, uplinks: int, levels: int = 2, radix: 
     return f
 
 
-def stages(f: Fabric) -> dict[int, int]:
-    """Stage of every switch from the wiring alone (plans read back from a file carry no labels):
-    hops from the nearest switch with an HCA (leaves and cube switches 0, then upwards)."""
-    stage = {}
-    q = deque()
-    for i in range(f.num_nodes):
-        if f.types[i] == SWITCH and any(f.types[b] == CA for _, b, _ in f.neighbors(i)):
-            stage[i] = 0
-            q.append(i)
-    while q:
-        u = q.popleft()
-        for _, v, _ in f.neighbors(u):
-            if f.types[v] == SWITCH and v not in stage:
-                stage[v] = stage[u] + 1
-                q.append(v)
-    return stage
+stages = switch_stages  # plans read back from a file carry no labels: stages from the wiring alone
 
 
 @policy("tree-stages", site=POLICIES["switch-rack"].site,

@@ -51,7 +51,16 @@ from itertools import product
 from ibtool.errors import InputError
 from ibtool.fabric import Fabric
 from ibtool.topologies import EngineFile, Param, guid_list, topology
-from ibtool.topologies.fattree import check_radix, check_range, link_up, name, need_ports
+from ibtool.topologies import figure as row
+from ibtool.topologies.fattree import (
+    check_radix,
+    check_range,
+    link_up,
+    name,
+    need_ports,
+    p_kant,
+    tree_counts,
+)
 
 
 def intermediates(k: int) -> list[int]:
@@ -135,9 +144,120 @@ def _build(family: str, k: int, n: int, radix: int, mirrored: bool, cubes: bool)
     return f
 
 
-_K = Param("k", int, None, "arity of the tree and dimension of the cubes (k >= 2); switch radix 2k")
-_N = Param("n", int, None, "levels of the k-ary n-tree (n >= 2)")
-_R = Param("radix", int, 0, "ports per switch (0 = 2k, the paper's radix)")
+# ---------------------------------------------------------------- paper 001's closed forms (section V)
+
+def counts(family: str, k: int, n: int) -> tuple[int, int, int]:
+    """(nodes, switches, links), the theorems' closed forms (checked against the generated graphs
+    for a sweep of (k, n) by tests/topologies/test_trees.py)."""
+    if family == "fattree":
+        return tree_counts(k, n)
+    return {"mikant": (2 * k ** n, (2 * n - 2) * k ** (n - 1), (2 * n - 1) * k ** n),
+            "kantc": ((2 ** k - k) * k ** (n - 1), (n - 1) * k ** (n - 1) + 2 ** k * k ** (n - 2),
+                      (n - 1) * k ** n + (2 ** (k - 1) + 2 ** k - k) * k ** (n - 1)),
+            "mikantc": (2 * (2 ** k - k) * k ** (n - 1), (2 * n - 4) * k ** (n - 1) + 2 ** (k + 1) * k ** (n - 2),
+                        (2 * n - 3) * k ** n + (3 * 2 ** k - 2 * k) * k ** (n - 1))}[family]
+
+
+COUNT_FORMULAS = {
+    "mikant": ("2 k^n", "(2n-2) k^(n-1)", "(2n-1) k^n", "section II.B"),
+    "kantc": ("(2^k - k) k^(n-1)", "(n-1) k^(n-1) + 2^k k^(n-2)", "(n-1) k^n + (2^(k-1) + 2^k - k) k^(n-1)",
+              "Theorems 2-4"),
+    "mikantc": ("2 (2^k - k) k^(n-1)", "(2n-4) k^(n-1) + 2^(k+1) k^(n-2)", "(2n-3) k^n + (3 2^k - 2k) k^(n-1)",
+                "Theorems 7-9"),
+}
+NAMES = {"fattree": "k-ary n-tree", "mikant": "MiKANT", "kantc": "KANTC", "mikantc": "MiKANTC"}
+
+
+def covering_radius(k: int) -> int:
+    """r: the largest cube distance from a cube switch to its nearest intermediate switch. The
+    graph's HCA-to-HCA diameter of KANTC and MiKANTC is 2n + 2r (paper 001's Theorem 5 says 2n + k,
+    its proof 2n + 2k; they meet only at k = 4, where r = 2)."""
+    inter = intermediates(k)
+    return max(min(bin(x ^ i).count("1") for i in inter) for x in range(2 ** k))
+
+
+def p_cube(k: int) -> float:
+    """P~ of a k-cube: C(k,i) switches at distance i with i! shortest paths each,
+    sum_i C(k,i) i! / 2^k (the paper's closed form sum_i k!/(i! 2^k) is not its own sum)."""
+    return sum(math.comb(k, i) * math.factorial(i) for i in range(1, k + 1)) / 2 ** k
+
+
+def p_mikant(k: int, n: int) -> float:
+    return p_kant(k, n) / 2 + k ** (n - 2) / 2
+
+
+def rcp(k: int, n: int, nodes: int, diameter: int, p: int = 1) -> float:
+    """Relative cost performance against a hypercube of the same N (section V.B): (radix x
+    diameter) / ((log2(N/p) + p) (log2(N/p) + 2)), radix 2k; the hypercube's diameter counts the
+    two node links, as KANTC's does."""
+    h = math.log2(nodes / p)
+    return 2 * k * diameter / ((h + p) * (h + 2))
+
+
+def paper001(family: str, k: int, n: int) -> list[dict]:
+    """Paper 001's figures of FAMILY(k, n) from its parameters alone (no fabric built): counts,
+    per-node costs and the savings of section V.A, PD of V.C, RCP of V.B, each with its formula."""
+    if not (2 <= k <= 16 and 2 <= n <= 64):
+        raise InputError(f"{family}(k={k}, n={n}): paper 001's figures are computed for 2 <= k <= 16 and 2 <= n <= 64")
+    src = "paper 001"
+    nodes, sw, links = counts(family, k, n)
+    out = []
+    if family in COUNT_FORMULAS:
+        fn, fs, fl, where = COUNT_FORMULAS[family]
+        out += [row("nodes", nodes, fn, f"{src} {where}"), row("switches", sw, fs, f"{src} {where}"),
+                row("links", links, fl, f"{src} {where}")]
+    out += [row("switches per node", sw / nodes, "switches / nodes", f"{src} V.A"),
+            row("links per node", links / nodes, "links / nodes", f"{src} V.A")]
+    if family in ("kantc", "mikantc"):
+        for other in ("fattree", "mikant"):
+            o_nodes, o_sw, o_links = counts(other, k, n)
+            sr = (sw / nodes) / (o_sw / o_nodes)
+            lr = (links / nodes) / (o_links / o_nodes)
+            closed = ""
+            if family == "kantc" and other == "fattree":
+                closed = (" = (2^k - k + kn) / (n (2^k - k))", " = ((n-2) k + 3 2^(k-1)) / (n (2^k - k)); the paper "
+                          "prints ((n-2) k^2 + 3 2^(k-1) k) / (n (2^k - k)), k times its own value")
+            out += [row(f"switch cost ratio to {NAMES[other]}({k},{n})", sr,
+                        f"(switches/node) / ({NAMES[other]}'s){closed[0] if closed else ''}", f"{src} V.A, Figs. 6-7"),
+                    row(f"switches saved against {NAMES[other]}({k},{n}) (%)", 100 * (1 - sr), "100 (1 - switch cost ratio)",
+                        f"{src} V.A"),
+                    row(f"link cost ratio to {NAMES[other]}({k},{n})", lr,
+                        f"(links/node) / ({NAMES[other]}'s){closed[1] if closed else ''}", f"{src} V.A, Figs. 6-7"),
+                    row(f"links saved against {NAMES[other]}({k},{n}) (%)", 100 * (1 - lr), "100 (1 - link cost ratio)",
+                        f"{src} V.A")]
+    pc = p_cube(k)
+    if family == "fattree":
+        pt, pf = p_kant(k, n), "(k^n - 1/k^(n-2)) / (k+1)"
+    elif family == "mikant":
+        pt, pf = p_mikant(k, n), "(k^n - 1/k^(n-2)) / (2(k+1)) + k^(n-2)/2"
+    else:
+        # the paper's closed form, as Fig. 10 plots it; its own first line, P~1 (1 - s) + P~0 s with
+        # s = 1/k^(n-2) (1/(2k^(n-2))), differs in the last term (k P~cube s, not k^3 P~cube s): 1.3125 vs
+        # 1.3129 for KANTC(2,8), negligible from k = 3 on
+        pk, t = (p_kant(k, n), 1) if family == "kantc" else (p_mikant(k, n), 2)
+        pt = k * k * pc * pc * pk + (k * pc - pc * pc * pk) / (t * k ** (n - 4))
+        pf = (f"k^2 P~cube^2 P~{'kant' if t == 1 else 'mikant'} + (k P~cube - P~cube^2 "
+              f"P~{'kant' if t == 1 else 'mikant'}) / ({'2 ' if t == 2 else ''}k^(n-4)), "
+              "P~cube = sum_i C(k,i) i! / 2^k")
+    out += [row("P~ (average shortest paths)", pt, pf, f"{src} V.C"),
+            row("path diversity PD", pt / nodes, "P~ / N", f"{src} V.C, Fig. 10")]
+    if family in ("kantc", "mikantc"):
+        r = covering_radius(k)
+        out += [row("diameter, Theorem 5", 2 * n + k, "2n + k (HCA to HCA)", f"{src} Theorem 5"),
+                row("diameter of the graph", 2 * n + 2 * r,
+                    f"2n + 2r (HCA to HCA), r = {r} the intermediates' covering radius", "the generated graphs"),
+                row("RCP (paper's diameter)", rcp(k, n, nodes, 2 * n + k),
+                    "2k (2n + k) / ((log2 N + 1)(log2 N + 2)), p = 1", f"{src} V.B, Figs. 8-9"),
+                row("RCP (graph's diameter)", rcp(k, n, nodes, 2 * n + 2 * r),
+                    "2k (2n + 2r) / ((log2 N + 1)(log2 N + 2)), p = 1", f"{src} V.B with the graph's diameter"),
+                row("RCP (section V.B's text: diameter 2n + 2k)", rcp(k, n, nodes, 2 * n + 2 * k),
+                    "2k (2n + 2k) / ((log2 N + 1)(log2 N + 2)), p = 1", f"{src} V.B, its text")]
+    return out
+
+
+def figures(params: dict) -> dict:
+    return {"figures": paper001(str(params["topology"]), int(params["k"]), int(params["n"]))}
+
 
 
 def mikant(k: int, n: int, radix: int = 0) -> Fabric:
@@ -164,4 +284,4 @@ for _fn, _summary, _reference, _example in [
      "paper 001 section III.B, Theorems 6-10", "--k 3 --n 3 --out mikantc   # 90 HCAs, 66 switches"),
 ]:
     topology(_fn.__name__, summary=_summary, reference=_reference, example=f"ibtool topo {_fn.__name__} {_example}",
-             engine="updn", engine_files=root_files, params=_PARAMS)(_fn)
+             engine="updn", engine_files=root_files, params=_PARAMS, figures=figures)(_fn)

@@ -7,9 +7,11 @@ read as a technician would say them:
     C0043 (S[0,1] P1 -> R[1,0] P2) is in S[0,1] port 2: move it to port 1
 
 `--stage N` checks a fabric cabled up to wiring stage N: the plan is cut to the cables of stages
-1..N, cables of later stages that are already there are reported as ahead of the plan, and
-devices in pieces of the fabric the discovery could not reach yet (a KNS before its last
-dimension is cabled is in pieces) as not reached, not as errors.
+1..N; cables of later stages already there are "cabled ahead of its stage" (never "extra:
+remove"); a planned cable the discovery could not see (an end on a device it did not find, or in
+a piece of the fabric not connected to the one discovered) is "not checked" and fails the check
+(exit 1), never counted as right. `ibtool cabling` orders the stages so that the fabric grows
+from the SM host as one piece: discover from it (cabling.json names it).
 """
 
 from __future__ import annotations
@@ -31,15 +33,22 @@ class Cable:
     b: tuple[str, int]
     a_label: str
     b_label: str
+    a_at: str = ""  # where the end is: "C0 U42 front"
+    b_at: str = ""
+
+    def at(self, end: tuple[str, int]) -> str:
+        return self.a_at if end == self.a else self.b_at
 
 
 class CableList(dict):
-    """(device, port) -> Cable, for both ends of every cable; `.cables` in wiring order."""
+    """(device, port) -> Cable, for both ends of every cable; `.cables` in wiring order; the SM
+    host stages are discovered from (cabling.json beside the list), when known."""
 
-    def __init__(self, cables: list[Cable], path: str):
+    def __init__(self, cables: list[Cable], path: str, sm_host: str | None = None):
         super().__init__()
         self.cables = cables
         self.path = path
+        self.sm_host = sm_host
         for c in cables:
             self[c.a] = c
             self[c.b] = c
@@ -60,22 +69,37 @@ def find(plan: Path, explicit: Path | None = None) -> Path | None:
     return None
 
 
+def _at(row: dict, tag: str) -> str:
+    """'C0 U42 front' from a row's end (what a technician walks to); '' when the list lacks it."""
+    rack, u, side = ((row.get(f"{tag}_{k}", "") or "").strip() for k in ("rack", "u", "side"))
+    return " ".join(x for x in (rack, f"U{int(u):02d}" if u.isdigit() else "", side) if x)  # as the sheets print it
+
+
 def read(path: Path) -> CableList:
+    from ibtool.cabling.cables_csv import read_meta, read_rows
     p = str(path)
     cables = []
-    with open_input(path) as fh:
-        reader = csv.DictReader(fh)
-        need = ("cable_id", "stage", "a_device", "a_port", "b_device", "b_port", "a_label", "b_label")
-        missing = [c for c in need if c not in (reader.fieldnames or [])]
-        if missing:
-            raise InputError(f"missing column {missing[0]!r} (not a cables.csv of `ibtool cabling`?)", path=p, line=1)
-        for row in reader:
-            try:
-                cables.append(Cable(row["cable_id"], int(row["stage"]), (row["a_device"], int(row["a_port"])),
-                                    (row["b_device"], int(row["b_port"])), row["a_label"], row["b_label"]))
-            except (TypeError, ValueError):
-                raise InputError("stage or port is not a whole number", path=p, line=reader.line_num) from None
-    return CableList(cables, p)
+    need = ("cable_id", "stage", "a_device", "a_port", "b_device", "b_port", "a_label", "b_label")
+    try:
+        rows = read_rows(path, need)
+    except InputError as e:
+        if "missing column" in str(e):
+            raise InputError(f"{str(e).split(': ', 1)[-1].split(' (')[0]} (not a cables.csv of `ibtool cabling`?)",
+                             path=p, line=1) from None
+        raise
+    for line, row in rows:
+        try:
+            cables.append(Cable(row["cable_id"], int(row["stage"]), (row["a_device"], int(row["a_port"])),
+                                (row["b_device"], int(row["b_port"])), row["a_label"], row["b_label"],
+                                _at(row, "a"), _at(row, "b")))
+        except (TypeError, ValueError):
+            raise InputError("stage or port is not a whole number", path=p, line=line) from None
+    meta = {}
+    try:
+        meta = read_meta(Path(path).with_name("cabling.json"))
+    except InputError:
+        pass  # the list alone still names the cables
+    return CableList(cables, p, meta.get("sm_host"))
 
 
 def stage_plan(plan: Fabric, cables: CableList, stage: int) -> tuple[Fabric, set]:
@@ -113,18 +137,19 @@ def _tag(c: Cable) -> str:
     return f"{c.id} ({c.a[0]} P{c.a[1]} -> {c.b[0]} P{c.b[1]})"
 
 
-def unreached(rep, plan: Fabric) -> list[dict]:
-    """A fabric cabled up to a stage may be in pieces (KNS before its last dimension): discovery
-    from one host sees only its piece. Missing devices and cables of pieces the discovery did not
-    reach at all are taken out of the stage check's TopologyReport and returned as findings to
-    check from a host of that piece."""
+def not_checked(rep, plan: Fabric, cables: CableList, stage: int) -> None:
+    """A stage check sees only what the discovery reached: the planned cables it could not see
+    (an end on a device not found, or in a piece of the stage's fabric not connected to the
+    discovered one) go into `rep.not_checked`, which fails the check; devices of pieces not
+    reached move there too (devices the discovery should have reached stay missing)."""
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
     n = plan.num_nodes
     g = coo_matrix(([1] * plan.num_links, (plan.link_a, plan.link_b)), shape=(n, n))
     _, comp = connected_components(g, directed=False)
     reached = {int(comp[i]) for i in rep.to_plan.values()}
-    out = []
+    how = (f"discover from the SM host {cables.sm_host} after stage {stage}" if cables.sm_host else
+           "discover from a host of that part of the fabric")
 
     def far(name: str) -> bool:
         try:
@@ -132,21 +157,37 @@ def unreached(rep, plan: Fabric) -> list[dict]:
         except InputError:
             return False
 
+    cabled = set(plan.link_a) | set(plan.link_b)
     keep = []
     for d in rep.missing_devices:
-        (out if far(d["device"]) else keep).append(d)
+        if plan.index(d["device"]) not in cabled:
+            continue  # no cable of it yet by this stage: not expected
+        if far(d["device"]):
+            rep.not_checked.append({"device": d["device"], "text": f"{d['device']} not checked: not connected to the "
+                                                                  f"part of the fabric discovered ({how})"})
+        else:
+            keep.append(d)
     rep.missing_devices = keep
+    unseen = {d["device"] for d in rep.missing_devices} | {x["device"] for x in rep.not_checked}
     keep = []
     for c in rep.missing_cables:
         ends = [_end(e) for e in c["ends"]]
-        (out if ends[0] and far(ends[0][0]) else keep).append(c)
+        (rep.unseen if ends[0] and far(ends[0][0]) else keep).append(c)
     rep.missing_cables = keep
+    for c in rep.unseen:
+        ends = [_end(e) for e in c["ends"]]
+        cab = cables.get(ends[0]) if ends[0] else None
+        dev = next((e[0] for e in ends if e and e[0] in unseen), ends[0][0] if ends[0] else "")
+        item = {"ends": c["ends"], "text": f"{_tag(cab) if cab else c['cable']} not checked: {dev} was not seen "
+                                          f"by this discovery ({how})"}
+        if cab is not None:
+            item["cable_id"], item["labels"] = cab.id, [cab.a_label, cab.b_label]
+        rep.not_checked.append(item)
     if rep.not_planned_topology:  # judged again on the pieces the discovery reached
-        cables = sum(1 for a in plan.link_a if int(comp[a]) in reached)
+        cables_n = sum(1 for a in plan.link_a if int(comp[a]) in reached)
         nodes = sum(1 for c in comp if int(c) in reached)
-        if rep.correct_cables >= 0.5 * cables and len(rep.to_plan) >= 0.5 * nodes:
+        if rep.correct_cables >= 0.5 * cables_n and len(rep.to_plan) >= 0.5 * nodes:
             rep.not_planned_topology, rep.reason = False, ""
-    return [{"text": f"not reached from this host at this stage: {x['text']}"} for x in out]
 
 
 def ahead_of_stage(rep, cables: CableList, later: set) -> list[dict]:
@@ -157,7 +198,8 @@ def ahead_of_stage(rep, cables: CableList, later: set) -> list[dict]:
         ends = [_end(e) for e in x["ends"]]
         if all(ends) and frozenset(ends) in later:
             c = cables[ends[0]]
-            ahead.append({"cable_id": c.id, "stage": c.stage, "text": f"{_tag(c)} (stage {c.stage}) is already cabled"})
+            ahead.append({"cable_id": c.id, "stage": c.stage, "labels": [c.a_label, c.b_label],
+                          "text": f"{_tag(c)}: cabled ahead of its stage (stage {c.stage}); leave it"})
         else:
             keep.append(x)
     rep.extra_cables = keep
@@ -165,7 +207,8 @@ def ahead_of_stage(rep, cables: CableList, later: set) -> list[dict]:
     dev_keep = []
     for d in rep.extra_devices:
         if d["device"] in later_devices:
-            ahead.append({"device": d["device"], "text": f"{d['device']} (a device of a later stage) is already cabled"})
+            ahead.append({"device": d["device"], "text": f"{d['device']}: cabled ahead of its stage (a device of a "
+                                                        f"later stage); leave it"})
         else:
             dev_keep.append(d)
     rep.extra_devices = dev_keep
@@ -173,10 +216,25 @@ def ahead_of_stage(rep, cables: CableList, later: set) -> list[dict]:
 
 
 def annotate(t: dict, cables: CableList) -> dict:
-    """Add cable IDs and labels to a `verify topology` section (TopologyReport.as_dict), in place."""
+    """Add cable IDs and labels to a `verify topology` section (TopologyReport.as_dict), in place,
+    and say every fix where the technician stands: rack, U and side of each port ("C0 U42 front,
+    R[0,0] port 2"). A swapped pair is fixed by the labels: each of the two cables goes back to
+    the link its labels name (so a short cable never lands on a long run)."""
+    where: dict[str, str] = {}
+    for c in cables.cables:
+        where.setdefault(c.a[0], c.a_at)
+        where.setdefault(c.b[0], c.b_at)
+
     def cable_at(short: str) -> Cable | None:
         e = _end(short)
         return cables.get(e) if e else None
+
+    def loc(e: tuple[str, int]) -> str:
+        at = where.get(e[0])
+        return f"{at}, {e[0]} port {e[1]}" if at else f"{e[0]} port {e[1]}"
+
+    def run(c: Cable) -> str:
+        return f"{loc(c.a)} to {loc(c.b)}"
 
     def add(item: dict, c: Cable | None, text: str | None = None):
         if c is None:
@@ -184,41 +242,43 @@ def annotate(t: dict, cables: CableList) -> dict:
         item["cable_id"], item["labels"] = c.id, [c.a_label, c.b_label]
         item["text"] = text or f"{_tag(c)}: {item['text']}"
 
+    renamed: dict[str, str] = {}  # a fix said anew -> the miswired cables it fixes say it the same way
     for fx in t.get("fixes", []):
+        before = fx["fix"]
+        hosts = f"hosts {' and '.join(fx['hosts'])} are swapped: " if fx.get("hosts") and len(fx["hosts"]) == 2 \
+            else (f"{', '.join(fx['hosts'])} on the wrong port: " if fx.get("hosts") else "")
         if fx["kind"] == "move":
             c = cable_at(fx["to"])
             frm, to = _end(fx["from"]), _end(fx["to"])
             if c and frm and to:
-                where = f"port {to[1]}" if frm[0] == to[0] else f"{to[0]} port {to[1]}"
-                add(fx, c, f"{_tag(c)} is in {frm[0]} port {frm[1]}: move it to {where}")
+                fx["fix"] = f"move the end of {c.id} from {loc(frm)} to {loc(to)}"
+                fx["where"] = [loc(frm), loc(to)]
+                add(fx, c, f"{hosts}{_tag(c)} is in {loc(frm)}: move it to {loc(to)}")
         elif fx["kind"] == "swap":
             cs = [cable_at(e) for e in fx["ends"]]
-            if all(cs):
+            ends = [_end(e) for e in fx["ends"]]
+            if all(cs) and all(ends):
                 fx["cable_id"] = [c.id for c in cs]
                 fx["labels"] = [[c.a_label, c.b_label] for c in cs]
-                fx["text"] = f"{cs[0].id} and {cs[1].id} are swapped: {fx['text']}"
+                fx["where"] = [loc(e) for e in ends]
+                fx["fix"] = (f"put {cs[0].id} and {cs[1].id} each back on its own link, as its labels say: "
+                             f"{cs[0].id} {run(cs[0])}; {cs[1].id} {run(cs[1])}")
+                fx["text"] = (f"{hosts}{cs[0].id} and {cs[1].id} are swapped, crossed at {loc(ends[0])} and "
+                              f"{loc(ends[1])}: {fx['fix']}")
+        renamed[before] = fx["fix"]
+    fixes = {id_ for fx in t.get("fixes", []) for id_ in
+             ([fx["cable_id"]] if isinstance(fx.get("cable_id"), str) else fx.get("cable_id") or [])}
     for m in t.get("miswired", []):
-        add(m, cable_at(m["port"]))
-    for key in ("missing_cables", "degraded_links", "rate_mismatches"):
+        m["fix"] = renamed.get(m["fix"], m["fix"])
+        c = cable_at(m["port"])
+        add(m, c, c and f"{_tag(c)} is wrong (now {m['cable']}); it belongs {run(c)}"
+            + (" (see its fix)" if c.id in fixes else ""))
+    for item in t.get("missing_cables", []):
+        c = cable_at(item["ends"][0])
+        add(item, c, c and f"{_tag(c)} is missing: connect {run(c)}")
+    for key in ("degraded_links", "rate_mismatches"):
         for item in t.get(key, []):
-            add(item, cable_at(item["ends"][0]))
+            c = cable_at(item["ends"][0])
+            add(item, c, c and f"{_tag(c)} ({run(c)}): {item['text']}")
     t["cable_list"] = cables.path
     return t
-
-
-def fix_sheet(t: dict) -> str:
-    """A printable sheet of only the fixes, for the technician: one row per action, with the
-    cable's ID and both labels, and a box to tick."""
-    from ibtool.templating import render
-    rows = []
-    for key, what in (("fixes", "fix"), ("missing_cables", "add"), ("extra_cables", "remove"),
-                      ("misplaced_devices", "move device"), ("loopbacks", "remove loopback"),
-                      ("degraded_links", "reseat or replace"), ("rate_mismatches", "check")):
-        for x in t.get(key, []):
-            ids = x.get("cable_id")
-            labels = x.get("labels") or []
-            if ids and isinstance(ids, str):
-                ids, labels = [ids], [labels]
-            rows.append({"what": what, "cables": ids or [], "labels": labels, "text": x["text"]})
-    return render("cabling/fixes.html.j2", plan=t.get("plan_name") or "", verdict=t.get("verdict", ""),
-                  rows=rows, cable_list=t.get("cable_list"), counts=t.get("counts", {}))

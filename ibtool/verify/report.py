@@ -1,5 +1,5 @@
 """Verification reports: a short human summary first (PASS/FAIL per check, counts), details after;
-JSON with a stable schema (docs/verify.md); a self-contained HTML page.
+JSON with a stable schema (docs/verify.md); the HTML page is ibtool.verify.htmlreport's.
 
 A report is a dict:
 
@@ -9,13 +9,6 @@ A report is a dict:
 """
 
 from __future__ import annotations
-
-import html
-import json
-from pathlib import Path
-
-from ibtool.errors import InputError
-from ibtool.formats import atomic_write
 
 SCHEMA = "ibtool-verify/1"
 MAX_LINES = 40  # per list in the text report; JSON has everything
@@ -54,6 +47,8 @@ def _checks(name: str, s: dict) -> list[dict]:
                                                 ("partial_discovery", "devices seen only as peers"),
                                                 ("rate_mismatches", "links whose ends disagree")) if c.get(k)]
             summ += "".join(f"; {x}" for x in extra)
+            if c.get("not_checked"):
+                summ += f"; {c['not_checked']} not checked (not seen by the discovery)"
         if s.get("verdict") and s["verdict"] != "PASS":
             summ = f"{s['verdict']}: {summ}"
         return [{"name": "topology", "ok": s["ok"], "summary": summ}]
@@ -151,6 +146,10 @@ def _checks(name: str, s: dict) -> list[dict]:
                                    + ("all unchanged" if u["ok"] else f"{u['changed_unaffected']} changed, e.g. "
                                       f"{u['examples'][0]}") + f" ({u['affected']} affected)"})
         return out
+    if name == "health" and (s.get("not_run") or not s.get("ports_checked")):
+        # a check that could not run is not a pass (issue 24)
+        why = s.get("not_run") or f"no port's counters to judge ({len(s.get('unanswered', []))} ports did not answer)"
+        return [{"name": "health", "ok": False, "not_run": True, "summary": why}]
     if name == "health":
         f = s["findings"]
         cables = {x["cable"] or x["link"] for x in f}
@@ -179,17 +178,21 @@ def text(rep: dict) -> str:
     verdict = "PASS" if rep["ok"] else "FAIL"
     lines.append(f"verify: {verdict}")
     for c in rep["checks"]:
-        tag = "info" if c.get("info") else ("PASS" if c["ok"] else "FAIL")
-        lines.append(f"  {c['name']}: {tag}  {c['summary']}")
+        lines.append(f"  {c['name']}: {tag(c)}  {c['summary']}")
     if "topology" in rep:
         lines += _topology_text(rep["topology"])
     if "coords" in rep:
         lines += _coords_text(rep["coords"])
     if "routes" in rep:
         lines += _routes_text(rep["routes"])
-    if "health" in rep:
+    if "findings" in rep.get("health", {}):  # not when the check could not run
         lines += _health_text(rep["health"])
     return "\n".join(lines)
+
+
+def tag(check: dict) -> str:
+    """A check's verdict: info, NOT RUN (it could not run: never a pass), PASS or FAIL."""
+    return "info" if check.get("info") else "NOT RUN" if check.get("not_run") else "PASS" if check["ok"] else "FAIL"
 
 
 def _health_text(h: dict) -> list[str]:
@@ -219,13 +222,14 @@ def _topology_text(t: dict) -> list[str]:
                    + (f"; checked up to wiring stage {t['stage']}" if t.get("stage") else ""))
     if t["not_planned_topology"]:
         out.append("  " + t["reason"])
-    for title, key in (("ahead of the plan (later stages, already cabled)", "ahead_of_plan"),
-                       ("not reached by this discovery (check from a host there)", "not_reached"),
-                       ("hosts not where planned", "misplaced_devices"), ("miswired cables (fixes)", "fixes"),
+    # what to fix first; then what could not be checked; what is already right (ahead of its stage) last
+    for title, key in (("hosts not where planned", "misplaced_devices"), ("miswired cables (fixes)", "fixes"),
                        ("loopback cables", "loopbacks"), ("missing cables", "missing_cables"),
                        ("extra cables", "extra_cables"), ("missing devices", "missing_devices"),
                        ("extra devices", "extra_devices"), ("partial discovery", "partial_discovery"),
-                       ("degraded links", "degraded_links"), ("link ends that disagree", "rate_mismatches")):
+                       ("degraded links", "degraded_links"), ("link ends that disagree", "rate_mismatches"),
+                       ("not checked (the discovery could not see them)", "not_checked"),
+                       ("cabled ahead of their stage (later stages, already in place)", "ahead_of_plan")):
         items = t.get(key) or []
         if items:
             out.append(f"  {title}:")
@@ -303,30 +307,3 @@ def _routes_text(r: dict) -> list[str]:
         if e["dimension_order"]["example"]:
             out.append("  route out of dimension order, e.g. " + e["dimension_order"]["example"])
     return out
-
-
-# ------------------------------------------------------------------------------------ html
-
-def write_html(rep: dict, path: str | Path) -> None:
-    esc = html.escape
-    rows = "".join(f"<tr class='{'info' if c.get('info') else ('ok' if c['ok'] else 'bad')}'>"
-                   f"<td>{'info' if c.get('info') else ('PASS' if c['ok'] else 'FAIL')}</td><td>{esc(c['name'])}</td>"
-                   f"<td>{esc(c['summary'])}</td></tr>" for c in rep["checks"])
-    details = esc(text(rep).partition("\n")[2])  # the text report without its verdict line
-    doc = f"""<!DOCTYPE html>
-<html><head><meta charset="utf-8"><title>ibtool verify: {'PASS' if rep['ok'] else 'FAIL'}</title>
-<style>body{{font-family:sans-serif;margin:2em}} td{{padding:2px 8px;vertical-align:top}}
-tr.ok td:first-child{{color:#070;font-weight:bold}} tr.bad td:first-child{{color:#b00;font-weight:bold}}
-tr.info td:first-child{{color:#555}} pre{{background:#f4f4f4;padding:1em;overflow-x:auto}}</style></head>
-<body><h1>ibtool verify: {'PASS' if rep['ok'] else 'FAIL'}</h1>
-<p>{esc(', '.join(f'{k}: {v}' for k, v in rep['inputs'].items()))}</p>
-<table>{rows}</table>
-<h2>Details</h2><pre>{details}</pre>
-<h2>JSON</h2><pre>{esc(json.dumps(rep, indent=1))}</pre>
-</body></html>
-"""
-    try:
-        with atomic_write(path) as fh:
-            fh.write(doc)
-    except OSError as e:
-        raise InputError(f"cannot write the HTML report: {e.strerror}", path=str(path)) from None

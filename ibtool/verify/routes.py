@@ -887,8 +887,15 @@ def _balance(b: Bound, loads: Loads, permutations: int, seed: int) -> dict:
         isl[lo:hi] = (pe >= 0) & (b.types[np.maximum(pe, 0)] == SWITCH)
     rpl = loads.routes[isl]
     perm = permutation_load(b, isl, permutations, seed) if permutations else None
+    names = b.fabric.names
+    chans = np.flatnonzero(isl)
+    node = np.searchsorted(b.offset, chans, side="right") - 1
     return {
         "inter_switch_channels": int(isl.sum()),
+        # per directed inter-switch channel: [from end, to end, routes, all-to-all load] (the heat
+        # map of the HTML report)
+        "links": [[f"{names[n]}[{c - b.offset[n]}]", f"{names[b.peer[c]]}[{b.peer_port[c]}]", int(loads.routes[c]),
+                   int(loads.a2a[c])] for n, c in zip(node.tolist(), chans.tolist())],
         "routes_per_link": _mmm(rpl),
         "all_to_all_max_link_load": int(loads.a2a[isl].max(initial=0)),
         "all_to_all_links": _mmm(loads.a2a[isl]),

@@ -378,7 +378,7 @@ def parse_rate(rate: str | None) -> tuple[int, int] | None:
 # which findings fail which `--fail-on` category, and the exit status of each verdict
 CATEGORIES = {
     "miswire": ("miswired", "extra_cables", "extra_devices", "loopbacks"),
-    "missing": ("missing_cables", "missing_devices", "partial_discovery"),
+    "missing": ("missing_cables", "missing_devices", "partial_discovery", "not_checked"),
     "degraded": ("degraded_links", "rate_mismatches"),
 }
 EXIT_MISWIRED = 1  # cabling differs from the plan (miswired, missing, extra, not the planned topology)
@@ -409,9 +409,12 @@ class TopologyReport:
     partial_discovery: list[dict] = field(default_factory=list)
     degraded_links: list[dict] = field(default_factory=list)
     rate_mismatches: list[dict] = field(default_factory=list)
+    # planned cables (and devices) the discovery could not see: never counted as right (stage checks)
+    not_checked: list[dict] = field(default_factory=list)
     fabric_rate: str | None = None
     warnings: list[str] = field(default_factory=list)
     device_names: dict = field(default_factory=dict)  # plan name -> discovered identity, when they differ
+    unseen: list[dict] = field(default_factory=list, repr=False)  # planned cables on devices not found
     to_plan: dict = field(default_factory=dict, repr=False)  # the matching: discovered node -> plan node
 
     def failing(self, fail_on=tuple(CATEGORIES)) -> set[str]:
@@ -423,10 +426,13 @@ class TopologyReport:
 
     def verdict(self, fail_on=tuple(CATEGORIES)) -> str:
         bad = self.failing(fail_on)
+        if bad == {"missing"} and not any(getattr(self, k) for k in CATEGORIES["missing"] if k != "not_checked"):
+            return "NOT CHECKED"  # all that was seen is right, but not all of it could be seen
         return "PASS" if not bad else ("MISWIRED" if bad - {"degraded"} else "DEGRADED")
 
     def exit_code(self, fail_on=tuple(CATEGORIES)) -> int:
-        return {"PASS": 0, "MISWIRED": EXIT_MISWIRED, "DEGRADED": EXIT_DEGRADED}[self.verdict(fail_on)]
+        return {"PASS": 0, "MISWIRED": EXIT_MISWIRED, "NOT CHECKED": EXIT_MISWIRED,
+                "DEGRADED": EXIT_DEGRADED}[self.verdict(fail_on)]
 
     @property
     def ok(self) -> bool:
@@ -451,12 +457,14 @@ class TopologyReport:
                        "missing_cables": len(self.missing_cables), "extra_cables": len(self.extra_cables),
                        "missing_devices": len(self.missing_devices), "extra_devices": len(self.extra_devices),
                        "loopbacks": len(self.loopbacks), "partial_discovery": len(self.partial_discovery),
-                       "degraded_links": len(self.degraded_links), "rate_mismatches": len(self.rate_mismatches)},
+                       "degraded_links": len(self.degraded_links), "rate_mismatches": len(self.rate_mismatches),
+                       "not_checked": len(self.not_checked)},
             "miswired": self.miswired, "fixes": self.fixes, "misplaced_devices": self.misplaced_devices,
             "missing_cables": self.missing_cables, "extra_cables": self.extra_cables,
             "missing_devices": self.missing_devices, "extra_devices": self.extra_devices,
             "loopbacks": self.loopbacks, "partial_discovery": self.partial_discovery,
             "degraded_links": self.degraded_links, "rate_mismatches": self.rate_mismatches,
+            "not_checked": self.not_checked,
             "fabric_rate": self.fabric_rate, "warnings": self.warnings,
             # how the fabric itself calls the planned devices named in the findings
             "devices": self._involved(),
@@ -533,7 +541,6 @@ def compare(plan: Fabric, found: Fabric, names: bool = False, host_map: dict[str
                                       "text": f"unplanned device {found.names[j]!r} (GUID {found.guids[j]:#018x})"
                                               + (f" cabled to {', '.join(nb)}" if nb else "")})
     gone = {("p", i) for i in missing_nodes}
-    only_p = {c for c in only_p if not any(e[:2] in gone for e in c)}
     only_f_extra_dev = {c for c in only_f if any(e[0] == "f" for e in c)}
     only_f = only_f - only_f_extra_dev
 
@@ -541,8 +548,15 @@ def compare(plan: Fabric, found: Fabric, names: bool = False, host_map: dict[str
         kind, n, p = e
         return f"{plan.names[n]}[{p}]" if kind == "p" else f"{found.names[n]}[{p}]"
 
+    # planned cables with an end on a device not found: neither right nor missing, unseen (a stage
+    # check reports them as not checked)
+    rep.unseen = [{"cable": f"{end_name(a)} - {end_name(b)}", "ends": [short(a), short(b)]}
+                  for a, b in (sorted(c, key=lambda e: (e[1], e[2])) for c in only_p if any(e[:2] in gone for e in c))]
+    only_p = {c for c in only_p if not any(e[:2] in gone for e in c)}
+
     _explain(rep, only_p, only_f, end_name, short)
     _misplaced(rep, plan, found, m, fend, end_name)
+    _fold_hosts(rep)
     _discovery_findings(rep, plan, found, fend, end_name, short, ident)
 
     # not the planned topology at all?
@@ -568,7 +582,7 @@ def _misplaced(rep: TopologyReport, plan: Fabric, found: Fabric, m: Matching, fe
     for j, i in sorted(m.fixed.items(), key=lambda x: x[1]):
         if plan.types[i] != CA:
             continue
-        now, want = [], []
+        now, want, ports = [], [], []
         for p in range(1, max(plan.nports[i], found.nports[j]) + 1):
             pp = plan.peer(i, p) if p <= plan.nports[i] else None
             fp = found.peer(j, p) if p <= found.nports[j] else None
@@ -577,11 +591,36 @@ def _misplaced(rep: TopologyReport, plan: Fabric, found: Fabric, m: Matching, fe
             if should != is_:
                 now.append(end_name(is_) if is_ else f"nothing (port {p} not cabled)")
                 want.append(end_name(should) if should else f"nothing (port {p} stays free)")
+                ports.append(f"{plan.names[i]}[{p}]")
         if now:
             who = plan.names[i] if found.names[j] == plan.names[i] else f"{plan.names[i]} ({found.names[j]})"
             rep.misplaced_devices.append({"device": plan.names[i], "identity": found.names[j], "is_on": now,
-                                          "belongs_on": want,
+                                          "belongs_on": want, "ports": ports, "who": who,
                                           "text": f"{who} is on {', '.join(now)}; it belongs on {', '.join(want)}"})
+
+
+def _fold_hosts(rep: TopologyReport) -> None:
+    """One fault, one action: a host on the wrong port is one of the cable fixes (a swapped pair of
+    hosts is the swap of their cables), so it is said in that fix, not again as a 'move device'
+    that would undo the fix if both were done."""
+    keep = []
+    for m in rep.misplaced_devices:
+        fx = next((x for x in rep.fixes if set(m["ports"]) <= {e for pair in x.get("now", ()) for e in pair}
+                   | {x.get("to")}), None)
+        if fx is None:
+            keep.append(m)
+            continue
+        fx.setdefault("hosts", []).append(m)
+    rep.misplaced_devices = keep
+    for fx in rep.fixes:
+        hosts = fx.get("hosts")
+        if not hosts:
+            continue
+        fx["hosts"] = [m["device"] for m in hosts]
+        where = "; ".join(f"{m['who']} is on {', '.join(m['is_on'])}" for m in hosts)
+        what = (f"hosts {' and '.join(m['who'] for m in hosts)} are swapped" if fx["kind"] == "swap" and len(hosts) == 2
+                else f"host{'s' if len(hosts) > 1 else ''} {', '.join(m['who'] for m in hosts)} on the wrong port")
+        fx["text"] = f"{what} ({where}); fix: {fx['fix']}"
 
 
 def _discovery_findings(rep: TopologyReport, plan: Fabric, found: Fabric, fend, end_name, short, ident) -> None:
@@ -713,6 +752,7 @@ def _explain(rep: TopologyReport, only_p: set, only_f: set, end_name, short) -> 
             fix = f"move the end at {end_name(v)} to {end_name(w)}"
             wrong(u, v, w, fix, "move")
             rep.fixes.append({"kind": "move", "cables": 1, "fix": fix, "from": short(v), "to": short(w),
+                              "now": [[short(u), short(v)]],
                               "text": f"cable {cable(u, v)} is in the wrong port: {fix}"})
             done_p.add(frozenset((u, w)))
             changed = True
@@ -736,6 +776,7 @@ def _explain(rep: TopologyReport, only_p: set, only_f: set, end_name, short) -> 
                 wrong(k1, x, y, fix, "swap")
                 wrong(k2, y, x, fix, "swap")
                 rep.fixes.append({"kind": "swap", "cables": 2, "fix": fix, "ends": [short(x), short(y)],
+                                  "now": [[short(k1), short(x)], [short(k2), short(y)]],
                                   "text": f"swapped pair: cables {cable(k1, x)} and {cable(k2, y)} should be "
                                           f"{cable(k1, y)} and {cable(k2, x)}; fix: {fix}"})
                 done_p.add(frozenset((A, B)))

@@ -56,7 +56,7 @@ def test_layout_metrics_and_prices(cellia, tmp_path):
     prices = tmp_path / "prices.yaml"
     prices.write_text("currency: EUR\nswitch: 1000\nhca: 500\n"
                       "copper: {0.5: 10, 1: 11, 1.5: 12, 2: 13, 2.5: 14, 3: 15, 5: 20, 7: 25}\n"
-                      "fiber: {10: 100, 15: 110}\n")
+                      "fiber: {10: 100, 15: 110}\ntransceiver: 50\n")
     r = analyze_json(cellia, "--layout", "cabinet-aware", "--prices", prices)
     lay = r["layout"]
     assert lay["cables"] == 108 and lay["per_medium"]["copper"]["cables"] + lay["per_medium"]["fiber"]["cables"] == 108
@@ -65,9 +65,13 @@ def test_layout_metrics_and_prices(cellia, tmp_path):
     assert la["FR"]["max_ns"] <= la["NR"]["max_ns"] and la["FR"]["average_ns"] <= la["NR"]["average_ns"]
     co = r["cost"]
     assert co["parts"]["switches"] == 48 * 1000 and co["parts"]["hcas"] == 36 * 500
+    fiber = lay["per_medium"]["fiber"]["cables"]  # each with its two transceivers
+    assert co["parts"]["fiber_cables"] >= fiber * (100 + 2 * 50)
     assert co["per_endpoint"] == pytest.approx(co["total"] / 36, abs=0.01)
     text = ibtool("analyze", cellia, "--layout", "cabinet-aware", "--prices", prices, check=0).stdout
-    assert "prices used:" in text and "'switch': 1000.0" in text  # no hidden prices
+    used = next(line for line in text.splitlines() if "prices used:" in line)
+    # every price shown (no hidden prices), as a person writes them, not a Python dict
+    assert "switch 1,000.00 EUR" in used and "copper 0.5 m 10.00, 1 m 11.00" in used and "{" not in used
 
 
 def test_missing_cable_price_names_the_length(cellia, tmp_path):
@@ -120,7 +124,11 @@ def test_html_report_renders_in_chromium(cellia, tmp_path):
         dist = page.inner_text("#distances")
         assert "switch graph\t4\t3.4286" in dist and "HCA to HCA\t6\t5.4286" in dist
         assert "exact (MILP, HiGHS)" in page.inner_text("#bisection")
-        assert "FR" in page.inner_text("#latency") and page.locator("svg rect").count() == 4
+        assert "FR" in page.inner_text("#latency") and page.locator("svg rect.bar").count() == 4
+        # each histogram with its axes and the count over each bar
+        texts = page.evaluate("() => Array.from(document.querySelectorAll('svg text')).map(t => t.textContent)")
+        assert texts.count("hops") == 2 and texts.count("pairs") == 2 and texts.count("900") == 2
+        assert [b.get_attribute("data-count") for b in page.locator("svg rect.bar").all()] == ["360", "900"] * 2
     assert errors == []
 
 
@@ -166,9 +174,50 @@ def test_help_teaches():
 
 
 def test_progress_is_one_line_per_stage_on_big_fabrics(tmp_path):
-    plan = tmp_path / "k12"
-    ibtool("topo", "kns", "--k", "12", "--n", "3", "--out", plan, check=0)  # 3,888 nodes
+    plan = tmp_path / "t32"
+    ibtool("topo", "torus", "--dims", "32x32", "--out", plan, check=0)  # 2,048 nodes: past 2,000, "big"
     r = ibtool("analyze", plan, "--bisection", "heuristic", "--layout", "cabinet-aware", "--json", check=0)
     stages = [line.split(":")[0].strip() for line in r.stderr.splitlines()]
     assert stages == ["counts", "distances", "path diversity", "bisection", "latency"]
-    assert json.loads(r.stdout)["counts"]["switches"] == 2160
+    assert json.loads(r.stdout)["counts"]["switches"] == 1024
+
+
+def test_cable_totals_by_kind_paper_004_torus():
+    """Paper 004's Fig. 5 counts switch-to-switch cables only (Torus(8,256,6): 31 km); analyze's
+    total also has the 2,048 switch-to-HCA cables. Both are reported, by kind, and add up."""
+    from ibtool.analyze.report import cables_by_kind
+    from ibtool.layout import place
+    from ibtool.topologies.direct import torus
+    lay = place(torus(z=8, c=256, n=3), "cabinet-aware")
+    k = cables_by_kind(lay)
+    ss, sh = k["switch-switch"], k["switch-hca"]
+    assert (ss["cables"], sh["cables"]) == (3 * 2048, 2048) and "hca-hca" not in k
+    assert round(ss["length_m"] / 1000, 1) == 30.8 and round(sh["length_m"] / 1000, 1) == 4.1  # 2 m each
+    total = lay.summary()
+    assert ss["length_m"] + sh["length_m"] == pytest.approx(total["total_length_m"])
+    assert ss["purchased_m"] + sh["purchased_m"] == pytest.approx(total["total_purchased_m"])
+    for m in ("copper", "fiber"):
+        assert ss["per_medium"][m]["cables"] + sh["per_medium"][m]["cables"] == total["per_medium"][m]["cables"]
+    assert ss["length_m"] == pytest.approx(lay.summary(exclude_hca_links=True)["total_length_m"])
+    assert sum(ss["per_purchasable_length"].values()) == ss["cables"]
+
+
+def test_cable_totals_by_kind_everywhere(tmp_path):
+    """Text, JSON and HTML of `ibtool analyze` carry the cable totals per link kind."""
+    plan = tmp_path / "torus"
+    ibtool("topo", "torus", "--dims", "4x4", "--out", plan, check=0)
+    r = analyze_json(plan, "--bisection", "none")
+    k = r["layout"]["by_kind"]
+    assert k["switch-switch"]["cables"] == 32 and k["switch-hca"]["cables"] == 16
+    assert k["switch-switch"]["length_m"] + k["switch-hca"]["length_m"] == pytest.approx(r["layout"]["total_length_m"])
+    html = tmp_path / "r.html"
+    text = ibtool("analyze", plan, "--bisection", "none", "--html", html, check=0).stdout
+    line = next(x for x in text.splitlines() if x.strip().startswith("switch-to-switch:"))
+    assert line.strip().startswith(f"switch-to-switch: 32 cables, {k['switch-switch']['length_m']:,.1f} m")
+    assert any(x.strip().startswith("switch-to-HCA: 16 cables") for x in text.splitlines())
+    with chromium_page() as (page, errors):
+        page.goto(html.as_uri())
+        rows = page.locator("#cables-by-kind tr").all_inner_texts()
+        assert [r.split("\t")[0] for r in rows[1:]] == ["switch-switch", "switch-hca"]
+        assert rows[1].split("\t")[1:3] == ["32", f"{k['switch-switch']['length_m']:.1f}"]
+    assert errors == []

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from fabrics import complete, fat_tree, hypercube, k_ary_n_tree, ring, single_switch
 
-from ibtool.analyze import analyze
+from ibtool.analyze import analyze, text
 from ibtool.analyze.bisection import bisection, exact, heuristic
 from ibtool.analyze.graph import build
 from ibtool.analyze.latency import LatencyModel, latency
@@ -103,8 +103,38 @@ def test_fat_tree_bisection_ratio_by_tiers(n, b_r):
 
 def test_single_switch_bisection_ratio_is_one_half():
     # paper 002 section 4.3: "the bisection ratio for this fully connected switch is half"
-    b = analyze(single_switch(12))["bisection"]
+    r = analyze(single_switch(12))
+    b = r["bisection"]
     assert (b["links"], b["b_r"]) == (6, 0.5) and b["B_r"] is None
+    # no switch-to-switch links: B_r is said to be undefined, not printed as Python's None
+    line = next(x for x in text(r).splitlines() if "bisection:" in x)
+    assert line.endswith("b_r 0.5, B_r n/a (no switch-to-switch links)") and "None" not in text(r)
+
+
+def test_moore_ratio_keeps_its_significant_digits():
+    """A torus is a tiny fraction of its Moore bound (paper 004's 8 x 16 x 16 at diameter 20:
+    2,048 of 1 + 6 (5^20 - 1)/4 switches); the ratio must not round to 0.0."""
+    from ibtool.analyze.report import moore
+    from ibtool.topologies.direct import torus
+    g = build(torus(dims="8x16x16", hcas_per_switch=0))
+    m = moore(g, 20)
+    bound = 1 + 6 * (5 ** 20 - 1) // 4
+    assert m["bound"] == bound and m["ratio"] == pytest.approx(2048 / bound, rel=1e-5) and m["ratio"] > 0
+    r = analyze(ring(10), bisection="none")
+    r["moore"] = m
+    assert f"ratio {2048 / bound:.3g}" in text(r)
+
+
+def test_sampled_pairs_say_how_many_were_asked_and_dropped():
+    """Pairs are drawn with replacement: a switch drawn with itself or a pair drawn twice is
+    dropped, and the report says so instead of printing fewer pairs than asked."""
+    r = analyze(ring(6), samples=40, seed=3, bisection="none")
+    p = r["path_diversity"]["sampled"]
+    assert p["asked"] == 40 and p["self_pairs"] + p["repeated_pairs"] > 0  # 6 switches: collisions are sure
+    assert p["pairs"] + p["self_pairs"] + p["repeated_pairs"] == 40
+    assert len({(d["a"], d["b"]) for d in p["detail"]}) == len(p["detail"])
+    line = next(x for x in text(r).splitlines() if "path diversity (sampled" in x)
+    assert f"sampled, {p['pairs']} pairs of 40 asked; dropped:" in line and "drawn with itself" in line
 
 
 def test_heuristic_bisection_is_an_upper_bound_and_labelled():

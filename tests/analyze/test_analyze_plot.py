@@ -82,12 +82,22 @@ def test_svg_is_valid_and_renders_in_chromium(fig5):
         drawn = page.locator("text").evaluate_all("els => els.map(e => [e.textContent, e.getBBox().width])")
         assert all(w > 0 for _, w in drawn)  # laid out by the browser, not just present
         texts = " ".join(t for t, _ in drawn)
-        for c in data["curves"]:  # the legend names every curve (text, not glyph outlines)
-            assert c["label"] in texts
+        for c in data["curves"]:  # the legend names every curve and its degree, as the paper's does
+            assert f"{c['label']} (degree {c['degree']})" in texts
         assert "switch delay [ns]" in texts and "maximum latency [ns]" in texts
         # one drawn line per curve, each through all its points
         assert page.locator("g[id^='line2d'] path[clip-path]").count() >= len(data["curves"])
     assert errors == []
+    # degrees as the families have them (torus 4x4x4: 6; hypercube 64: 6; dragonfly z4 c16: 3 + 4)
+    assert [c["degree"] for c in data["curves"]][1:] == [6, 6, 7]
+    # curves that coincide stay distinguishable: each curve its own marker and dash pattern
+    styles = []
+    for line in root.iter("{http://www.w3.org/2000/svg}g"):
+        if line.get("id", "").startswith("line2d"):
+            path = line.find("{http://www.w3.org/2000/svg}path")
+            if path is not None and path.get("clip-path") and "#b0b0b0" not in path.get("style"):  # not a grid line
+                styles.append(path.get("style"))
+    assert len(set(styles[:len(data["curves"])])) == len(data["curves"])
 
 
 def test_png_by_extension_with_the_mean(plans, tmp_path):

@@ -420,3 +420,24 @@ def test_an_odd_number_fails_the_run_naming_key_and_line(tmp_path, bench, fixtur
         assert metric not in r.metrics
     assert all(math.isfinite(m["value"]) for m in r.metrics.values())
     json.dumps(r.as_dict(), allow_nan=False)  # nothing non-finite is stored
+
+
+def test_bench_parse_tells_not_an_output_from_a_failed_run(tmp_path):
+    """Issue 24: `bench parse hpcc` of a binary file said "hpcc run failed: output truncated" (exit 1).
+    A file that is no HPCC output at all is bad input (exit 2); a real output cut short is a failed
+    run (exit 1)."""
+    from support import ibtool
+    blob = tmp_path / "core.bin"
+    blob.write_bytes(bytes(range(256)) * 16)
+    r = ibtool("bench", "parse", "hpcc", blob)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.strip() == (f"ibtool: error: {blob}: not hpcc output (none of 'DARPA/DOE HPC Challenge'; "
+                                "a binary file)")
+    notes = tmp_path / "notes.txt"
+    notes.write_text("HPL results: 12 Gflops\n")
+    assert ibtool("bench", "parse", "hpcc", notes).returncode == 2
+    real = FIX / "hpcc" / "np4_default_unbound" / "hpccoutf.txt"
+    cut = tmp_path / "hpccoutf.txt"
+    cut.write_bytes(real.read_bytes()[:3000])
+    r = ibtool("bench", "parse", "hpcc", cut)
+    assert r.returncode == 1 and "output truncated" in r.stderr, r.stderr

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support import FULL
 from benchkit import (
     HPCC_PARAMS,
     IBTOOL,
@@ -383,15 +384,18 @@ def test_13_unknown_host_key_names_the_files_and_the_keyscan_line(sshd, tmp_path
 # ------------------------------------------------------------------ done when: interrupted 3 times
 
 def test_done_when_a_campaign_interrupted_three_times_ends_like_an_uninterrupted_one(sshd, tmp_path):
+    """`make test-full`: 6 runs interrupted by SIGINT, SIGTERM and SIGKILL; `make test`: 2 runs and
+    SIGKILL, the one no handler sees (test_2_* interrupt by SIGINT and SIGTERM)."""
     data = ssh_inventory(sshd, tmp_path / "remote")
     data["benchmarks"]["hpcc"]["nprocs"] = 2
     inv = write_yaml(tmp_path / "inv.yaml", data)
-    base = ["bench", "run", "-i", str(inv), "-b", "hpcc", "-m", "linear,random", "-r", "3", "--seed", "7",
+    repeats = 3 if FULL else 1
+    base = ["bench", "run", "-i", str(inv), "-b", "hpcc", "-m", "linear,random", "-r", str(repeats), "--seed", "7",
             "--no-progress"]
     ibtool(*base, "-o", tmp_path / "whole", check=0)
     out = tmp_path / "cut"
     rnd = random.Random(10)
-    signals = [signal.SIGINT, signal.SIGTERM, signal.SIGKILL]
+    signals = [signal.SIGINT, signal.SIGTERM, signal.SIGKILL] if FULL else [signal.SIGKILL]
     for sig in signals:
         proc = subprocess.Popen([*IBTOOL, *base, "-o", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 cwd=REPO)
@@ -404,10 +408,10 @@ def test_done_when_a_campaign_interrupted_three_times_ends_like_an_uninterrupted
         proc.communicate(timeout=120)
         assert not (out / ".partial").exists() or all(p.name.startswith("current--") for p in
                                                        (out / ".partial").iterdir())
-    assert len(runs(out)) < 6, "the interruptions came too late to interrupt anything"
+    assert len(runs(out)) < 2 * repeats, "the interruptions came too late to interrupt anything"
     ibtool(*base, "-o", out, check=0)
     whole, cut = runs(tmp_path / "whole"), runs(out)
-    assert set(whole) == set(cut) and len(cut) == 6
+    assert set(whole) == set(cut) and len(cut) == 2 * repeats
     for rid, w in whole.items():
         c = cut[rid]
         for k in ("benchmark", "engine", "repeat", "status", "request", "nprocs", "generation"):
@@ -479,3 +483,43 @@ def test_2_interrupt_cancels_the_slurm_job(slurm, tmp_path):
     wait_for(lambda: queue() == "", 60, "the job to leave the queue")  # scancel'ed, not left running
     cid = json.loads((out / "campaign.json").read_text())["campaign_id"]
     wait_for(lambda: marked(cid) == [], 30, "the job's ranks to end")
+
+
+# ------------------------------------------------------------------ issue 24 item 8
+
+@pytest.mark.ibsim
+def test_an_engine_whose_tables_have_a_credit_loop_is_said_so(tmp_path):
+    """minhop on a KNS routes (no fallback) but closes a credit loop on VL0: its runs fail with that,
+    not with "routing engine minhop not in effect" (issue 24)."""
+    ibtool("topo", "kns", "--k", "3", "--n", "2", "--radix", "8", "--out", tmp_path / "kns", check=0)
+    data = local_inventory(tmp_path)
+    data["sm"] = {"fabric": str(tmp_path / "kns" / "topology.net"), "workdir": str(tmp_path / "osm"),
+                  "verify_routes": True, "timeout": 120}
+    inv = write_yaml(tmp_path / "inv.yaml", data)
+    out = tmp_path / "camp"
+    ibtool("bench", "run", "-i", inv, "-b", "hpcc", "-e", "minhop", "-o", out, "--no-progress", check=1)
+    run = runs(out)["minhop--hpcc--linear--r1"]
+    assert run["status"] == "failed" and "exit_code" not in run  # never launched
+    (reason,) = run["reasons"]
+    assert reason.startswith("routing engine minhop is in effect, but its tables fail verification: routes: "
+                             "deadlock freedom: credit loop: a cycle of "), reason
+    assert "not in effect" not in reason
+
+
+def test_ranks_on_one_machine_are_said_to_measure_no_network(tmp_path):
+    """Issue 24: a campaign whose ranks all share one host measures no network; check and report say so."""
+    inv = write_yaml(tmp_path / "inv.yaml", local_inventory(tmp_path))
+    p = ibtool("bench", "check", "-i", inv, check=0)
+    lines = p.stdout.splitlines()
+    assert "network      NONE: every compute host (here) is one machine, this host (loopback): a campaign's " \
+           "ranks talk over its memory and loopback, and measure no network" in lines, p.stdout
+    mpi = next(ln for ln in lines if ln.startswith("mpi "))
+    assert "; both ranks ran on " in mpi and mpi.endswith(": no network between them"), mpi
+    out = tmp_path / "camp"
+    ibtool("bench", "run", "-i", inv, "-b", "hpcc", "-o", out, "--no-progress", check=0)
+    r = ibtool("bench", "report", out, check=0)
+    assert "note: 1 of 1 runs had all their ranks on one machine (this host (loopback)): they measure no network" \
+        in r.stdout
+    md = (out / "report" / "report.md").read_text()
+    assert "**1 of 1 runs had all their ranks on one machine (this host (loopback)): they measure its memory and " \
+           "loopback, not the network**" in md

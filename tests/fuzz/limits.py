@@ -1,7 +1,8 @@
 """The bad-input suite's limits: memory (RLIMIT_AS) and time per example, and a fixed seed.
 
-CI runs the same examples every time (derandomize, no example database). Set IBTOOL_FUZZ_SCALE
-(e.g. 10) to run that many times more examples, with a random seed, on a long local hunt.
+CI runs the same examples every time (derandomize, no example database): `make test` 40 % of
+each test's examples, `make test-full` (IBTOOL_TESTS=full) all of them. Set IBTOOL_FUZZ_SCALE
+(e.g. 10) to run that many times the full count, with a random seed, on a long local hunt.
 """
 
 import os
@@ -11,12 +12,14 @@ from contextlib import contextmanager
 
 import pytest
 from hypothesis import HealthCheck, settings
+from support import FULL
 
-SCALE = float(os.environ.get("IBTOOL_FUZZ_SCALE", "1"))
+HUNT = os.environ.get("IBTOOL_FUZZ_SCALE")
+SCALE = float(HUNT or (1 if FULL else 0.4))
 MEMORY = 2 << 30  # bytes of address space an input may make a reader use on top of the test process
 SECONDS = 30  # per example; far above any seed's time, it only catches a runaway input
 
-settings.register_profile("fuzz", derandomize=SCALE == 1, database=None, deadline=None, print_blob=True,
+settings.register_profile("fuzz", derandomize=not HUNT or SCALE == 1, database=None, deadline=None, print_blob=True,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                                  HealthCheck.filter_too_much,
                                                  HealthCheck.function_scoped_fixture])

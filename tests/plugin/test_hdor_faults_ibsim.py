@@ -24,7 +24,7 @@ from ibtool.formats import ibnetdiscover, lft, pathrecord, sl2vl
 from ibtool.routing import hdor
 from ibtool.sim import faults
 from ibtool.sim.live import LiveFabric
-from ibtool.sim.runner import collect_path_sls
+from ibtool.mad import path_sls
 
 pytestmark = [pytest.mark.ibsim, pytest.mark.usefixtures("libhdor")]
 
@@ -145,7 +145,7 @@ class Scenario:
 
     def check_path_sls(self, ref: hdor.HdorResult, fab):
         out = self.tmp / f"step-{self.n}.saquery"
-        collect_path_sls(SimpleNamespace(work=self.lf.scratch, env=self.lf.env), out, fab, 120)
+        path_sls(SimpleNamespace(work=self.lf.scratch, env=self.lf.env), out, fab, 120)
         got = pathrecord.read(out)
         want = ref.path_sls
         assert got, "no PathRecords"

@@ -20,7 +20,7 @@ def plans(tmp_path_factory):
 
 
 @pytest.mark.parametrize("fabric,layout,out,words", [
-    ("sky/topology.net", "sky/layout.json", "x.lft", "sky/topology.net: no LIDs in this fabric"),
+    ("sky/topology.net", "sky/layout.json", "x.lft", "sky/topology.net: --fabric: no LIDs in this file"),
     ("sky.disc", "torus/layout.json", "x.lft", "torus/layout.json: node "),
     ("sky.disc", "missing.json", "x.lft", "missing.json: cannot read"),
     ("sky.disc", "sky/layout.json", "nodir/x.lft", "--out"),

@@ -277,6 +277,14 @@ def test_analyze_covers_an_equality_plan(tmp_path):
     assert bis["exact"] and bis["links"] == best == 14 and b_semi == 18 > best
     assert bis["B_r"] == pytest.approx(14 / 42, abs=1e-6) and br_semi == pytest.approx(18 / 42)
     assert bis["b_r"] == pytest.approx(bis["B_r"] * 6 / (6 + 2 * 4), abs=1e-6)  # Eq. 3
+    # both, labelled: paper 002's own measure (Fig. 4 uses it) beside the true minimum
+    pb = bis["paper"]
+    assert pb["measure"].startswith("semicircle split") and pb["source"] == "paper 002"
+    assert (pb["links"], pb["B_r"]) == (18, round(18 / 42, 6)) and pb["b_r"] == round(18 / 42 * 6 / 14, 6)
+    text = ibtool("analyze", plan, "--layout", "default", check=0).stdout
+    assert "bisection (true minimum): 14 links (exact" in text
+    assert ("bisection as paper 002 measures it (semicircle split, section 4.3): 18 links; B_r 0.428571, "
+            "b_r 0.183673") in text
     L = rep["layout"]
     assert L["policy"] == "sequential" and L["cabinets"] == 2  # 70 U in 42U cabinets
     assert L["cables"] == 98 and L["unplaced_cables"] == 0

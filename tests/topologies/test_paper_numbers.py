@@ -175,3 +175,82 @@ def test_path_diversity_fig_10():
     # the paper's closed form of P~_cube, sum_i k!/(i! 2^k), is not its own sum sum_i C(k,i) i! / 2^k
     # (= sum_i k!/((k-i)! 2^k)) that the graph has: 3/4 against 4/4 for k = 2
     assert sum(factorial(2) / factorial(i) for i in (1, 2)) / 4 == 0.75 and p_cube(2) == 1.0
+
+
+def figures_cli(spec):
+    from support import ibtool
+    import json
+    r = json.loads(ibtool("analyze", "--figures", spec, "--json", check=0).stdout)
+    return {row["name"]: row["value"] for row in r["figures"]}
+
+
+def test_analyze_figures_section_v_a_savings_from_the_cli():
+    """`ibtool analyze --figures 'KANTC(8,8)'`: section V.A's four pairs at k = n = 8, from the
+    same counts as per_node() above (checked against the generated fabrics)."""
+    for fam, want in (("KANTC", (84.27, 78.23, 82.03, 76.77)), ("MiKANTC", (84.68, 78.43, 82.49, 76.99))):
+        f = figures_cli(f"{fam}(8,8)")
+        got = tuple(round(f[f"{w} saved against {o}(8,8) (%)"], 2)
+                    for o in ("k-ary n-tree", "MiKANT") for w in ("switches", "links"))
+        assert got == want
+        sa, la = per_node(fam.lower(), 8, 8)
+        assert (f["switches per node"], f["links per node"]) == pytest.approx((sa, la))
+
+
+def test_analyze_figures_rcp_of_section_v_b():
+    """V.B: MiKANTC(6,7) has 5,412,096 nodes and RCP 0.421, which needs the diameter of the RCP
+    formula, 2n + k (the text says 2n + 2k: 0.548); the graph's 2n + 2r is 20 too for k = 6."""
+    f = figures_cli("mikantc(k=6, n=7)")
+    assert f["nodes"] == 5_412_096 == 2 * (2 ** 6 - 6) * 6 ** 6
+    assert round(f["RCP (paper's diameter)"], 3) == 0.421
+    assert f["diameter, Theorem 5"] == 20 and f["diameter of the graph"] == 14 + 2 * covering_radius(6) == 20
+    assert round(f["RCP (section V.B's text: diameter 2n + 2k)"], 3) == 0.548
+    # where they differ (k = 3): RCP by the graph's diameter 2n + 2 is lower than by 2n + k
+    g = figures_cli("KANTC(3,3)")
+    assert g["diameter of the graph"] == 8 < g["diameter, Theorem 5"] == 9
+    assert g["RCP (graph's diameter)"] == pytest.approx(g["RCP (paper's diameter)"] * 8 / 9)
+
+
+def test_analyze_figures_path_diversity_fig_10():
+    """PD = P~/N of section V.C for the rows docs/papers.md lists (n = 8), against path_diversity()
+    above (the paper's sums, checked on the graphs)."""
+    from ibtool.topologies.kantc import paper001
+    for k in range(2, 9):
+        want = path_diversity(k, 8)
+        for fam, key in (("fattree", "kant"), ("mikant", "mikant"), ("kantc", "kantc"), ("mikantc", "mikantc")):
+            got = {r["name"]: r["value"] for r in paper001(fam, k, 8)}["path diversity PD"]
+            assert got == pytest.approx(want[key], rel=1e-12), (fam, k)
+    assert round(figures_cli("KANTC(3,8)")["path diversity PD"], 2) == 4.74  # the CLI prints the same
+
+
+def test_analyze_reports_paper_001_figures_of_a_plan(tmp_path):
+    """`ibtool analyze PLAN` on a KANTC plan: the paper's figures from its parameters, whose counts
+    are the plan's and whose graph diameter is the one analyze measures."""
+    import json
+
+    from support import ibtool
+    plan = tmp_path / "kantc"
+    ibtool("topo", "kantc", "--k", 3, "--n", 3, "--out", plan, check=0)
+    r = json.loads(ibtool("analyze", plan, "--json", "--bisection", "none", check=0).stdout)
+    f = {row["name"]: row for row in r["paper"]}
+    c = r["counts"]
+    assert (f["nodes"]["value"], f["switches"]["value"], f["links"]["value"]) == (c["hcas"], c["switches"], c["links"])
+    assert f["diameter of the graph"]["value"] == r["distance"]["hca"]["diameter"] == 8
+    assert all(row["formula"] and row["source"] for row in r["paper"])
+    text = ibtool("analyze", plan, "--bisection", "none", check=0).stdout
+    assert "the source paper's figures, from the plan's parameters:" in text
+    assert any(line.split()[:3] == ["path", "diversity", "PD"] for line in text.splitlines())
+
+
+@pytest.mark.parametrize("spec,words", [
+    ("KANTC 8 8", "expected FAMILY(ARGS)"),
+    ("kantc(8)", "kantc needs n"),
+    ("kantc(8,x)", "n = 'x' is not a int"),
+    ("kantc(q=3)", "kantc has no parameter 'q'"),
+    ("nosuch(1)", "no family 'nosuch'"),
+    ("torus(8)", "torus has no paper figures"),
+    ("kantc(99999999999999999999,8)", "computed for 2 <= k <= 16"),
+])
+def test_analyze_figures_bad_input_is_one_line(spec, words):
+    from support import ibtool
+    r = ibtool("analyze", "--figures", spec)
+    assert r.returncode == 2 and words in r.stderr and len(r.stderr.strip().splitlines()) == 1

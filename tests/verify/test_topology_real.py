@@ -133,12 +133,15 @@ def test_two_hosts_swapped_are_miswired_by_their_descriptions(tmp_path, a, b, wh
     rep, _ = topo("--plan", FDR, "--discovered", disc, code=1)
     assert rep["verdict"] == "MISWIRED" and rep["matching"]["identities"] == {"names": 152}
     assert rep["correct_cables"] == 190 and rep["counts"]["miswired_cables"] == 2
-    texts = [d["text"] for d in rep["misplaced_devices"]]
-    assert f"{a} is on {where[0]}; it belongs on {where[1]}" in texts and len(texts) == 2
-    assert [fx["kind"] for fx in rep["fixes"]] == ["swap"]
+    # one fault, one action: the swap of their cables, naming both hosts (no 'move device' rows that
+    # would undo it)
+    assert rep["misplaced_devices"] == [] and [fx["kind"] for fx in rep["fixes"]] == ["swap"]
+    fx = rep["fixes"][0]
+    assert sorted(fx["hosts"]) == sorted([a, b]) and f"{a} is on {where[0]}" in fx["text"]
+    assert fx["text"].startswith(f"hosts ") and " are swapped " in fx["text"]
     human = ibtool("verify", "topology", "--plan", FDR, "--discovered", disc)
     assert "devices matched by names (152) and structure" in human.stdout
-    assert f"{a} is on {where[0]}; it belongs on {where[1]}" in human.stdout
+    assert f"{a} is on {where[0]}" in human.stdout and "hosts not where planned" not in human.stdout
 
 
 def test_swapped_hosts_against_a_site_plan_need_an_identity(tmp_path):
@@ -154,20 +157,24 @@ def test_swapped_hosts_against_a_site_plan_need_an_identity(tmp_path):
         f'{names[i]} {real.names[i].split()[0]}\n' for i in range(real.num_nodes) if real.types[i] == CA))
     rep, _ = topo("--plan", plan, "--discovered", disc, "--host-map", hosts, code=1)
     assert rep["matching"]["identities"] == {"host map": 144}
-    assert {d["text"] for d in rep["misplaced_devices"]} == {
-        "H[ib5,1] (stage114 mlx4_0) is on SW-ib5 port 2; it belongs on SW-ib5 port 1",
-        "H[ib5,2] (stage112 mlx4_0) is on SW-ib5 port 1; it belongs on SW-ib5 port 2"}
+    assert rep["misplaced_devices"] == [] and len(rep["fixes"]) == 1
+    assert rep["fixes"][0]["text"].startswith(
+        "hosts H[ib5,1] (stage114 mlx4_0) and H[ib5,2] (stage112 mlx4_0) are swapped (H[ib5,1] (stage114 mlx4_0) is "
+        "on SW-ib5 port 2; H[ib5,2] (stage112 mlx4_0) is on SW-ib5 port 1); fix: ") or \
+        rep["fixes"][0]["text"].startswith(
+        "hosts H[ib5,2] (stage112 mlx4_0) and H[ib5,1] (stage114 mlx4_0) are swapped (H[ib5,2] (stage112 mlx4_0) is "
+        "on SW-ib5 port 1; H[ib5,1] (stage114 mlx4_0) is on SW-ib5 port 2); fix: ")
     assert rep["warnings"] == []
 
     nnm = tmp_path / "node-name-map"
     nnm.write_text("".join(f'{real.guids[i]:#018x} "{names[i]}"\n' for i in range(real.num_nodes)))
     rep, _ = topo("--plan", plan, "--discovered", disc, "--node-name-map", nnm, code=1)
-    assert rep["matching"]["method"] == "node-name-map + structure" and rep["counts"]["misplaced_devices"] == 2
-    assert "H[ib5,1] is on SW-ib5 port 2; it belongs on SW-ib5 port 1" in [d["text"] for d in rep["misplaced_devices"]]
+    assert rep["matching"]["method"] == "node-name-map + structure" and rep["counts"]["misplaced_devices"] == 0
+    assert "H[ib5,1] is on SW-ib5 port 2" in rep["fixes"][0]["text"] and len(rep["fixes"]) == 1
 
     plan_g, _, _ = site_plan(tmp_path, keep_guids=True)
     rep, _ = topo("--plan", plan_g, "--discovered", disc, code=1)
-    assert rep["matching"]["identities"] == {"GUIDs": 152} and rep["counts"]["misplaced_devices"] == 2
+    assert rep["matching"]["identities"] == {"GUIDs": 152} and rep["fixes"][0]["hosts"] == ["H[ib5,1]", "H[ib5,2]"]
     # a few GUIDs in common (made-up plan GUIDs that happen to exist) identify nothing
     plan_few, _, _ = site_plan(tmp_path, keep_guids={0, 1, 2})
     rep, _ = topo("--plan", plan_few, "--discovered", disc, code=0)

@@ -221,6 +221,9 @@ class Benchmark:
     # sanity bounds every run is held to (the inventory's `expect` adds to or overrides them):
     # outside them a result is absurd (ranks sharing a core, a dead link), not merely slow
     expect: dict = {}
+    # text every output of the benchmark holds, even one cut short right after it started: a file
+    # the user hands `bench parse` without any of it is not such an output (bad input, not a failed run)
+    marks: tuple[str, ...] = ()
 
     def __init__(self, params: dict | None = None, binary: str | None = None):
         unknown = set(params or {}) - set(self.defaults)

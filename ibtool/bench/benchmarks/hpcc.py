@@ -86,6 +86,7 @@ class HPCC(Benchmark):
     defaults = {"N": 1000, "NB": 80, "P": 0, "Q": 0, "PMAP": 0}
     default_binary = "hpcc"
     collect = ("hpccoutf.txt",)
+    marks = ("DARPA/DOE HPC Challenge",)  # HPCC's banner, its first lines
     figures = (
         Figure("hpcc_pingpong_latency", "HPCC ping-pong latency (8 B)", "pingpong_latency_avg", "us",
                ("pingpong_latency_min", "pingpong_latency_max")),

@@ -13,8 +13,8 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ibtool import children
 from ibtool.errors import EnvironmentProblem
-from ibtool.sim.runner import stop_process
 
 
 @dataclass
@@ -120,16 +120,16 @@ class Local(Transport):
     label = "local"
 
     def run(self, command: str, timeout: float) -> tuple[int | None, str, str]:
-        p = subprocess.Popen(["/bin/sh", "-c", command], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, start_new_session=True)
+        p = children.popen(["/bin/sh", "-c", command], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE)
         try:
             out, err = p.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            stop_process(p)
+            children.stop(p)
             out, err = p.communicate()
             return None, out.decode(errors="replace"), err.decode(errors="replace")
         except BaseException:  # Ctrl-C / SIGTERM: the child is in its own session and did not get it
-            stop_process(p)
+            children.stop(p)
             raise
         return p.returncode, out.decode(errors="replace"), err.decode(errors="replace")
 

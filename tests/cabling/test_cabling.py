@@ -2,15 +2,18 @@
 browser, and bad input."""
 
 import csv
+import html
 import json
+import re
 import xml.etree.ElementTree as ET
 
 import pytest
 
+from ordercheck import check_order
 from support import chromium_page, ibtool
 from ibtool.formats import ibnetdiscover
 from ibtool.layout import Layout, place
-from ibtool.layout.cabling import plan_cables
+from ibtool.cabling.cable_list import plan_cables
 from ibtool.topologies.kns import kns
 
 
@@ -30,8 +33,12 @@ def rows(path):
 def test_cellia_package(cellia):
     d, s = cellia
     assert s["cables"] == 108 and s["switch_sheets"] == 48
+    # the fabric grows from the SM host H[0,0] as one piece: its cable, S[0,0]'s dimension 0 network
+    # (routers R[0,*]) and all of dimension 1 (every column to row 0); then the other rows; then the nodes
     assert [(x["name"], x["count"]) for x in s["stages"]] == [
-        ("node cables (switch to HCA)", 36), ("dimension 0 indirect networks", 36), ("dimension 1 indirect networks", 36)]
+        ("the SM host H[0,0]'s cable; dimension 0 indirect networks: the 6 reached from it; "
+         "dimension 1 indirect networks", 43),
+        ("dimension 0 indirect networks: the rest", 30), ("node cables (switch to HCA)", 35)]
     cab = rows(d / "pkg" / "cables.csv")
     assert [r["cable_id"] for r in cab] == [f"C{i:04d}" for i in range(1, 109)]
     # paper 000: all 48 switches in one switch rack cabled front and back, 36 nodes in two node racks
@@ -45,11 +52,11 @@ def test_cellia_package(cellia):
     ends = [(r[f"{t}_device"], r[f"{t}_port"]) for r in cab for t in "ab"]
     assert len(ends) == len(set(ends)) == 216
     for r in cab:
-        assert r["a_label"].startswith(r["cable_id"] + " ") and f"{r['b_device']} P{r['b_port']}" in r["a_label"]
+        assert r["a_label"].startswith(r["cable_id"] + " / ") and f"{r['b_device']} P{r['b_port']}" in r["a_label"]
     # R[4,2] is cabled to S[0,4] and S[1,2] (paper 000, section 3.2.3), in stages 2 and 3
     r42 = {(r["stage"], r["b_device"] if r["a_device"] == "R[4,2]" else r["a_device"])
            for r in cab if "R[4,2]" in (r["a_device"], r["b_device"])}
-    assert r42 == {("1", "H[4,2]"), ("2", "S[0,4]"), ("3", "S[1,2]")}
+    assert r42 == {("3", "H[4,2]"), ("2", "S[0,4]"), ("1", "S[1,2]")}
     bom = {r["item"]: int(r["quantity"]) for r in rows(d / "pkg" / "bom.csv")}
     assert bom["switch, 8 ports"] == 48 and bom["HCA port (node)"] == 36
     assert sum(v for k, v in bom.items() if "cable " in k and "label" not in k) == 108
@@ -138,8 +145,8 @@ def _missing_column(cab, cols):
 
 
 @pytest.mark.parametrize("change, line, message", [
-    (_two_on_one_port, 7, "two cables on R[0,4] port 1 (the other on line 6)"),
-    (_beyond_radix, 42, "b_port: S[0,0] port 9 is beyond its 8 ports"),
+    (_two_on_one_port, 7, "two cables on R[0,1] port 3 (the other on line 6)"),
+    (_beyond_radix, 42, "b_port: S[1,3] port 9 is beyond its 8 ports"),
     (_duplicate_id, 9, "duplicate cable ID C0003 (also on line 4)"),
     (_missing_column, 1, "missing column 'b_port'"),
 ])
@@ -175,27 +182,28 @@ def test_stages_and_ids_are_stable():
     a = plan_cables(place(f, "sequential"))
     b = plan_cables(place(kns(4, 2, s=2, radix=8), "sequential"))
     assert list(a.rows()) == list(b.rows())
-    assert a.stage_names == ["node cables (switch to HCA)", "dimension 0 indirect networks",
-                             "dimension 1 indirect networks"]
+    assert a.stage_names == ["the SM host H[0,0]'s cable; dimension 0 indirect networks: the 8 reached from it; "
+                             "dimension 1 indirect networks", "dimension 0 indirect networks: the rest",
+                             "node cables (switch to HCA)"]
 
 
 def test_sheets_in_a_real_browser(cellia):
-    """Every page renders without console errors; every cable is on exactly one rack sheet; the
-    switch sheets show both ends; the SVGs are well-formed and show every device."""
+    """Every page renders without console errors; every cable is on the sheet of each rack it ends
+    in, once; the switch sheets show both ends; the SVGs are well-formed and show every device."""
     d, _ = cellia
     pkg = d / "pkg"
     cab = rows(pkg / "cables.csv")
-    seen: list[str] = []
     with chromium_page() as (page, errors):
         page.goto((pkg / "index.html").as_uri())
         assert page.title() == "Cabling plan: kns-k6-n2-s1"
-        assert "C0037 – C0072" in page.inner_text("#stages")
+        assert "C0044 – C0073" in page.inner_text("#stages")
         assert page.locator("#racks a").count() == 3
         drawn = set(page.locator("svg [data-device]").evaluate_all("els => els.map(e => e.dataset.device)"))
-        assert drawn == {n for r in cab for t in "ab" for n in [r[f"{t}_device"]] if r[f"{t}_type"] == "switch"}
+        assert drawn == {r[f"{t}_device"] for r in cab for t in "ab"}  # Fig. 7's routers, switches and HCAs
         for rack in sorted((pkg / "racks").glob("*.html")):
             page.goto(rack.as_uri())
-            seen += page.locator("tr.cable").evaluate_all("els => els.map(e => e.dataset.cable)")
+            seen = page.locator("tr.cable").evaluate_all("els => els.map(e => e.dataset.cable)")
+            assert sorted(seen) == [r["cable_id"] for r in cab if rack.stem in (r["a_rack"], r["b_rack"])]
             devs = set(page.locator("svg [data-device]").evaluate_all("els => els.map(e => e.dataset.device)"))
             assert devs == {r[f"{t}_device"] for r in cab for t in "ab" if r[f"{t}_rack"] == rack.stem}
         page.goto((pkg / "switches" / "S_0_1.html").as_uri())
@@ -205,7 +213,6 @@ def test_sheets_in_a_real_browser(cellia):
         assert sorted(ports) == want and len(want) == 6
         assert page.locator("tr.free").count() == 2
     assert errors == []
-    assert sorted(seen) == [r["cable_id"] for r in cab]
     for svg in (pkg / "svg").glob("*.svg"):
         ET.parse(svg)  # well-formed
 
@@ -227,6 +234,8 @@ SMALL = {
     "hyperx": ["--z", "2", "--c", "4"],
     "skywalk": ["--z", "4", "--c", "16", "--di", "3", "--do", "2", "--seed", "1"],
     "random": ["--N", "32", "--d", "3", "--c", "4", "--seed", "1"],
+    "slimfly": ["--q", "5"],
+    "dragonfly-canonical": ["--a", "4", "--p", "2", "--h", "2"],
 }
 
 
@@ -249,11 +258,21 @@ def test_cabling_of_every_family(family, tmp_path):
     assert {frozenset(((r["a_device"], int(r["a_port"])), (r["b_device"], int(r["b_port"])))) for r in cab} \
         == {frozenset(c) for c in plan.link_set()}
     assert sum(st["count"] for st in s["stages"]) == len(cab) and len(s["stages"]) >= 2
-    sheets = "".join(p.read_text() for p in (tmp_path / "c" / "racks").glob("*.html"))
-    assert all(sheets.count(f'data-cable="{r["cable_id"]}"') == 1 for r in cab)
+    # every rack (and the floor) lists every cable that ends in it, once, and every host port in it
+    for sheet in (tmp_path / "c" / "racks").glob("*.html"):
+        text = sheet.read_text()
+        listed = re.findall(r'<tr class="cable" data-cable="([^"]+)"', text)
+        assert sorted(listed) == [r["cable_id"] for r in cab if sheet.stem in (r["a_rack"], r["b_rack"])]
+        hosts = re.findall(r'<tr class="host" data-host="([^"]+)" data-port="(\d+)" data-cable="([^"]+)"', text)
+        assert sorted(hosts) == sorted((html.escape(r[f"{t}_device"]), r[f"{t}_port"], r["cable_id"])
+                                       for r in cab for t in "ab" if r[f"{t}_rack"] == sheet.stem
+                                       and r[f"{t}_type"] == "hca")
+    assert {r[f"{t}_rack"] for r in cab for t in "ab"} == {p.stem for p in (tmp_path / "c" / "racks").glob("*.html")}
     assert s["switch_sheets"] == plan.count(kind=2) == len(list((tmp_path / "c" / "switches").glob("*.html")))
     if (tmp_path / "p" / "layout.json").exists():  # the family's own floor is kept
         assert s["policy"] == json.loads((tmp_path / "p" / "layout.json").read_text())["policy"]
+    # what is ordered: the plan's rates, copper within its reach, cables that reach their ports
+    assert check_order(tmp_path / "c", tmp_path / "p")["placed"] > 0
 
 
 @pytest.mark.parametrize("family", ["fattree", "dragonfly"])
@@ -264,7 +283,7 @@ def test_round_trip_of_other_families(family, tmp_path):
     assert (tmp_path / "again" / "topology.net").read_bytes() == (tmp_path / "p" / "topology.net").read_bytes()
     f = ibnetdiscover.read(tmp_path / "p" / "topology.net")
     lay = (tmp_path / "again" / "layout.json")
-    from ibtool.layout.plan import read_layout, read_plan
+    from ibtool.plan import read_layout, read_plan
     fam, d, _ = read_plan(tmp_path / "p")  # the layout the package was made from
     a = read_layout(fam, d).to_dict()
     b = Layout.read(lay, f).to_dict()

@@ -1,0 +1,366 @@
+"""MADs in bulk, from one process: what one infiniband-diags run per item would ask, asked all at
+once — the SA's PathRecord of every pair of HCA ports (the SL the routing engine gives each path,
+which the deadlock check per VL needs), and one LinearForwardingTable block of every switch.
+
+Why not the tools: one `saquery -p --slid S --dlid D` (or `smpdump -D PATH 0x19 BLOCK`) per item
+costs ~0.1 s (a process, the umad port opened, under ibsim the attach to the simulator): 702
+pairs of a KNS 3^3 about 20 s, the 261,632 of a KNS 8^3 hours. One `saquery -p --slid S` (a
+GetTable of every path from S) needs RMPP for its many-MAD answer, and ibsim's umad2sim carries
+one MAD (256 bytes) a message: the answer is cut to its first three records. So one process sends,
+through libibumad (the library the diags use; umad2sim intercepts it under ibsim), exactly the
+MAD the tool would — SubnAdmGetTable(PathRecord) with component mask SLID|DLID for a pair,
+SubnGet(LinearForwardingTable) by directed route for a block — WINDOW in flight, matched by
+transaction ID. Every item gets an answer, a "no record", or, after TRIES sends, a failure: all
+counted in the result, none left out.
+
+    from ibtool.mad import path_sls, lft_blocks
+    path_sls(clients, Path("saquery-paths.out"), fabric, timeout=60)
+    lft_blocks(clients, ["0,1,3", "0,2"], block=19, timeout=60)   # {path: 64 ports}
+
+run `python -m ibtool.mad paths|lft` under the clients' environment (LD_PRELOAD=umad2sim and
+IBSIM_SOCKNAME under ibsim; nothing on a host of a real fabric). The child reads LIDs or directed
+routes on stdin and prints one line per item; it imports nothing beyond the standard library, so
+it starts fast. path_sls writes the records as saquery prints them (formats.pathrecord).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import selectors
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+WINDOW = 64  # queries in flight (bench/path_sls_bench.py: more buys nothing on ibsim)
+TRIES = 4  # unanswered sends of one query before its pair is a failure
+BUSY_S = 30.0  # how long an SA that answers "busy" (OpenSM not ready, mid-sweep) is asked again
+ANSWER_MS = 2000  # an unanswered query is sent again after this long
+PROGRESS_EVERY = 50_000  # pairs between progress lines
+
+# MAD layout (IBA 13.4, 15.2): common header, RMPP header, SA header, then the PathRecord
+_SA_CLASS, _SA_CLASS_VERSION, _GET_TABLE, _PATH_RECORD = 0x03, 2, 0x12, 0x0035
+_COMP_DLID, _COMP_SLID = 1 << 4, 1 << 5
+_PR = 56  # the first record's offset in the MAD
+_SMI_DR_CLASS, _LFT = 0x81, 0x0019  # directed-route SMP, LinearForwardingTable
+_MAD = 256
+_QP1_QKEY = 0x80010000
+_BUSY = 0x0001  # MAD status: the SA is busy (OpenSM mid-sweep), ask again
+_NO_RECORDS = 0x0300  # SA status ERR_NO_RECORDS
+
+
+class _Port(ctypes.Structure):  # umad_port_t, <infiniband/umad.h>
+    _fields_ = [("ca_name", ctypes.c_char * 20), ("portnum", ctypes.c_int), ("base_lid", ctypes.c_uint),
+                ("lmc", ctypes.c_uint), ("sm_lid", ctypes.c_uint), ("sm_sl", ctypes.c_uint),
+                ("state", ctypes.c_uint), ("phys_state", ctypes.c_uint), ("rate", ctypes.c_uint),
+                ("capmask", ctypes.c_uint32), ("gid_prefix", ctypes.c_uint64), ("port_guid", ctypes.c_uint64),
+                ("pkeys_size", ctypes.c_uint), ("pkeys", ctypes.c_void_p), ("link_layer", ctypes.c_char * 20)]
+
+
+def _open(ca: str | None, port: int, mgmt_class: int, version: int, rmpp: int):
+    """libibumad, the local port's umad_port_t, its umad fd and an agent of `mgmt_class`."""
+    try:
+        lib = ctypes.CDLL("libibumad.so.3", use_errno=True)
+    except OSError:
+        raise SystemExit("libibumad.so.3 not found; install the Debian package libibumad3 (infiniband-diags needs it)")
+    lib.umad_size.restype = ctypes.c_size_t
+    if lib.umad_init() < 0:
+        raise SystemExit("umad_init failed: no InfiniBand user MAD support (ib_umad) on this host")
+    cab = ca.encode() if ca else None
+    info = _Port()
+    if lib.umad_get_port(cab, port, ctypes.byref(info)) < 0:
+        raise SystemExit(f"no local InfiniBand port {ca or '(default)'}:{port or '(default)'}")
+    fd = lib.umad_open_port(cab, port)
+    if fd < 0:
+        raise SystemExit(f"cannot open the umad device of {info.ca_name.decode()}:{info.portnum} "
+                         f"({os.strerror(ctypes.get_errno())}; root, like the diags?)")
+    agent = lib.umad_register(fd, mgmt_class, version, rmpp, None)
+    if agent < 0:
+        raise SystemExit(f"cannot register a class {mgmt_class:#x} agent on the umad device")
+    return lib, info, fd, agent
+
+
+def _pipeline(lib, fd, agent, keys, write, read, window: int, emit, say, what: str) -> int:
+    """Send one MAD per key (write(buf, offset, key) fills it), WINDOW in flight, matched by
+    transaction ID; read(buf, offset, key) -> a result, or ("again", why) to ask once more.
+    emit(key, result | "! why"). Returns how many keys were answered or failed."""
+    us = lib.umad_size()
+    send = ctypes.create_string_buffer(us + _MAD)
+    recv = ctypes.create_string_buffer(us + 4096)
+    length = ctypes.c_int()
+    flight: dict[int, tuple[object, int, float]] = {}  # tid -> key, sends, deadline
+    again: list[tuple[object, int]] = []
+    state = {"tid": 0, "done": 0, "busy_until": None}
+    keys = iter(keys)
+    exhausted = False
+    started = time.monotonic()
+
+    def put(key, sends: int) -> None:
+        state["tid"] = (state["tid"] + 1) & 0xFFFFFFFF
+        write(send, us, key)
+        struct.pack_into(">I", send, us + 12, state["tid"])  # the low half: the kernel/umad2sim owns the high
+        if lib.umad_send(fd, agent, send, _MAD, ANSWER_MS, 0) < 0:
+            raise SystemExit(f"umad_send failed: {os.strerror(ctypes.get_errno())}")
+        flight[state["tid"]] = (key, sends + 1, time.monotonic() + ANSWER_MS / 1000)
+
+    def finish(key, result) -> None:
+        emit(key, result)
+        state["done"] += 1
+        if state["done"] % PROGRESS_EVERY == 0:
+            say(f"{state['done']} {what} ({time.monotonic() - started:.1f} s)")
+
+    def retry(key, sends: int, why: str) -> None:
+        if sends >= TRIES:
+            finish(key, f"! {why} after {sends} queries")
+        else:
+            again.append((key, sends))
+
+    while True:
+        while len(flight) < window and (again or not exhausted):
+            if again:
+                put(*again.pop())
+                continue
+            key = next(keys, None)
+            if key is None:
+                exhausted = True
+                break
+            put(key, 0)
+        if not flight:
+            break
+        length.value = us + 4096
+        got = lib.umad_recv(fd, recv, ctypes.byref(length), 50)
+        now = time.monotonic()
+        if got >= 0:
+            (rtid,) = struct.unpack_from(">I", recv, us + 12)
+            entry = flight.pop(rtid, None)
+            if entry is not None:
+                key, sends, _ = entry
+                (status,) = struct.unpack_from(">H", recv, us + 4)
+                if lib.umad_status(recv):  # the kernel timed the send out (a real HCA's umad)
+                    retry(key, sends, "no answer")
+                elif status & _BUSY:  # OpenSM not ready (mid-sweep): a busy answer is an answer
+                    state["busy_until"] = state["busy_until"] or now + BUSY_S
+                    if now > state["busy_until"]:
+                        finish(key, f"! busy for {BUSY_S:g} s")
+                    else:
+                        time.sleep(0.05)
+                        again.append((key, sends - 1))
+                else:
+                    state["busy_until"] = None
+                    r = read(recv, us, key, status & 0x7FFF)
+                    if isinstance(r, tuple) and r and r[0] == "again":
+                        retry(key, sends, r[1])
+                    else:
+                        finish(key, r)
+        for t in [t for t, e in flight.items() if e[2] < now]:  # umad2sim reports no timeouts: ours
+            key, sends, _ = flight.pop(t)
+            retry(key, sends, "no answer")
+    lib.umad_unregister(fd, agent)
+    lib.umad_close_port(fd)
+    return state["done"]
+
+
+def _paths(ports: list[tuple[int, int]], ca: str | None, port: int, window: int, out, say) -> None:
+    """The SA's PathRecord from every port's base LID to every LID of every other port (with LMC > 0
+    each LID of its range: a path of its own, with its own SL), `ports` as (base LID, LMC):
+    "SLID DLID SL" ("-": no record)."""
+    lib, info, fd, agent = _open(ca, port, _SA_CLASS, _SA_CLASS_VERSION, 1)  # RMPP version 1, as saquery
+    if not info.sm_lid:
+        raise SystemExit(f"port {info.ca_name.decode()}:{info.portnum} knows no SM (SM LID 0): is an SM running?")
+    us = lib.umad_size()
+    send = ctypes.create_string_buffer(us + _MAD)
+    lib.umad_set_addr(send, info.sm_lid, 1, info.sm_sl, _QP1_QKEY)
+    lib.umad_set_pkey(send, 0)
+    struct.pack_into(">BBBB", send, us, 1, _SA_CLASS, _SA_CLASS_VERSION, _GET_TABLE)
+    struct.pack_into(">H", send, us + 16, _PATH_RECORD)
+    struct.pack_into(">Q", send, us + 48, _COMP_DLID | _COMP_SLID)
+    head = send.raw[:us + 56]
+
+    def write(buf, us, pair):
+        ctypes.memmove(buf, head, len(head))
+        struct.pack_into(">HH", buf, us + _PR + 40, pair[1], pair[0])
+
+    def read(buf, us, pair, status):
+        if status == _NO_RECORDS:
+            return None
+        if status:
+            return f"! SA status {status:#06x}"
+        rd, rs = struct.unpack_from(">HH", buf, us + _PR + 40)
+        (qos_sl,) = struct.unpack_from(">H", buf, us + _PR + 52)
+        return qos_sl & 0xF if (rs, rd) == pair else None  # an empty table: no path
+
+    def emit(pair, what):
+        out.write(f"{pair[0]} {pair[1]} {'-' if what is None else what}\n")
+
+    pairs = ((s, d) for s, _ in ports for b, lmc in ports if b != s for d in range(b, b + (1 << lmc)))
+    _pipeline(lib, fd, agent, pairs, write, read, window, emit, say, "PathRecords")
+
+
+def _lft_blocks(paths: list[str], block: int, ca: str | None, port: int, window: int, out, say) -> None:
+    """One LinearForwardingTable block (64 LIDs) of every switch, by directed route (the query
+    of `smpdump -D PATH 0x19 BLOCK`): "PATH HEX" (64 ports, 255 = no route)."""
+    lib, info, fd, agent = _open(ca, port, _SMI_DR_CLASS, 1, 0)
+    us = lib.umad_size()
+
+    def write(buf, us, path):
+        hops = [int(x) for x in path.split(",")][1:]  # dump_fts prints "0,3,2": 0 is this port
+        ctypes.memset(buf, 0, us + _MAD)
+        lib.umad_set_addr(buf, 0xFFFF, 0, 0, 0)  # the permissive LID: directed route
+        struct.pack_into(">BBBBHBB", buf, us, 1, _SMI_DR_CLASS, 1, 0x01, 0, 0, len(hops))
+        struct.pack_into(">HHI", buf, us + 16, _LFT, 0, block)
+        struct.pack_into(">HH", buf, us + 32, 0xFFFF, 0xFFFF)  # DrSLID, DrDLID
+        struct.pack_into(f">{len(hops)}B", buf, us + 129, *hops)  # InitialPath[1..]
+
+    def read(buf, us, path, status):
+        if status:
+            return f"! SMP status {status:#06x}"
+        return bytes(buf[us + 64:us + 128]).hex()
+
+    def emit(path, what):
+        out.write(f"{path} {what}\n")
+
+    _pipeline(lib, fd, agent, paths, write, read, window, emit, say, "LFT blocks")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m ibtool.mad paths|lft [--block B] [--ca CA] [--port N] [--window W]`: HCA port
+    LIDs as LID or LID/LMC (paths) or switches' directed routes as dump_fts prints them (lft) on stdin."""
+    import argparse
+    ap = argparse.ArgumentParser(prog="python -m ibtool.mad", description=main.__doc__)
+    ap.add_argument("what", choices=["paths", "lft"])
+    ap.add_argument("--block", type=int, default=0)
+    ap.add_argument("--ca", default=None)
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--window", type=int, default=WINDOW)
+    a = ap.parse_args(argv)
+    words = sys.stdin.read().split()
+
+    def say(m):
+        print(m, file=sys.stderr, flush=True)
+    if a.what == "paths":
+        ports = [(int(b), int(lmc or 0)) for b, _, lmc in (w.partition("/") for w in words)]
+        _paths(ports, a.ca, a.port, max(1, a.window), sys.stdout, say)
+    else:
+        _lft_blocks(words, a.block, a.ca, a.port, max(1, a.window), sys.stdout, say)
+    sys.stdout.flush()
+    return 0
+
+
+def _child(clients, args: list[str], items: list[str], timeout: float, say, what: str, line) -> None:
+    """Run `python -m ibtool.mad ARGS` with `items` on stdin; line(bytes) for each line it prints.
+    A child that prints nothing for `timeout` s is stopped."""
+    from ibtool.errors import EnvironmentProblem
+    from ibtool import children
+    p = children.popen([sys.executable, "-m", "ibtool.mad", *args], cwd=clients.work, env=clients.env(),
+                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdin.write(" ".join(items).encode())
+    p.stdin.close()
+    err: list[str] = []
+    sel = selectors.DefaultSelector()
+    sel.register(p.stdout, selectors.EVENT_READ)
+    sel.register(p.stderr, selectors.EVENT_READ)
+    tail = b""
+    try:
+        while sel.get_map():
+            ready = sel.select(timeout)
+            if not ready:
+                raise EnvironmentProblem(f"the {what} query (python -m ibtool.mad) printed nothing for {timeout:g} s")
+            for key, _ in ready:
+                chunk = os.read(key.fd, 1 << 16)
+                if not chunk:
+                    sel.unregister(key.fileobj)
+                elif key.fileobj is p.stderr:
+                    for ln in chunk.decode(errors="replace").splitlines():
+                        if ln.strip() and "sim_connect" not in ln:
+                            (say if what in ln else err.append)(ln.strip())
+                else:
+                    lines = (tail + chunk).split(b"\n")
+                    tail = lines.pop()
+                    for ln in lines:
+                        line(ln)
+        rc = p.wait(timeout=timeout)
+    finally:
+        sel.close()
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    if rc != 0:
+        raise EnvironmentProblem(f"the {what} query failed (exit {rc}): {err[-1] if err else 'no message'}")
+
+
+def _local(local: tuple[str, ...]) -> list[str]:
+    opts = dict(zip(local[::2], local[1::2]))
+    return [*(["--ca", opts["-C"]] if "-C" in opts else []), *(["--port", opts["-P"]] if "-P" in opts else [])]
+
+
+def path_sls(clients, out: Path, fabric, timeout: float, local: tuple[str, ...] = (), progress=None,
+             window: int = WINDOW) -> dict:
+    """The PathRecord from every HCA port's base LID to every LID of every other HCA port of
+    `fabric` (each LID of an LMC range: it has its own path and SL), asked of the SA from
+    the port `local` names (the diags' -C CA / -P PORT); written to `out` as saquery prints them.
+    `clients`: .work (the child's cwd; umad2sim writes ./sys-<pid> there) and .env(). Raises
+    EnvironmentProblem when the SA does not answer (no SM, or every query of some pair went
+    unanswered)."""
+    from ibtool.errors import EnvironmentProblem
+    from ibtool.formats import pathrecord
+    ports = sorted({(lid, lmc) for (node, _), (lid, lmc) in fabric.port_lids.items()
+                    if not fabric.is_switch(node) and lid})
+    sls: dict[tuple[int, int], int] = {}
+    none: list[tuple[int, int]] = []
+    failed: list[str] = []
+
+    def line(ln: bytes) -> None:
+        s, d, what = ln.split(b" ", 2)
+        if what == b"-":
+            none.append((int(s), int(d)))
+        elif what.startswith(b"!"):
+            failed.append(f"{int(s)}->{int(d)}: {what[1:].decode().strip()}")
+        else:
+            sls[int(s), int(d)] = int(what)
+
+    t0 = time.monotonic()
+    _child(clients, ["paths", "--window", str(window), *_local(local)],
+           [f"{lid}/{lmc}" if lmc else str(lid) for lid, lmc in ports], timeout, progress or (lambda m: None),
+           "PathRecords", line)
+    dlids = sum(1 << lmc for _, lmc in ports)
+    pairs = sum(dlids - (1 << lmc) for _, lmc in ports)
+    if failed:
+        raise EnvironmentProblem(f"the SA answered no PathRecord query for {len(failed)} of {pairs} HCA pairs, "
+                                 f"e.g. {failed[0]}")
+    if pairs and not sls:
+        raise EnvironmentProblem(f"the SA has no PathRecord for any of the {pairs} HCA pairs")
+    if sls:
+        pathrecord.write(sls, out)
+    return {"file": Path(out).name, "pairs": pairs, "records": len(sls), "without_record": len(none),
+            "examples_without_record": [f"{s}->{d}" for s, d in none[:5]], "queries": "SubnAdmGetTable(PathRecord) "
+            "by SLID and DLID, one per pair, " + f"{window} in flight", "seconds": round(time.monotonic() - t0, 3)}
+
+
+def lft_blocks(clients, paths: list[str], block: int, timeout: float, local: tuple[str, ...] = (),
+               window: int = WINDOW) -> dict[str, bytes]:
+    """LinearForwardingTable block `block` (LIDs 64*block .. 64*block+63) of the switch at the end
+    of each directed route ("0,3,2" as dump_fts prints it): {path: 64 port numbers}. Raises
+    EnvironmentProblem naming a switch that did not answer."""
+    from ibtool.errors import EnvironmentProblem
+    got: dict[str, bytes] = {}
+    failed: list[str] = []
+
+    def line(ln: bytes) -> None:
+        path, what = ln.decode().split(" ", 1)
+        if what.startswith("!"):
+            failed.append(f"{path}: {what[1:].strip()}")
+        else:
+            got[path] = bytes.fromhex(what)
+
+    _child(clients, ["lft", "--block", str(block), "--window", str(window), *_local(local)], paths, timeout,
+           lambda m: None, "LFT blocks", line)
+    if failed:
+        raise EnvironmentProblem(f"SubnGet(LinearForwardingTable) block {block} by directed route went unanswered "
+                                 f"for {len(failed)} of {len(paths)} switches, e.g. {failed[0]}")
+    return got
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,213 @@
+"""ibtool.drawing: the drawings of the cabling package stand alone, and stay legible at scale —
+no two labels overlap (measured by Chromium), no cable or bundle runs under a cabinet it does not
+end in (from the SVG's own geometry)."""
+
+import io
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from support import chromium_page, ibtool
+from ibtool import drawing
+from ibtool.plan import read_layout, read_plan
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+# the boxes of every <text> as Chromium lays it out (rotation included)
+BOXES = """() => Array.from(document.querySelectorAll('svg text')).map(t => {
+  const r = t.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom, t.textContent]; })"""
+
+
+def overlaps(boxes, tol=0.5):
+    """Pairs of label boxes that overlap by more than `tol` px both ways (a grid of buckets)."""
+    grid, out = {}, []
+    for k, (x0, y0, x1, y1, s) in enumerate(boxes):
+        if x1 - x0 <= 0 or y1 - y0 <= 0:
+            continue
+        cells = [(i, j) for i in range(int(x0 // 50), int(x1 // 50) + 1) for j in range(int(y0 // 50), int(y1 // 50) + 1)]
+        for c in cells:
+            for m in grid.get(c, ()):
+                a0, b0, a1, b1, t = boxes[m]
+                if min(x1, a1) - max(x0, a0) > tol and min(y1, b1) - max(y0, b0) > tol:
+                    out.append((s, t))
+            grid.setdefault(c, []).append(k)
+    return sorted(set(out))
+
+
+def _segments(d: str):
+    pts = [tuple(map(float, p.split(","))) for p in re.findall(r"-?[\d.]+,-?[\d.]+", d)]
+    return list(zip(pts, pts[1:]))
+
+
+def _crosses(seg, rect, inset=0.5) -> bool:
+    """Does an axis-parallel or straight segment enter the inside of rect (x0, y0, x1, y1)?"""
+    (x1, y1), (x2, y2) = seg
+    rx0, ry0, rx1, ry1 = rect[0] + inset, rect[1] + inset, rect[2] - inset, rect[3] - inset
+    # Liang-Barsky clipping
+    t0, t1 = 0.0, 1.0
+    dx, dy = x2 - x1, y2 - y1
+    for p, q in ((-dx, x1 - rx0), (dx, rx1 - x1), (-dy, y1 - ry0), (dy, ry1 - y1)):
+        if p == 0:
+            if q < 0:
+                return False
+        else:
+            t = q / p
+            if p < 0:
+                t0 = max(t0, t)
+            else:
+                t1 = min(t1, t)
+    return t0 < t1
+
+
+def under_cabinets(svg: str) -> list[str]:
+    """Cables and bundles of a floor drawing that run under a cabinet they do not end in."""
+    root = ET.fromstring(svg)
+    cabs = {}
+    for g in root.iter(f"{SVG}g"):
+        name = g.get("data-cabinet")
+        r = g.find(f"{SVG}rect")
+        if name and r is not None:
+            x, y, w, h = (float(r.get(k)) for k in ("x", "y", "width", "height"))
+            cabs[name] = (x, y, x + w, y + h)
+    assert cabs
+    bad = []
+    paths = [p for p in root.iter(f"{SVG}path") if {"tray", "drop", "bundle", "m"} & set(p.get("class", "").split())]
+    assert paths
+    for p in paths:
+        own = p.get("data-cabinet")
+        for seg in _segments(p.get("d")):
+            for name, rect in cabs.items():
+                if name != own and _crosses(seg, rect):
+                    bad.append(f"{p.get('class')} {seg} under {name}")
+    return bad
+
+
+def _changed(a, b, dx: int, dy: int) -> int:
+    """Pixels that differ (by more than 48 of 255) between a and b shifted by (dx, dy)."""
+    from PIL import ImageChops
+    w, h = min(a.size[0], b.size[0]), min(a.size[1], b.size[1])
+    A = a.crop((max(0, dx), max(0, dy), w + min(0, dx), h + min(0, dy)))
+    B = b.crop((max(0, -dx), max(0, -dy), w + min(0, -dx), h + min(0, -dy)))
+    return sum(ImageChops.difference(A, B).convert("L").histogram()[49:])
+
+
+def render_check(page, svg_text: str, tmp_path, name: str):
+    f = tmp_path / f"{name}.svg"
+    f.write_text(drawing.standalone(svg_text))
+    page.goto(f.as_uri())
+    boxes = page.evaluate(BOXES)
+    return boxes
+
+
+@pytest.fixture(scope="module")
+def skywalk(tmp_path_factory):
+    d = tmp_path_factory.mktemp("skywalk") / "plan"
+    ibtool("topo", "skywalk", "--z", "8", "--c", "256", "--di", "7", "--do", "4", "--out", d, check=0)
+    f, pd, _ = read_plan(d)
+    return read_layout(f, pd)
+
+
+@pytest.fixture(scope="module")
+def kns12(tmp_path_factory):
+    d = tmp_path_factory.mktemp("kns12") / "plan"
+    ibtool("topo", "kns", "--k", "12", "--n", "3", "--out", d, check=0)
+    f, pd, _ = read_plan(d)
+    return read_layout(f, pd)
+
+
+@pytest.mark.slow
+def test_skywalk_floor_of_2048_switches_is_legible(skywalk, tmp_path):
+    lay = skywalk
+    assert lay.fabric.count(kind=2) == 2048 and lay.num_cabinets == 256
+    svg = drawing.floor_plan(lay)
+    assert under_cabinets(svg) == []
+    root = ET.fromstring(svg)
+    trays = [p for p in root.iter(f"{SVG}path") if p.get("class") == "tray"]
+    # the bundles carry every cable between cabinets: each cabinet's drop counts its own
+    drops = {p.get("data-cabinet"): p for p in root.iter(f"{SVG}path") if p.get("class") == "drop"}
+    assert len(drops) == 256 and trays
+    labels = {t.text for t in root.iter(f"{SVG}text")}
+    assert all(f"{int(p.get('data-count')):,}" in labels for p in trays)  # the count on each bundle
+    with chromium_page() as (page, errors):
+        boxes = render_check(page, svg, tmp_path, "floor")
+    assert len(boxes) > 800
+    assert overlaps(boxes) == []
+    assert errors == []
+
+
+@pytest.mark.slow
+def test_kns_12_cubed_floor_and_grid_are_legible(kns12, tmp_path):
+    lay = kns12
+    floor = drawing.floor_plan(lay)
+    assert under_cabinets(floor) == []
+    grid, note = drawing.topology(lay)
+    assert "Fig. 7" in note and "planes side by side" in note
+    root = ET.fromstring(grid)
+    drawn = {g.get("data-device") for g in root.iter(f"{SVG}g") if g.get("data-device")}
+    f = lay.fabric
+    assert {f.names[i] for i in range(f.num_nodes) if f.roles[i] == "router"} <= drawn
+    with chromium_page() as (page, errors):
+        fb = render_check(page, floor, tmp_path, "floor")
+        gb = render_check(page, grid, tmp_path, "grid")
+    assert overlaps(fb) == [] and overlaps(gb) == []
+    # every router of the 12 planes is labelled, and every indirect switch
+    texts = {b[4] for b in gb}
+    assert {f.names[i] for i in range(f.num_nodes) if f.types[i] == 2} <= texts
+    assert errors == []
+
+
+def test_label_placement_refuses_overlap():
+    from ibtool.drawing.svg import Labels
+    lab = Labels()
+    assert lab.place("R[0,0]", [(10, 10, "start")]) == (10, 10)
+    assert lab.place("S[1,2]", [(12, 11, "start")]) is None  # on top of the first: left out
+    assert lab.place("S[1,2]", [(12, 11, "start"), (12, 30, "start")]) == (12, 30)
+
+
+def test_cabling_svgs_render_alone_as_in_their_page(tmp_path):
+    """Each SVG of cabling/svg/ looks the same opened alone as inside its HTML page (screenshots
+    compared pixel by pixel), because its styles are inside it."""
+    from PIL import Image
+    ibtool("topo", "kns", "--k", "6", "--n", "2", "--radix", "8", "--out", tmp_path / "plan", check=0)
+    ibtool("cabling", tmp_path / "plan", "--preset", "cellia", "--out", tmp_path / "pkg", check=0)
+    pkg = tmp_path / "pkg"
+    files = sorted((pkg / "svg").glob("*.svg"))
+    assert {p.name for p in files} >= {"topology.svg", "floor.svg", "rack-C0.svg"}
+    with chromium_page() as (page, errors):
+        page.set_viewport_size({"width": 1800, "height": 1200})
+        for svg in files:
+            root = ET.parse(svg).getroot()
+            assert root.find(f"{SVG}style") is not None and "svg.ibd" in root.find(f"{SVG}style").text
+            label = root.get("aria-label")
+            page.goto(svg.as_uri())
+            alone = Image.open(io.BytesIO(page.locator("svg").first.screenshot())).convert("RGB")
+            # its own print layout: one landscape A4 page, the drawing scaled to it
+            pdf = page.pdf(prefer_css_page_size=True)
+            assert re.findall(rb"/MediaBox \[0 0 (\d+)[.\d]* (\d+)", pdf) == [(b"841", b"594")], svg.name
+            host = pkg / ("racks/" + svg.stem[5:] + ".html" if svg.stem.startswith("rack-") else "index.html")
+            page.goto(host.as_uri())
+            inline = page.locator(f'svg[aria-label="{label}"]').first
+            assert inline.count() == 1, (svg.name, label)
+            inside = Image.open(io.BytesIO(inline.screenshot())).convert("RGB")
+            # the same size, but for a row or column of pixels the page's layout rounds off: compared at
+            # the best of the one-pixel shifts
+            assert all(abs(a - b) <= 1 for a, b in zip(alone.size, inside.size)), (svg.name, alone.size, inside.size)
+            changed = min(_changed(alone, inside, dx, dy) for dx in (-1, 0, 1) for dy in (-1, 0, 1))
+            assert changed <= 0.001 * alone.size[0] * alone.size[1], (svg.name, changed)
+            # and not blank: the drawing has its colours alone (boxes filled, lines drawn)
+            assert len(alone.getcolors(1 << 16) or []) > 5, svg.name
+    assert errors == []
+
+
+def test_fat_tree_k8_n3_switch_labels_do_not_overlap(tmp_path):
+    from ibtool.layout import place
+    from ibtool.topologies import load_all
+    f = load_all()["fattree"].build(k=8, n=3)
+    svg, note = drawing.topology(place(f))
+    assert note.startswith("switches by level")
+    with chromium_page() as (page, errors):
+        boxes = render_check(page, svg, tmp_path, "fattree")
+    assert overlaps(boxes) == []
+    assert {f.names[i] for i in range(f.num_nodes) if f.types[i] == 2} <= {b[4] for b in boxes}  # every switch named
+    assert errors == []
