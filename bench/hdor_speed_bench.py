@@ -222,8 +222,9 @@ def part_c(out: Path, quick: bool) -> dict:
     run = out / "c" / f"faults-{k}"
     with heavy(not quick):
         if not (run / "step-1" / "ibnetdiscover.out").exists():
-            # with every HCA pair's path SL, as verify's per-VL deadlock check needs on a degraded KNS
-            scenario_run(net, "hdor", [{"name": f"{len(down)} cables down", "down": down}], run, path_sls=True)
+            # with every HCA pair's path SL and OpenSM's dumps (SL2VL): verify's per-VL deadlock check
+            scenario_run(net, "hdor", [{"name": f"{len(down)} cables down", "down": down}], run, path_sls=True,
+                         log_flags="0x47")
         ref = measure([*IBTOOL, "route", "hdor", "--fabric", run / "step-1" / "ibnetdiscover.out", "--baseline",
                        run / "step-0" / "ibnetdiscover.out", "--out", out / "c" / "degraded.lft", "--json"], cwd=ROOT)
         ver = measure([*IBTOOL, "verify", "all", run, "--json"], cwd=ROOT, timeout=7200)
