@@ -113,6 +113,9 @@ def check(key: str, got: dict) -> None:
     """Assert the digests of case `key` are the recorded ones (every recorded part)."""
     if recording():
         data = json.loads(FIXTURE.read_text()) if FIXTURE.exists() else {"cases": {}}
+        old = data["cases"].get(key)
+        # a recorded case is never rewritten: recording adds cases, it cannot hide a change
+        assert old is None or all(got.get(p) == old[p] for p in old), f"{key}: differs from the recorded digests"
         data["cases"][key] = got
         data["cases"] = dict(sorted(data["cases"].items()))
         FIXTURE.parent.mkdir(parents=True, exist_ok=True)
