@@ -457,19 +457,31 @@ class _Degraded:
         return res
 
     def _distances(self, targets: list[int]) -> None:
-        """_switch_dist of many targets in one breadth-first search of the switch graph (scipy)."""
+        """_switch_dist of many targets at once: a breadth-first search from all of them together,
+        level by level (a switch is reached when a neighbour was reached the level before)."""
         targets = sorted({t for t in targets if t not in self._dist_cache and t in self.row})
         if not targets:
             return
-        from scipy.sparse import csr_matrix
-        from scipy.sparse.csgraph import shortest_path
-        a = [u for u, adj in enumerate(self._adj) for _ in adj]
-        b = [v for adj in self._adj for v in adj]
-        g = csr_matrix((np.ones(len(a), dtype=np.int8), (a, b)), shape=(len(self.sw), len(self.sw)))
-        d = shortest_path(g, method="D", unweighted=True, indices=[self.row[t] for t in targets])
-        d = np.where(np.isinf(d), -1, d).astype(np.int64)
-        for t, row in zip(targets, d):
-            self._dist_cache[t] = row.tolist()
+        R = len(self.sw)
+        nb = np.full((R, max([len(a) for a in self._adj] + [1])), R, dtype=np.intp)  # R: never reached
+        for u, adj in enumerate(self._adj):
+            nb[u, :len(adj)] = adj
+        for lo in range(0, len(targets), 256):  # bounded temporaries: 256 x switches x degree
+            chunk = targets[lo:lo + 256]
+            front = np.zeros((len(chunk), R + 1), dtype=bool)
+            front[np.arange(len(chunk)), [self.row[t] for t in chunk]] = True
+            seen = front.copy()
+            dist = np.where(front[:, :R], 0, -1)
+            level = 0
+            while front.any():
+                level += 1
+                new = front[:, nb].any(axis=2) & ~seen[:, :R]
+                dist[new] = level
+                front = np.zeros_like(front)
+                front[:, :R] = new
+                seen |= front
+            for t, row in zip(chunk, dist.tolist()):
+                self._dist_cache[t] = row
 
     def _switch_dist(self, target: int) -> list[int]:
         """Hops from every switch row to switch `target` over the working links, -1 when cut off
