@@ -47,7 +47,7 @@ IBTOOL = [sys.executable, "-m", "ibtool.cli.main"]
 CAP = 300  # s per stock-engine routing, as the engines section
 LOCK = "/tmp/ibtool-heavy.lock"
 # fabric id -> (k, n, HCAs per router)
-FABRICS = {"8": (8, 3, 1), "12": (12, 3, 1), "16": (16, 3, 1), "16h8": (16, 3, 8), "12h22": (12, 3, 22),
+FABRICS = {"8": (8, 3, 1), "10": (10, 3, 1), "12": (12, 3, 1), "16": (16, 3, 1), "16h8": (16, 3, 8), "12h22": (12, 3, 22),
            "6": (6, 3, 1), "4": (4, 3, 1)}
 ROUTED = re.compile(r"hdor: routed k=\d+ n=\d+ s=\d+: (\d+) switches, (\d+) LIDs, (\d+) us \(pass (\d+); (.*)\)\s*$")
 
