@@ -131,6 +131,11 @@ def check(key: str, got: dict) -> None:
     assert not changed, f"{key}: {', '.join(changed)} changed against the recorded digests"
 
 
+def added_since(test: str) -> bool:
+    """A test (id with its parameters) of which no case was recorded: added after the fixture."""
+    return not any(k.startswith(f"c/{test}/") or k == f"c/{test}" for k in _load())
+
+
 def current_test() -> str:
     """The running test's id (tests/...py::name[param]), a key prefix for its cases."""
     return os.environ.get("PYTEST_CURRENT_TEST", "?").rsplit(" (", 1)[0]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hdor_digests import check as check_digests, current_test, of_run
+from hdor_digests import added_since, check as check_digests, current_test, known, of_run
 from support import ibtool
 from hdor_walk import check_routes, fat_tree, libhdor, read_hdor_dump, rebuild  # noqa: F401
 from ibtool.formats import ibnetdiscover
@@ -62,8 +62,11 @@ def assert_equals_reference(run: Path):
     assert set(got.lft) == set(ref.tables.lft)
     assert hdor.compare_tables(got, ref.tables) == []
     assert (run / "osm" / "opensm-hdor.dump").read_text().splitlines() == hdor.dump_lines(ref, fab)
-    # and both are what they were before issue 28 (tests/hdor_digests.py)
-    check_digests(f"c/{current_test()}/{run.name}", of_run(run / "osm"))
+    # and both are what they were before issue 28 (tests/hdor_digests.py), for every case recorded
+    # then; a case added since has no such digests (its tables are the reference's, whose are held)
+    key = f"c/{current_test()}/{run.name}"
+    if known(key) or not added_since(current_test()):
+        check_digests(key, of_run(run / "osm"))
 
 
 @pytest.mark.parametrize("args,k,n,s_,switches,hcas", [
