@@ -31,7 +31,8 @@ from measure import measure  # bench/measure.py: this script's directory is on s
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import shortest_path
 
-from ibtool.topologies import equality as eq
+from ibtool.topologies import equality_net as eq
+from ibtool.topologies.equality_search import search
 
 ROOT = Path(__file__).resolve().parents[1]
 IBTOOL = [sys.executable, "-m", "ibtool.cli.main"]
@@ -108,10 +109,10 @@ def evaluate(sample: int = 32) -> dict:
 def ga_generation(generations: int = 10, population: int = 32) -> dict:
     n, k = 1840, 17
     t0 = time.monotonic()
-    eq.search(n, k, seed=1, generations=0, population=population)
+    search(n, k, seed=1, generations=0, population=population)
     t_init = time.monotonic() - t0
     t0 = time.monotonic()
-    r = eq.search(n, k, seed=1, generations=generations, population=population)
+    r = search(n, k, seed=1, generations=generations, population=population)
     t_all = time.monotonic() - t0
     per_gen = (t_all - t_init) / generations
     g = router_graph(n, r.sa, r.sb)
@@ -146,8 +147,8 @@ def paper_systems() -> list[dict]:
     rows = []
     for name, n, k, p, radix, gens, pop in PAPER_SYSTEMS:
         t0 = time.monotonic()
-        r = eq.search(n, k, seed=1, generations=gens, population=pop)
-        b, br_topo = eq.bisection(n, r.sa, r.sb)
+        r = search(n, k, seed=1, generations=gens, population=pop)
+        b, br_topo = eq.semicircle_bisection(n, r.sa, r.sb)
         rows.append({"id": name, "class": f"n{n}k{k}p{p}", "routers": n, "endpoints": n * p, "ports": k + p,
                      "radix": radix, "links": n * k // 2 + n * p, "generations": gens, "population": pop,
                      "d": r.d, "a": round(r.a, 4), "ad": round(r.ad, 4), "first_generation_ad": round(r.history[0][0], 4),

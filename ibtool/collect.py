@@ -31,6 +31,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from ibtool import rundir
 from ibtool.errors import EnvironmentProblem
 from ibtool.fabric import SWITCH, Fabric
 from ibtool.formats import atomic_write, ibnetdiscover, output_dir
@@ -96,13 +97,13 @@ def _path_sls(c: Clients, f: Fabric, out: Path, mode: str, say) -> dict:
             f"{pairs} HCA pairs, more than the {AUTO_PATH_PAIRS} --path-sls auto asks; use --path-sls on")
         if mode == "auto":
             say(f"path SLs not collected: {why}")
-        (out / "saquery-paths.out").unlink(missing_ok=True)  # an earlier collection's is not this fabric's
+        (out / rundir.PATH_SLS).unlink(missing_ok=True)  # an earlier collection's is not this fabric's
         return {"ok": True, "collected": False, "why": why}
     say(f"path SLs (the SA's PathRecord of each of {pairs} HCA pairs)")
     try:
-        item = path_sls(c, out / "saquery-paths.out", f, c.timeout, tuple(c.local()), say)
+        item = path_sls(c, out / rundir.PATH_SLS, f, c.timeout, tuple(c.local()), say)
     except EnvironmentProblem as e:  # no SA on this fabric (no SM running), or it stopped answering
-        (out / "saquery-paths.out").unlink(missing_ok=True)
+        (out / rundir.PATH_SLS).unlink(missing_ok=True)
         return {"ok": True, "collected": False, "why": f"the SA did not answer: {e}"}
     return {"ok": True, "collected": True, **item}
 
@@ -130,19 +131,19 @@ def collect(out: str | Path, ca: str | None = None, port: int | None = None, tim
             items["ibnetdiscover"] = {"ok": False, "error": why(p)}
             raise EnvironmentProblem(f"ibnetdiscover failed ({why(p)}): is this host on a fabric "
                                      f"(for ibsim: LD_PRELOAD=umad2sim and IBSIM_SOCKNAME)?")
-        with atomic_write(out / "ibnetdiscover.out") as fh:
+        with atomic_write(rundir.fabric(out)) as fh:
             fh.write(p.stdout)
-        f = ibnetdiscover.read(out / "ibnetdiscover.out")
+        f = ibnetdiscover.read(rundir.fabric(out))
         items["ibnetdiscover"] = {"ok": True, "switches": f.count(kind=SWITCH), "hcas": f.num_nodes - f.count(kind=SWITCH),
                                   "links": f.num_links, "seconds": round(time.monotonic() - t0, 3)}
         say(f"dump_fts ({f.count(kind=SWITCH)} switches)")
         t0 = time.monotonic()
         p = c.run("dump_fts")
         if p.returncode == 0 and p.stdout.strip():
-            with atomic_write(out / "dump_fts.out") as fh:
+            with atomic_write(out / rundir.LFTS) as fh:
                 fh.write(p.stdout)
             item = {"ok": True, "seconds": None}
-            top = complete_top_lid(c, out / "dump_fts.out", f, timeout, say)
+            top = complete_top_lid(c, out / rundir.LFTS, f, timeout, say)
             if top:
                 item["top_lid"] = top
             item["seconds"] = round(time.monotonic() - t0, 3)
@@ -154,17 +155,17 @@ def collect(out: str | Path, ca: str | None = None, port: int | None = None, tim
         item = {}
         text = _sl2vl(c, f, parallel, item)
         if text:
-            with atomic_write(out / "sl2vl.dump") as fh:
+            with atomic_write(out / rundir.SL2VL) as fh:
                 fh.write(text)
         else:
-            (out / "sl2vl.dump").unlink(missing_ok=True)
+            (out / rundir.SL2VL).unlink(missing_ok=True)
         item["seconds"] = round(time.monotonic() - t0, 3)
         items["sl2vl"] = item
         say("port counters (perfquery)")
         t0 = time.monotonic()
         item = {}
         text = port_counters(c, f, parallel, item)
-        with atomic_write(out / "perfquery.out") as fh:
+        with atomic_write(out / rundir.PERFQUERY) as fh:
             fh.write(text)
         item["seconds"] = round(time.monotonic() - t0, 3)
         items["counters"] = item
@@ -175,7 +176,7 @@ def collect(out: str | Path, ca: str | None = None, port: int | None = None, tim
         summary["timings"]["total_s"] = round(time.monotonic() - t_all, 3)
         summary["ok"] = bool(items) and all(v.get("ok") for v in items.values())
         summary["subnet_up"] = bool(items.get("ibnetdiscover", {}).get("ok"))
-        with atomic_write(out / "summary.json") as fh:
+        with atomic_write(out / rundir.SUMMARY) as fh:
             json.dump(summary, fh, indent=2)
             fh.write("\n")
     return summary

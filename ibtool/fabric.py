@@ -309,3 +309,16 @@ def switch_stages(f: Fabric) -> dict[int, int]:
                 stage[v] = stage[u] + 1
                 q.append(v)
     return stage
+
+
+def attached_switch(fabric: Fabric) -> np.ndarray:
+    """For every node, the switch its first switch link goes to (itself for a switch, -1 if none)."""
+    t = np.asarray(fabric.types)
+    out = np.where(t == SWITCH, np.arange(fabric.num_nodes), -1)
+    a = np.asarray(fabric.link_a, dtype=np.int64)
+    b = np.asarray(fabric.link_b, dtype=np.int64)
+    # reversed so the first link of a node wins the fancy assignment
+    for x, y in ((a[::-1], b[::-1]), (b[::-1], a[::-1])):
+        sel = (t[x] == CA) & (t[y] == SWITCH)
+        out[x[sel]] = y[sel]
+    return out

@@ -148,6 +148,34 @@ def test_plugin_install_plan_names_the_plans_files_by_absolute_path(tmp_path):
     assert msg == f"ibtool: error: --plan {ft}: its routing_engine ftree does not list hdor (give --engines)"
 
 
+def test_a_repeated_key_is_read_as_opensm_reads_it(tmp_path):
+    """OpenSM sets a key anew at each line that names it. The real OpenSM says which value it
+    took (`opensm -F CONF -c OUT` dumps the options it read); ibtool's one reader, and the two
+    commands that read a plan's conf (`sim run PLAN` takes its engine, `plugin install --plan`
+    its engine and options), must take the same."""
+    from ibtool.cli.plugin import plan_options
+    from ibtool.sim.opensm import plan_engines
+    exe = shutil.which("opensm", path="/usr/sbin:/sbin:/usr/bin")
+    assert exe, "opensm not installed (make setup installs it)"
+    plan = tmp_path / "kns"
+    ibtool("topo", "kns", "--k", 3, "--n", 2, "--out", plan, check=0)
+    conf = plan / "opensm.conf"
+    before = oo.read(conf.read_text())
+    with open(conf, "a") as fh:  # a second routing_engine (and lmc twice), as an admin's edit leaves it
+        fh.write("lmc 1\nrouting_engine 'updn,minhop'  # tried later\nlmc 2\n")
+    dumped = tmp_path / "dumped.conf"
+    p = subprocess.run([exe, "-F", str(conf), "-c", str(dumped)], capture_output=True, text=True, timeout=60,
+                       cwd=tmp_path)
+    assert p.returncode == 0 and dumped.is_file(), p.stdout + p.stderr
+    took = oo.read(dumped.read_text())
+    assert before["routing_engine"] != took["routing_engine"]  # the plan's own line was not the one taken
+    mine = oo.read(conf.read_text())
+    assert (mine["routing_engine"], mine["lmc"]) == (took["routing_engine"], took["lmc"])
+    assert plan_engines(plan / "topology.net") == took["routing_engine"].split(",")
+    engines, options = plan_options(plan)
+    assert engines == took["routing_engine"].split(",") and dict(options)["lmc"] == took["lmc"]
+
+
 # ------------------------------------------------------------------ item 5: sim run DIR
 
 def test_sim_run_on_a_directory(tmp_path):

@@ -12,7 +12,6 @@ B_r = B / (inter-switch cables).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 
 import numpy as np
 import scipy.sparse as sp
@@ -20,9 +19,8 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 
 from ibtool.analyze.graph import Graph
 from ibtool.fabric import CA
+from ibtool.registry import TOPOLOGIES
 
-# family -> closed form B(params) in links; a family registers its own.
-CLOSED_FORM: dict[str, Callable[[dict], int]] = {}
 EXACT_MAX_VERTICES = 128  # the MILP proves optimality in seconds up to about this size
 
 
@@ -124,8 +122,9 @@ def _rebalance(sym: sp.csr_matrix, side: np.ndarray, weight: np.ndarray) -> np.n
 def bisection(g: Graph, mode: str = "auto", time_limit: float = 60.0) -> dict:
     """mode: 'auto' (closed form, else exact when small, else heuristic), 'exact', 'heuristic'."""
     fam = g.fabric.params.get("topology")
-    if mode != "heuristic" and fam in CLOSED_FORM:
-        out = {"links": int(CLOSED_FORM[fam](g.fabric.params)), "method": f"closed form ({fam})", "exact": True}
+    closed = getattr(TOPOLOGIES.find(str(fam)), "bisection", None) if fam else None  # @topology(bisection=...)
+    if mode != "heuristic" and closed is not None:
+        out = {"links": int(closed(g.fabric.params)), "method": f"closed form ({fam})", "exact": True}
     elif mode == "exact" or (mode == "auto" and g.fabric.num_nodes <= EXACT_MAX_VERTICES):
         out = exact(g, time_limit) or heuristic(g)
         if not out["exact"]:

@@ -6,33 +6,14 @@ from __future__ import annotations
 import numpy as np
 
 from ibtool.analyze.graph import Graph
+from ibtool.hops import bfs_hops
 
 CHUNK = 256
 
 
 def hop_rows(g: Graph, sources: np.ndarray) -> np.ndarray:
-    """Hop distances from `sources` (switch vertices) to every switch; -1 = unreachable.
-
-    Level-synchronous BFS for all sources at once: the frontier is a dense (switches x sources)
-    block multiplied by the sparse adjacency, so each level is one sparse-dense product."""
-    n = g.n
-    k = len(sources)
-    dist = np.full((n, k), -1, dtype=np.int32)
-    cols = np.arange(k)
-    dist[sources, cols] = 0
-    frontier = np.zeros((n, k), dtype=np.float32)
-    frontier[sources, cols] = 1.0
-    a = g.adj.astype(np.float32)
-    level = 0
-    while True:
-        level += 1
-        reach = (a @ frontier) > 0
-        new = reach & (dist < 0)
-        if not new.any():
-            break
-        dist[new] = level
-        frontier = new.astype(np.float32)
-    return dist.T.copy()
+    """Hop distances from `sources` (switch vertices) to every switch; -1 = unreachable."""
+    return bfs_hops(g.adj.indptr, g.adj.indices, sources)
 
 
 def distances(g: Graph, progress=None) -> dict:

@@ -8,8 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ibtool.fabric import CA, SWITCH, Fabric
-from ibtool.layout.policies import attached_switch
+from ibtool.fabric import CA, SWITCH, Fabric, attached_switch
 
 
 @dataclass

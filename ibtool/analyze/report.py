@@ -15,6 +15,7 @@ from ibtool.analyze.latency import DEFAULT_MODEL, LatencyModel, latency
 from ibtool.analyze.paths import diversity
 from ibtool.errors import InputError
 from ibtool.fabric import SWITCH, Fabric
+from ibtool.registry import TOPOLOGIES
 
 
 def counts(g: Graph) -> dict:
@@ -97,8 +98,7 @@ def paper_figures(params: dict) -> dict:
     fam = params.get("topology") if params else None
     if not fam:
         return {}
-    from ibtool.topologies import load_all  # the families register their figures there
-    t = load_all().get(str(fam))
+    t = TOPOLOGIES.find(str(fam))  # the family's registration (@topology(figures=...))
     if t is None or t.figures is None:
         return {}
     try:

@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from ibtool import children
+from ibtool import children, rundir
 from ibtool.bench.runners.base import Local, Transport
 from ibtool.errors import CheckFailed, EnvironmentProblem, InputError
 from ibtool.sim.live import last_error, vls_needed
@@ -130,7 +130,7 @@ def verify_routes(t: Transport | None, sm: dict, engine: str, dest: Path, live=N
             return {"ok": False, "error": f"{tool} failed on the SM node (exit {rc}): {err.strip()[-300:]}"}
         (dest / f"{tool}.out").write_bytes(t.get(remote))
     p = children.run([sys.executable, "-m", "ibtool.cli.main", "verify", "routes", "--fabric",
-                      str(dest / "ibnetdiscover.out"), "--lfts", str(dest / "dump_fts.out"), "--json"],
+                      str(rundir.fabric(dest)), "--lfts", str(dest / rundir.LFTS), "--json"],
                      capture_output=True, text=True)
     (dest / "verify_routes.json").write_text(p.stdout)
     try:

@@ -14,32 +14,12 @@ from pathlib import Path
 
 import yaml
 
+from ibtool.bench.hosts import Host, SSHConfig
+from ibtool.bench.launchers import LAUNCHERS
 from ibtool.bench.registry import BENCHMARKS, RUNNERS
 from ibtool.errors import InputError
 
 SECRET_WORDS = re.compile(r"pass(word|phrase)?|secret|token", re.I)
-
-
-@dataclass
-class SSHConfig:
-    user: str | None = None
-    port: int = 22
-    key: str | None = None
-    known_hosts: str | None = None  # None: the user's ~/.ssh/known_hosts (and the system's)
-    jump: str | None = None  # a host name of the inventory, or [user@]address[:port]
-    connect_timeout: float = 10.0
-
-
-@dataclass
-class Host:
-    name: str
-    address: str
-    slots: int = 1
-    ssh: SSHConfig = field(default_factory=SSHConfig)
-    compute: bool = True  # False: reachable (SM node, login node) but never given ranks by default
-
-    def where(self) -> str:
-        return f"{self.name} ({self.address}:{self.ssh.port})"
 
 
 @dataclass
@@ -236,8 +216,6 @@ def load(path: str | Path) -> Inventory:
 
 
 def parse(data, path: str = "<inventory>") -> Inventory:
-    from ibtool.bench.launchers import LAUNCHERS  # launchers use Host: imported here, not at the top
-
     c = _Checker(path)
     if not isinstance(data, dict):
         c.fail("(top level)", "the inventory must be a YAML mapping with at least 'hosts'")

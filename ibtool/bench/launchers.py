@@ -7,7 +7,7 @@ names one in ``mpi.launcher``.
 from __future__ import annotations
 
 from ibtool.bench.mapping import Mapping
-from ibtool.bench.registry import Registry
+from ibtool.registry import Registry
 
 LAUNCHERS = Registry("launcher", "ibtool.bench.launchers")
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from ibtool.bench.inventory import Host
+from ibtool.bench.hosts import Host
 from ibtool.errors import InputError
 
 POLICIES = ("linear", "random")

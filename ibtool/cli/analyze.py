@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from ibtool import __version__
+from ibtool import __version__, rundir
 from ibtool.errors import InputError
 from ibtool.fabric import Fabric
 from ibtool.formats import atomic_write, ibnetdiscover
@@ -18,7 +18,7 @@ from ibtool.layout import POLICIES, Layout, place
 from ibtool.templating import render
 
 # what a directory may hold, in the order looked for: a plan, then an `ibtool sim run` result
-FABRIC_FILES = ("topology.net", "ibnetdiscover.out")
+FABRIC_FILES = ("topology.net", rundir.FABRIC)
 
 
 def load(path: Path) -> tuple[Fabric, Path | None]:
@@ -44,18 +44,24 @@ def load(path: Path) -> tuple[Fabric, Path | None]:
 
 
 def layout_for(fabric: Fabric, plan_layout: Path | None, layout_opt: str | None, site: Path | None) -> Layout | None:
-    """The layout analyze uses: --layout POLICY (placed now), --layout FILE, else the plan's own."""
+    """The layout analyze uses: --layout POLICY (placed now), --layout FILE, --layout none; else the
+    plan's layout.json, else the fabric placed by its family's policy, as `ibtool cabling` does."""
     if site and not layout_opt:
         raise InputError("--site needs --layout POLICY")
+    if layout_opt == "none":
+        if site:
+            raise InputError("--site applies to --layout POLICY, not to --layout none")
+        return None
     if layout_opt and (layout_opt in POLICIES or layout_opt == "default"):
         return place(fabric, None if layout_opt == "default" else layout_opt, site)
     if layout_opt:
         if site:
             raise InputError("--site applies to --layout POLICY, not to a layout file")
         if not Path(layout_opt).is_file():
-            raise InputError(f"--layout {layout_opt}: neither a file nor a policy ({', '.join(POLICIES)}, default)")
+            raise InputError(f"--layout {layout_opt}: neither a file nor a policy ({', '.join(POLICIES)}, default, "
+                             f"none)")
         return Layout.read(layout_opt, fabric)
-    return Layout.read(plan_layout, fabric) if plan_layout else None
+    return Layout.read(plan_layout, fabric) if plan_layout else place(fabric)
 
 
 # options of the one-fabric report that mean nothing for --plot, and those only --plot reads
@@ -105,8 +111,9 @@ def parse_figures(text: str) -> tuple[str, dict]:
 @click.command(name="analyze")
 @click.argument("paths", metavar="PATH...", nargs=-1, type=click.Path(exists=True, path_type=Path))
 @click.option("--layout", "layout_opt", metavar="FILE|POLICY",
-              help=f"A layout.json, or a placement policy ({', '.join(POLICIES)}, or 'default' for the "
-                   "family's). Default: PATH/layout.json when the plan has one, else no layout.")
+              help=f"A layout.json, a placement policy ({', '.join(POLICIES)}, or 'default' for the "
+                   "family's), or 'none' (no cables, no latency). Default, as for `ibtool cabling`: PATH/layout.json "
+                   "when the plan has one, else the family's policy (sequential for a fabric of no family).")
 @click.option("--site", type=click.Path(path_type=Path), help="YAML site description for --layout POLICY.")
 @click.option("--save-layout", type=click.Path(path_type=Path),
               help="Write the layout used to this layout.json (e.g. PLAN_DIR/layout.json).")
@@ -235,7 +242,7 @@ def _plot(paths, out: Path, layout_opt, site, switch_delays: str, metric: str, r
     from ibtool.analyze.plot import check_output, curve, figure, parse_delays
     delays = parse_delays(switch_delays)
     check_output(out)
-    if layout_opt and layout_opt not in POLICIES and layout_opt != "default" and len(paths) > 1:
+    if layout_opt and layout_opt not in POLICIES and layout_opt not in ("default", "none") and len(paths) > 1:
         raise InputError(f"--layout {layout_opt}: a layout file fits one fabric; with several PATHs give a policy "
                          f"({', '.join(POLICIES)}, default) or let each plan use its layout.json")
     model = LatencyModel(0.0, *delays_ns)
@@ -244,8 +251,7 @@ def _plot(paths, out: Path, layout_opt, site, switch_delays: str, metric: str, r
         fabric, plan_layout = load(path)
         lay = layout_for(fabric, plan_layout, layout_opt, site)
         if lay is None:
-            raise InputError(f"{path}: no layout.json: the latency model needs cable lengths "
-                             f"(--layout POLICY, e.g. --layout default)")
+            raise InputError("--layout none: the latency model needs cable lengths (drop it, or give a policy)")
         fabrics.append((path, fabric, lay))
     names = [f.name for _, f, _ in fabrics]
     tty = sys.stderr.isatty()

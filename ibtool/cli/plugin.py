@@ -140,18 +140,11 @@ def plan_options(plan: Path) -> tuple[list[str], list[tuple[str, str]]]:
     except UnicodeDecodeError:
         raise InputError("not UTF-8 text (not an opensm.conf?)", path=str(conf)) from None
     opensm_options.check_text(text, str(conf))
-    engines, options = None, []
-    for raw in text.splitlines():
-        kv = opensm_options.parse_line(raw)
-        if kv is None or kv[0] == "event_plugin_name":
-            continue
-        if kv[0] == "routing_engine":
-            engines = opensm.parse_engines(kv[1], f"{conf}: routing_engine")
-        else:
-            options = [o for o in options if o[0] != kv[0]] + [kv]  # OpenSM takes a key's last line
-    if engines is None:
+    options = opensm_options.read(text)  # as OpenSM reads it: a repeated key's last line
+    options.pop("event_plugin_name", None)
+    if "routing_engine" not in options:
         raise InputError("no routing_engine line (not a plan's opensm.conf?)", path=str(conf))
-    return engines, options
+    return opensm.parse_engines(options.pop("routing_engine"), f"{conf}: routing_engine"), list(options.items())
 
 
 @click.group(name="plugin")

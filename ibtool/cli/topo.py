@@ -67,7 +67,7 @@ def _make_command(topo):
         if fabric.num_nodes > 20_000 and not as_json:  # seconds of writing: say what is happening
             click.echo(f"  built {fabric.num_nodes:,} nodes in {time.monotonic() - t0:.1f} s; writing {out}", err=True)
         layout = None
-        if topo.layout:
+        if topo.places(fabric):  # built on a cabinet floor: record it (the others: placed when needed)
             from ibtool.layout import place
             layout = place(fabric, topo.layout)
         files = write_plan(fabric, out, engines, topo.engine_files(fabric) if topo.engine_files else (), layout,

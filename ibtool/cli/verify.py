@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from ibtool import rundir
 from ibtool.errors import InputError
 from ibtool.formats import ibnetdiscover, node_name_map
 from ibtool.verify import report
@@ -298,48 +299,6 @@ def routes_cmd(fabric, lfts, sl2vl_path, path_sls, engine, expect, before_fabric
     _emit(rep, as_json, html_out, junit_out=junit_out, suite=f"verify routes {fabric}")
 
 
-def _read_summary(path: Path) -> dict:
-    """`ibtool sim run`'s summary.json ({} when there is none); InputError when it is not that."""
-    if not path.is_file():
-        return {}
-    try:
-        summary = json.loads(path.read_bytes())
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror}", path=str(path)) from None
-    except json.JSONDecodeError as e:
-        raise InputError(f"not JSON: {e.msg}", path=str(path), line=e.lineno) from None
-    except UnicodeDecodeError:
-        raise InputError("not JSON: not UTF-8 text", path=str(path)) from None
-    except ValueError as e:  # e.g. an integer beyond Python's 4300-digit limit
-        raise InputError(f"not JSON: {str(e).split(';')[0][:80]}", path=str(path)) from None
-    except RecursionError:
-        raise InputError("not an `ibtool sim run` summary: nested too deeply", path=str(path)) from None
-    if not isinstance(summary, dict) or not isinstance(summary.get("net") or "", str):
-        raise InputError("not an `ibtool sim run` summary (expected an object with \"net\" a file name)",
-                         path=str(path))
-    # what `sim run` writes, nothing else: "ok": NaN, -1 or "yes" is not a passed run
-    for key, types in _SUMMARY_TYPES.items():
-        if key in summary and not isinstance(summary[key], types):
-            raise InputError(f"{key!r} is {json.dumps(summary[key])[:40]}, expected "
-                             f"{' or '.join('null' if t is type(None) else t.__name__ for t in types)}", path=str(path))
-    return summary
-
-
-_SUMMARY_TYPES = {"ok": (bool,), "subnet_up": (bool,), "fallback": (bool,), "interrupted": (bool,),
-                  "engine": (str, type(None))}
-
-
-def _plan_of(run_dir: Path, net: str) -> Path | None:
-    """The plan named in summary.json: as written, or relative to the run or its parent."""
-    for cand in (Path(net), run_dir / net, run_dir.parent / net):
-        try:
-            if cand.is_file():
-                return cand
-        except (OSError, ValueError):  # a name too long, or with a NUL: not a file here
-            pass
-    return None
-
-
 @group.command(name="all")
 @click.argument("run_dir", type=click.Path(path_type=Path))
 @click.option("--plan", type=click.Path(path_type=Path),
@@ -371,23 +330,23 @@ def all_cmd(run_dir, plan, nnm, expect, permutations, junit_out, as_json, html_o
     """
     say = _say(as_json)
     run_dir = Path(run_dir)
-    steps = sorted(run_dir.glob("step-*/summary.json"), key=lambda p: int(p.parent.name[5:]) if p.parent.name[5:].isdigit() else -1)
-    if steps and not (run_dir / "ibnetdiscover.out").is_file():
+    steps = rundir.steps(run_dir)
+    if steps and not rundir.fabric(run_dir).is_file():
         # each step against its own expected.net (the plan without what was down then), and
         # against step 0 (before any fault): the reference and the routes a fault did not touch
-        before = _before_faults(steps[0].parent, nnm, expect)
+        before = _before_faults(steps[0], nnm, expect)
         reps = []
         for st in steps:
-            say(f"verifying {st.parent.name}")
-            reps.append((st.parent, _verify_run(st.parent, None, nnm, expect, permutations, lambda m: None,
-                                                before if st.parent != steps[0].parent else None)))
+            say(f"verifying {st.name}")
+            reps.append((st, _verify_run(st, None, nnm, expect, permutations, lambda m: None,
+                                         before if st != steps[0] else None)))
         rep = {"schema": report.SCHEMA, "ok": all(r["ok"] for _, r in reps), "inputs": {"run": str(run_dir)},
                "steps": {d.name: r for d, r in reps}}
         if html_out:  # every step drawn: what is down, the detours
             from ibtool.verify import htmlreport
-            top = _read_summary(run_dir / "summary.json").get("net")
-            htmlreport.write_steps_html([(d.name, r, _read_summary(d / "summary.json")) for d, r in reps], rep,
-                                        html_out, plan or (_plan_of(run_dir, top) if top else None))
+            top = rundir.summary(run_dir).get("net")
+            htmlreport.write_steps_html([(d.name, r, rundir.summary(d)) for d, r in reps], rep,
+                                        html_out, plan or (rundir.plan_of(run_dir, top) if top else None))
         if junit_out:
             from ibtool.verify import junit
             junit.write(junit_out, [(f"verify all {run_dir}/{d.name}", r) for d, r in reps])
@@ -396,7 +355,7 @@ def all_cmd(run_dir, plan, nnm, expect, permutations, junit_out, as_json, html_o
         else:
             click.echo(f"verify: {'PASS' if rep['ok'] else 'FAIL'}")
             for d, r in reps:
-                s = _read_summary(d / "summary.json")
+                s = rundir.summary(d)
                 bad = [c for c in r["checks"] if not c["ok"]]
                 click.echo(f"  {d.name}: {'PASS' if r['ok'] else 'FAIL'}  {s.get('faults', '')}; tables by "
                            f"{s.get('engine') or 'no engine'}" + (f"; failed: {bad[0]['name']}: {bad[0]['summary']}"
@@ -408,13 +367,6 @@ def all_cmd(run_dir, plan, nnm, expect, permutations, junit_out, as_json, html_o
     _emit(rep, as_json, html_out, junit_out=junit_out, suite=f"verify all {run_dir}")
 
 
-def _lfts_of(run_dir: Path) -> Path:
-    lfts = run_dir / "dump_fts.out"
-    if not lfts.is_file() or lfts.stat().st_size == 0:
-        lfts = run_dir / "osm" / "opensm-lfts.dump"
-    return lfts
-
-
 def _before_faults(step0: Path, nnm, expect) -> dict | None:
     """Step 0 of a fault scenario, for the steps after it: its fabric and tables, and — when hdor
     routed it (or --expect hdor) — the hdor reference of it and of its plan, the remembered KNS the
@@ -422,18 +374,18 @@ def _before_faults(step0: Path, nnm, expect) -> dict | None:
     from ibtool.formats import lft
     from ibtool.routing import hdor
     from ibtool.routing.lids import assign_lids
-    disc, lfts = step0 / "ibnetdiscover.out", _lfts_of(step0)
+    disc, lfts = rundir.fabric(step0), rundir.lfts(step0)
     if not disc.is_file() or not lfts.is_file():
         return None
     f0 = ibnetdiscover.read(disc, node_name_map.read(nnm) if nnm else None)
     out = {"fabric": f0, "tables": lft.read(lfts), "ref": None, "plan": None}
-    if (expect or ("hdor" if _read_summary(step0 / "summary.json").get("engine") == "hdor" else None)) != "hdor":
+    if (expect or ("hdor" if rundir.summary(step0).get("engine") == "hdor" else None)) != "hdor":
         return out
     try:
         out["ref"] = (f0, hdor.compute(f0))
     except hdor.NotKNS:
         return out  # each step then says why it has no reference
-    plan0 = step0 / "expected.net"
+    plan0 = step0 / rundir.EXPECTED
     if plan0.is_file():
         p0 = ibnetdiscover.read(plan0)
         assign_lids(p0)
@@ -447,22 +399,17 @@ def _before_faults(step0: Path, nnm, expect) -> dict | None:
 def _verify_run(run_dir: Path, plan, nnm, expect, permutations, say, before: dict | None = None) -> dict:
     """Every check of `verify all` on one run directory; the report. before: _before_faults() of
     the scenario's step 0 when this is a later step."""
-    disc = run_dir / "ibnetdiscover.out"
+    disc = rundir.fabric(run_dir)
     if not disc.is_file():
-        raise InputError("no ibnetdiscover.out here (not an `ibtool sim run` output directory?)", path=str(run_dir))
-    summary = _read_summary(run_dir / "summary.json")
+        raise InputError(f"no {rundir.FABRIC} here (not an `ibtool sim run` output directory?)", path=str(run_dir))
+    summary = rundir.summary(run_dir)
     skipped = None
     from_summary = plan is None
     if plan is None and summary.get("net"):
-        plan = _plan_of(run_dir, summary["net"])
+        plan = rundir.plan_of(run_dir, summary["net"])
         if plan is None:
             skipped = f"skipped: plan {summary['net']} not found"
-    lfts = _lfts_of(run_dir)
-    sl = run_dir / "osm" / "opensm-sl2vl.dump"
-    psl = run_dir / "saquery-paths.out"
-    if not sl.is_file():
-        sl = run_dir / "sl2vl.dump"  # `ibtool collect`
-    dump = run_dir / "osm" / "opensm-hdor.dump"
+    lfts, sl, psl, dump = rundir.lfts(run_dir), rundir.sl2vl(run_dir), rundir.path_sls(run_dir), rundir.hdor_dump(run_dir)
     engine = summary.get("engine")
     if expect is None:
         expect = "hdor" if engine == "hdor" else "none"
@@ -471,7 +418,7 @@ def _verify_run(run_dir: Path, plan, nnm, expect, permutations, say, before: dic
     _warn(f)
     sections: dict = {}
     inputs = {"run": str(run_dir), "plan": str(plan) if plan else None, "lfts": str(lfts),
-              "sl2vl": str(sl) if sl.is_file() else None, "path_sls": str(psl) if psl.is_file() else None,
+              "sl2vl": str(sl) if sl else None, "path_sls": str(psl) if psl else None,
               "engine": engine, "expect": expect}
     to_plan = p = None
     if plan:
@@ -483,7 +430,7 @@ def _verify_run(run_dir: Path, plan, nnm, expect, permutations, say, before: dic
         except InputError as e:
             if not from_summary:
                 raise
-            raise InputError(f"{e} (the plan named by {run_dir / 'summary.json'})") from None
+            raise InputError(f"{e} (the plan named by {run_dir / rundir.SUMMARY})") from None
         t = topology.compare(p, f, names=bool(names))
         sections["topology"] = t.as_dict()
         cl = cables_for(plan)  # findings in cable IDs, labels and places, as `verify topology` gives them
@@ -492,28 +439,29 @@ def _verify_run(run_dir: Path, plan, nnm, expect, permutations, say, before: dic
             cable_list.annotate(sections["topology"], cl)
         to_plan = t.to_plan
     ref = None
-    if dump.is_file() or expect == "hdor":
+    if dump or expect == "hdor":
         from ibtool.formats import hdor_dump
         from ibtool.verify import coords
         say("coordinates")
-        c = coords.verify(f, hdor_dump.read(dump) if dump.is_file() else None, p, to_plan,
+        c = coords.verify(f, hdor_dump.read(dump) if dump else None, p, to_plan,
                           baseline=before and before["ref"], plan_baseline=before and before["plan"])
         ref = c.get("_reference")
         sections["coords"] = c
     if lfts.is_file():
-        sections["routes"] = _routes(disc, lfts, sl if sl.is_file() else None, expect if expect == "hdor" else None,
-                                     permutations, say, f=f, ref=ref, path_sls=psl if psl.is_file() else None,
+        sections["routes"] = _routes(disc, lfts, sl, expect if expect == "hdor" else None,
+                                     permutations, say, f=f, ref=ref, path_sls=psl,
                                      engine=engine, baseline=(before["fabric"], before["tables"])
                                      if before and expect == "hdor" else None)
     else:
-        raise InputError("no dump_fts.out nor osm/opensm-lfts.dump: no forwarding tables to verify", path=str(run_dir))
-    if (run_dir / "perfquery.out").is_file():
+        raise InputError(f"no {rundir.LFTS} nor {rundir.OSM}/{rundir.OSM_LFTS}: no forwarding tables to verify",
+                         path=str(run_dir))
+    if rundir.perfquery(run_dir):
         say("cable health")
         sections["health"] = _health(run_dir, f, None, {}, cables_for(plan))
     elif summary.get("changes_counters"):  # a fault step set port errors: no counters, no health verdict
         c = summary.get("counters") or {}
         failed = c.get("failed") or []
-        why = failed[0].get("error") if failed else "perfquery.out is missing" if c.get("ports") else \
+        why = failed[0].get("error") if failed else f"{rundir.PERFQUERY} is missing" if c.get("ports") else \
             "no port answered perfquery"
         sections["health"] = {"ok": False, "not_run": f"the step set port counters but none were collected ({why})"}
     if summary.get("kind") == "collect":
@@ -541,7 +489,7 @@ def cables_for(plan: Path | None):
 def _counters(run_dir: Path, f):
     from ibtool.formats import perfquery
     from ibtool.verify.health import port_counters
-    return port_counters(f, perfquery.read(run_dir / "perfquery.out"))
+    return port_counters(f, perfquery.read(run_dir / rundir.PERFQUERY))
 
 
 def _health(run_dir: Path, f, baseline: Path | None, thresholds: dict, cables: dict | None) -> dict:
@@ -549,11 +497,11 @@ def _health(run_dir: Path, f, baseline: Path | None, thresholds: dict, cables: d
     base = hours = None
     if baseline is not None:
         b = Path(baseline)
-        if not (b / "perfquery.out").is_file():
-            raise InputError("no perfquery.out here (not an `ibtool collect` run?)", path=str(b))
+        if not rundir.perfquery(b):
+            raise InputError(f"no {rundir.PERFQUERY} here (not an `ibtool collect` run?)", path=str(b))
         base = _counters(b, f)
-        t0 = _read_summary(b / "summary.json").get("epoch")
-        t1 = _read_summary(run_dir / "summary.json").get("epoch")
+        t0 = rundir.summary(b).get("epoch")
+        t1 = rundir.summary(run_dir).get("epoch")
         if isinstance(t0, (int, float)) and isinstance(t1, (int, float)) and t1 > t0:
             hours = (t1 - t0) / 3600
     return health.check(f, _counters(run_dir, f), baseline=base, hours=hours, thresholds=thresholds,
@@ -594,8 +542,8 @@ def health_cmd(run_dir, baseline, plan, threshold_file, thresholds, as_json, htm
       ibtool verify health run1 --baseline run0 --plan cellia
     """
     run_dir = Path(run_dir)
-    disc = run_dir / "ibnetdiscover.out"
-    for need in (disc, run_dir / "perfquery.out"):
+    disc = rundir.fabric(run_dir)
+    for need in (disc, run_dir / rundir.PERFQUERY):
         if not need.is_file():
             raise InputError(f"no {need.name} here (not an `ibtool collect` run?)", path=str(run_dir))
     f = ibnetdiscover.read(disc)

@@ -16,15 +16,17 @@ A Layout is placed ON a Fabric and never changes its graph. How a family (or the
     cable_order(layout, prices)   # per link: length, reach, purchasable length, medium, price (the one
                                   # answer `ibtool cabling` and `ibtool analyze` both give)
 
-Policies (ibtool.layout.policies.POLICIES): "sequential" (paper 002 section 4), "cabinet-aware"
-(paper 004 section III), "switch-rack" (paper 000, CELLIA). A family adds its own with
+Policies (ibtool.layout.policies.POLICIES, a registry): "sequential" (paper 002 section 4),
+"cabinet-aware" (paper 004 section III), "switch-rack" (paper 000, CELLIA), "tree-stages" (trees).
+`place(fabric)` uses the policy the fabric's family names in its registration
+(@topology(..., layout="tree-stages")), the one place that fact is kept. A new policy:
 
     from ibtool.layout.policies import policy, Placement
-    @policy("skywalk", site=Site(...defaults...), summary="...", families=("skywalk",))
-    def skywalk_layout(fabric, site) -> Placement: ...
+    @policy("rows", site=Site(...defaults...), summary="...")
+    def rows(fabric, site) -> Placement: ...
 
-or simply gives each switch `labels["cabinet"] = i` so "cabinet-aware" keeps its order. Site keys
-and their defaults: ibtool.layout.site. Cable models: ibtool.layout.cables.
+or a family simply gives each switch `labels["cabinet"] = i` so "cabinet-aware" keeps its order.
+Site keys and their defaults: ibtool.layout.site. Cable models: ibtool.layout.cables.
 """
 
 from ibtool.layout.cables import (

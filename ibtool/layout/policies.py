@@ -1,9 +1,9 @@
 """Placement policies: where each switch and node of a fabric stands.
 
 A policy is a function (fabric, site) -> Placement, registered with @policy(name, site=defaults)
-where `defaults` are the paper's numbers. `place()` picks the policy (explicit, else the family's
-default, else "sequential"), overlays the user's site description, places, and refuses a fabric
-that does not fit the room.
+where `defaults` are the paper's numbers. `place()` picks the policy (explicit, else the one the
+fabric's family names in its @topology registration, else "sequential"), overlays the user's site
+description, places, and refuses a fabric that does not fit the room.
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ from pathlib import Path
 import numpy as np
 
 from ibtool.errors import InputError
-from ibtool.fabric import CA, SWITCH, Fabric
+from ibtool.fabric import CA, SWITCH, Fabric, attached_switch, switch_stages
 from ibtool.layout.model import FLOOR, Layout
 from ibtool.layout.site import Site, key_line, make_site, read_site
+from ibtool.registry import TOPOLOGIES, Registry
 
 
 @dataclass
@@ -36,33 +37,16 @@ class Policy:
     summary: str
 
 
-POLICIES: dict[str, Policy] = {}
-# Family (Fabric.params["topology"]) -> its default policy; families add themselves here (or with
-# @policy(..., families=...)). KNS: every switch in switch racks, as CELLIA was built (paper 000).
-FAMILY_POLICY: dict[str, str] = {"kns": "switch-rack"}
+POLICIES = Registry("layout policy", "ibtool.layout.policies")
 
 
-def policy(name: str, *, site: Site, summary: str, families: tuple[str, ...] = ()):
-    """Register a placement policy with its default site; `families` take it as their default."""
+def policy(name: str, *, site: Site, summary: str):
+    """Register a placement policy with its default site. A family names the policy that places it
+    in its own registration (@topology(..., layout=name)), the one place that fact is kept."""
     def wrap(fn):
-        POLICIES[name] = Policy(name, fn, site, summary)
-        for fam in families:
-            FAMILY_POLICY[fam] = name
+        POLICIES.add(name, Policy(name, fn, site, summary))
         return fn
     return wrap
-
-
-def attached_switch(fabric: Fabric) -> np.ndarray:
-    """For every node, the switch its first switch link goes to (itself for a switch, -1 if none)."""
-    t = np.asarray(fabric.types)
-    out = np.where(t == SWITCH, np.arange(fabric.num_nodes), -1)
-    a = np.asarray(fabric.link_a, dtype=np.int64)
-    b = np.asarray(fabric.link_b, dtype=np.int64)
-    # reversed so the first link of a node wins the fancy assignment
-    for x, y in ((a[::-1], b[::-1]), (b[::-1], a[::-1])):
-        sel = (t[x] == CA) & (t[y] == SWITCH)
-        out[x[sel]] = y[sel]
-    return out
 
 
 def switch_order(fabric: Fabric) -> list[int]:
@@ -147,10 +131,13 @@ def cabinet_aware(fabric: Fabric, site: Site) -> Placement:
     return Placement(cab, u, side, ["mixed"] * ncab)
 
 
+# switch racks cabled front and back, node racks beside them (CELLIA's room, paper 000)
+RACKS = Site(cabinet_u=42, cabinet_width=0.6, cabinet_depth=1.2, aisle=0.0, cable_model="routed", overhead=1.0,
+             side=0.5)
+
+
 @policy("switch-rack", summary="paper 000 (CELLIA): every switch in dedicated switch racks cabled front and "
-                               "back, nodes in node racks beside them",
-        site=Site(cabinet_u=42, cabinet_width=0.6, cabinet_depth=1.2, aisle=0.0, cable_model="routed",
-                  overhead=1.0, side=0.5))
+                               "back, nodes in node racks beside them", site=RACKS)
 def switch_rack(fabric: Fabric, site: Site) -> Placement:
     """Switch racks first (front from the top down, then the back), then node racks filled from the
     bottom up, at most `hcas_per_cabinet` nodes each (CELLIA: 50 nodes in two racks, 25 each)."""
@@ -174,8 +161,43 @@ def switch_rack(fabric: Fabric, site: Site) -> Placement:
     return Placement(cab, u, side, ["switch"] * nsw + ["node"] * nnode)
 
 
+@policy("tree-stages", site=RACKS,
+        summary="trees: switch racks by stage (leaf stage first, each stage from a new rack, front then "
+                "back), nodes in node racks in the order of their leaf switches")
+def tree_stages(f: Fabric, site: Site) -> Placement:
+    """Stages from the wiring alone (ibtool.fabric.switch_stages), so a plan read back from a file,
+    without the family's labels, is placed the same way."""
+    n = f.num_nodes
+    cab, u, side = np.full(n, FLOOR), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int8)
+    st = switch_stages(f)
+    per_face = site.usable_u // site.switch_u
+    c = -1
+    for s_ in sorted(set(st.values())):
+        row = sorted(i for i, x in st.items() if x == s_)
+        for j, s in enumerate(row):
+            rack, rest = divmod(j, 2 * per_face)
+            face, slot = divmod(rest, per_face)
+            cab[s], u[s], side[s] = c + 1 + rack, site.cabinet_u - (slot + 1) * site.switch_u + 1, face
+        c += -(-len(row) // (2 * per_face))
+    nsw = c + 1
+    per_rack = site.usable_u // site.hca_u
+    if site.hcas_per_cabinet:
+        per_rack = min(per_rack, site.hcas_per_cabinet)
+    att = attached_switch(f)
+    hcas = sorted((i for i in range(n) if f.types[i] == CA),
+                  key=lambda h: (st.get(int(att[h]), 0), int(att[h]), h))
+    for j, h in enumerate(hcas):
+        r, slot = divmod(j, per_rack)
+        cab[h], u[h] = nsw + r, site.reserved_u + 1 + slot * site.hca_u
+    nnode = -(-len(hcas) // per_rack) if hcas else 0
+    return Placement(cab, u, side, ["switch"] * nsw + ["node"] * nnode)
+
+
 def default_policy(fabric: Fabric) -> str:
-    return FAMILY_POLICY.get(str(fabric.params.get("topology")), "sequential")
+    """The policy of the fabric's family (its @topology registration), else "sequential" (a
+    fabric of no family: a dump, an edited plan of an unknown family)."""
+    fam = TOPOLOGIES.find(str(fabric.params.get("topology")))
+    return fam.layout if fam is not None else "sequential"
 
 
 def resolve_site(name: str, site: Site | dict | str | Path | None) -> Site:
@@ -193,10 +215,9 @@ def resolve_site(name: str, site: Site | dict | str | Path | None) -> Site:
 def place(fabric: Fabric, policy: str | None = None, site: Site | dict | str | Path | None = None) -> Layout:
     """Place `fabric` with `policy` (default: the family's, else "sequential") on `site`."""
     name = policy or default_policy(fabric)
-    if name not in POLICIES:
-        raise InputError(f"unknown layout policy {name!r} (known: {', '.join(POLICIES)})")
+    pol = POLICIES.get(name)  # an unknown name: one line naming the known ones
     s = resolve_site(name, site)
-    p = POLICIES[name].place(fabric, s)
+    p = pol.place(fabric, s)
     cap = s.capacity()
     if cap is not None and len(p.kinds) > cap:
         first = int(np.flatnonzero(p.cabinet >= cap)[0])

@@ -29,7 +29,7 @@ import numpy as np
 from ibtool.errors import CheckFailed
 from ibtool.fabric import CA, SWITCH, Fabric
 from ibtool.formats.lft import NO_ROUTE, Tables
-from ibtool.topologies.equality import distances, eq1, labels
+from ibtool.topologies.equality_net import distances, eq1, labels
 
 
 class NotEquality(CheckFailed):

@@ -37,9 +37,10 @@ _HOP = 1e6  # NR: one hop outweighs any latency
 
 
 @dataclass
-class Graph:
-    """The switch graph: switch i is fabric node `nodes[i]`; directed edges e: src[e] -> dst[e]
-    through `port[e]` of src, with cost `cost[e]` (ns) and cable `metres[e]`."""
+class DelayGraph:
+    """The switch graph weighted by delay (analyze.graph.Graph counts links): switch i is fabric
+    node `nodes[i]`; directed edges e: src[e] -> dst[e] through `port[e]` of src, with cost
+    `cost[e]` (ns) and cable `metres[e]`."""
     nodes: np.ndarray
     src: np.ndarray
     dst: np.ndarray
@@ -62,7 +63,7 @@ class Graph:
 
 
 def graph(fabric: Fabric, metres: np.ndarray, switch_delay: float = SWITCH_DELAY,
-          ns_per_m: float = NS_PER_M) -> Graph:
+          ns_per_m: float = NS_PER_M) -> DelayGraph:
     """The switch graph of `fabric`; `metres[l]` is the length of link l (fabric.link_a order)."""
     if switch_delay < 0 or ns_per_m < 0:
         raise InputError(f"switch delay {switch_delay} and ns/m {ns_per_m} must be >= 0")
@@ -86,15 +87,15 @@ def graph(fabric: Fabric, metres: np.ndarray, switch_delay: float = SWITCH_DELAY
     metres2 = np.concatenate([m, m])
     order = np.lexsort((port, src))
     src, dst, port, metres2 = src[order], dst[order], port[order], metres2[order]
-    return Graph(sw, src, dst, port, metres2, switch_delay + ns_per_m * metres2, switch_delay, ns_per_m)
+    return DelayGraph(sw, src, dst, port, metres2, switch_delay + ns_per_m * metres2, switch_delay, ns_per_m)
 
 
-def distances(g: Graph, sources: np.ndarray, nr: bool = False) -> np.ndarray:
+def distances(g: DelayGraph, sources: np.ndarray, nr: bool = False) -> np.ndarray:
     """Lowest cost from each source switch to every switch (NR: hops x 1e6 + cost)."""
     return dijkstra(g.matrix(nr), directed=True, indices=sources)
 
 
-def latency_stats(g: Graph, nr: bool = False, injection: float = INJECTION, workers: int | None = None,
+def latency_stats(g: DelayGraph, nr: bool = False, injection: float = INJECTION, workers: int | None = None,
                   progress=None) -> dict:
     """Max and average end-to-end latency (ns) over all ordered switch pairs s != t (NR: and hops),
     by paper 004's model in ibtool.analyze.latency (the one implementation `ibtool analyze` uses)."""

@@ -39,7 +39,7 @@ from types import SimpleNamespace
 
 import yaml
 
-from ibtool import mad
+from ibtool import mad, rundir
 from ibtool.errors import InputError
 from ibtool.fabric import SWITCH, Fabric
 from ibtool.formats import atomic_write, ibnetdiscover, open_input, output_dir
@@ -307,9 +307,9 @@ def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: f
                 done = [pool.submit(lf.client, [tool], d / f"{tool}.out", timeout) for tool in ("ibnetdiscover", "dump_fts")]
                 for job in done:
                     job.result()
-            found = ibnetdiscover.read(d / "ibnetdiscover.out")
+            found = ibnetdiscover.read(d / rundir.FABRIC)
             sim = SimpleNamespace(work=lf.scratch, env=lf.env)
-            top = complete_top_lid(sim, d / "dump_fts.out", found, timeout)
+            top = complete_top_lid(sim, d / rundir.LFTS, found, timeout)
             paths = None
             if path_sls and state.subnet_up:
                 (d / "saquery-paths.out").unlink(missing_ok=True)

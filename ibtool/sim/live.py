@@ -74,7 +74,7 @@ from ibtool import children
 from ibtool.errors import EnvironmentProblem, InputError
 from ibtool.formats import atomic_write, ibnetdiscover
 from ibtool.sim import opensm
-from ibtool.sim.runner import UMAD2SIM, Fabricsim, _claim, limits, require
+from ibtool.sim.runner import UMAD2SIM, Fabricsim, _claim, _stat, limits, require
 
 _VLS = re.compile(r"Virtual Lanes needed: (\d+)")
 _STATE = re.compile(r"Entering (\S+) state")
@@ -103,16 +103,6 @@ def sm_state(log_text: str) -> str | None:
     """The SM state OpenSM last logged entering (MASTER, STANDBY, DISCOVERING, NOT-ACTIVE)."""
     found = _STATE.findall(log_text)
     return found[-1] if found else None
-
-
-def _stat(pid: int) -> tuple[str, str] | None:
-    """(state, start time) of `pid` from /proc/PID/stat, or None when there is no such process."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            rest = fh.read().rsplit(")", 1)[1].split()
-        return rest[0], rest[19]
-    except (OSError, IndexError):
-        return None
 
 
 def start_time(pid: int) -> str | None:

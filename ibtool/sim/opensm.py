@@ -50,11 +50,8 @@ def plan_engines(net: Path) -> list[str] | None:
         text = conf.read_text()
     except (OSError, UnicodeDecodeError):
         return None
-    for line in text.splitlines():
-        parts = line.split(None, 1)
-        if len(parts) == 2 and parts[0] == "routing_engine":
-            return parse_engines(parts[1])
-    return None
+    spec = opensm_options.read(text).get("routing_engine")
+    return parse_engines(spec) if spec is not None else None
 
 
 _TIME = re.compile(r"^\w{3} [ \d]\d (\d\d):(\d\d):(\d\d) (\d{6})")

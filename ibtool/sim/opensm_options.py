@@ -229,6 +229,20 @@ def parse_line(raw: str) -> tuple[str, str] | None:
     return key, value
 
 
+def read(text: str) -> dict[str, str]:
+    """An opensm.conf's options as OpenSM takes them: its parser (osm_subn_parse_conf_file)
+    sets a key anew at every line that names it, so a repeated key's last line wins (OpenSM
+    3.3.23 logs each "Loading Cached Option" and dumps the last with `opensm -F conf -c out`).
+    Keys in the order of the line each value came from."""
+    out: dict[str, str] = {}
+    for raw in text.splitlines():
+        kv = parse_line(raw)
+        if kv:
+            out.pop(kv[0], None)
+            out[kv[0]] = kv[1]
+    return out
+
+
 def check_text(text: str, path: str) -> None:
     """Every line of an opensm.conf (a plan's, a user's --opensm-config), with file:line."""
     for ln, raw in enumerate(text.splitlines(), 1):

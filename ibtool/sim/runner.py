@@ -24,7 +24,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ibtool import children
+from ibtool import children, rundir
 from ibtool.errors import EnvironmentProblem, InputError, Interrupted
 from ibtool.fabric import Fabric
 from ibtool.formats import atomic_write, ibnetdiscover, output_dir
@@ -216,11 +216,11 @@ def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> di
                 _opensm_exited_early(summary, err, log, opts.opensm_args)
             if opts.discover:
                 say("discovering: ibnetdiscover, dump_fts")
-                timings["ibnetdiscover_s"] = round(sim.client(["ibnetdiscover"], out / "ibnetdiscover.out",
+                timings["ibnetdiscover_s"] = round(sim.client(["ibnetdiscover"], out / rundir.FABRIC,
                                                               opts.timeout), 3)
-                timings["dump_fts_s"] = round(sim.client(["dump_fts"], out / "dump_fts.out", opts.timeout), 3)
+                timings["dump_fts_s"] = round(sim.client(["dump_fts"], out / rundir.LFTS, opts.timeout), 3)
                 t0 = time.monotonic()
-                top = complete_top_lid(sim, out / "dump_fts.out", ibnetdiscover.read(out / "ibnetdiscover.out"),
+                top = complete_top_lid(sim, out / rundir.LFTS, ibnetdiscover.read(out / rundir.FABRIC),
                                        opts.timeout, say)
                 if top:
                     summary["dump_fts_top_lid"] = top
@@ -229,7 +229,7 @@ def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> di
                 say("reading every HCA pair's PathRecord from the SA: the SL of each path")
                 t0 = time.monotonic()
                 summary["path_sls"] = path_sls(sim, out / "saquery-paths.out",
-                                               ibnetdiscover.read(out / "ibnetdiscover.out"), opts.timeout, progress=say)
+                                               ibnetdiscover.read(out / rundir.FABRIC), opts.timeout, progress=say)
                 timings["path_sls_s"] = round(time.monotonic() - t0, 3)
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: whatever the log said, this run did not finish
         summary["interrupted"] = True
@@ -325,13 +325,21 @@ def _raise_interrupt(signum, frame):
     raise Interrupted(signum)
 
 
-def _start_time(pid: int) -> str | None:
-    """The kernel's start time of `pid` (field 22 of /proc/PID/stat): a pid with it is that process."""
+def _stat(pid: int) -> tuple[str, str] | None:
+    """(state, start time) of `pid` from /proc/PID/stat, or None when there is no such process."""
     try:
         with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[19]
+            rest = fh.read().rsplit(")", 1)[1].split()
+        return rest[0], rest[19]
     except (OSError, IndexError):
         return None
+
+
+def _start_time(pid: int) -> str | None:
+    """The kernel's start time of `pid` (field 22 of /proc/PID/stat): a pid with it is that process.
+    None for a zombie too: a killed detached ibsim stays one until init reaps it, and it is dead."""
+    st = _stat(pid)
+    return st[1] if st is not None and st[0] not in ("Z", "X") else None
 
 
 def _claim(work: Path) -> None:

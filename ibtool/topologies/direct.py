@@ -36,11 +36,11 @@ from itertools import product
 
 from ibtool.errors import InputError
 from ibtool.fabric import Fabric
-from ibtool.topologies import Param, topology
+from ibtool.topologies import Param, need_ports, radix_param, topology
 
 PAPER = "paper 004 (Skywalk), section III-A"
-RADIX = Param("radix", int, 64, "ports per switch (QM9700: 64; SB7800/QM8700: 36)")
-HCAS = Param("hcas_per_switch", int, 1, "HCAs attached to each switch")
+RADIX = radix_param(64, "ports per switch (QM9700: 64; SB7800/QM8700: 36)")
+HCAS = Param("hcas_per_switch", int, 1, "HCAs attached to each switch", low=0)
 MAX_SWITCHES = 1 << 16
 
 
@@ -50,20 +50,9 @@ def floor_grid(c: int) -> tuple[int, int]:
     return x, -(-c // x)
 
 
-def positive(**values: int) -> None:
-    for name, (value, low) in values.items():
-        if value < low:
-            raise InputError(f"--{name.replace('_', '-')} must be >= {low}, got {value}")
-
-
-def check_radix(radix: int, degree: int, h: int, what: str) -> None:
-    """Refuse a switch that needs more ports than it has, before anything is built."""
-    positive(radix=(radix, 2), hcas_per_switch=(h, 0))
-    if radix > 254:
-        raise InputError(f"--radix must be <= 254 (InfiniBand switches have at most 254 ports), got {radix}")
-    if degree + h > radix:
-        raise InputError(f"{what} needs {degree + h} ports ({h} HCA + degree {degree}) but the switch radix is "
-                         f"{radix}; use a larger --radix or fewer --hcas-per-switch")
+def need_degree(what: str, degree: int, h: int, radix: int) -> None:
+    """Refuse a switch of `degree` switch links and h HCAs that needs more ports than it has."""
+    need_ports(what, degree + h, f"{h} HCA + degree {degree}", radix, "; use a larger --radix or fewer --hcas-per-switch")
 
 
 def new_fabric(name: str, params: dict, names: list[str], cabinet: list[int], slot: list[int], radix: int,
@@ -92,7 +81,6 @@ def _dims(z: int, c: int, n: int, dims: str) -> list[int]:
         return ks
     if z < 1 or c < 1:
         raise InputError("give --z and --c (first dimension z, the others c^(1/(n-1))), or --dims")
-    positive(n=(n, 2))
     k = round(c ** (1 / (n - 1)))
     if k ** (n - 1) != c:
         raise InputError(f"--c {c} is not a perfect ({n - 1})th power: the paper's torus needs c = k^(n-1) "
@@ -109,7 +97,7 @@ def _cube(kind: str, z: int, c: int, n: int, dims: str, hcas_per_switch: int, ra
         raise InputError(f"--dims {'x'.join(map(str, ks))}: a {kind} of one switch has no links")
     wrap = kind == "torus"
     degree = sum(2 if wrap and k > 2 else min(2, k - 1) for k in ks)
-    check_radix(radix, degree, hcas_per_switch, f"{kind} switch S[{','.join('0' * len(ks))}]")
+    need_degree(f"{kind} switch S[{','.join('0' * len(ks))}]", degree, hcas_per_switch, radix)
     h = hcas_per_switch
     # index = x0 + k0*x1 + ..., x0 fastest: product() varies the last element fastest, so reverse
     coords = [tuple(reversed(t)) for t in product(*(range(k) for k in reversed(ks)))]
@@ -117,7 +105,7 @@ def _cube(kind: str, z: int, c: int, n: int, dims: str, hcas_per_switch: int, ra
     names = [f"S[{','.join(map(str, t))}]" for t in coords]
     shape = "x".join(map(str, ks))
     ncab = -(-total // ks[0])
-    params = {"topology": kind, "dims": ks, "cabinets": ncab, "grid": list(floor_grid(ncab)),
+    params = {"dims": ks, "cabinets": ncab, "grid": list(floor_grid(ncab)),
               "hcas_per_switch": h, "radix": radix}
     f = new_fabric(f"{kind}-{shape}", params, names, [i // ks[0] for i in range(total)],
                    [t[0] for t in coords], radix, h, [{"coords": t} for t in coords])
@@ -132,9 +120,9 @@ def _cube(kind: str, z: int, c: int, n: int, dims: str, hcas_per_switch: int, ra
 
 
 _CUBE_PARAMS = [
-    Param("z", int, 0, "size of the first dimension (switches per cabinet)"),
-    Param("c", int, 0, "cabinets; the other n-1 dimensions are c^(1/(n-1)) each"),
-    Param("n", int, 3, "dimensions"),
+    Param("z", int, 0, "size of the first dimension (switches per cabinet)", low=0),
+    Param("c", int, 0, "cabinets; the other n-1 dimensions are c^(1/(n-1)) each", low=0),
+    Param("n", int, 3, "dimensions", low=2),
     Param("dims", str, "", "explicit sizes instead of z/c/n, e.g. 4x4 or 3x5x7"),
     HCAS, RADIX,
 ]
@@ -181,19 +169,18 @@ def torus_conf(f: Fabric) -> list:
 
 @topology("hypercube", summary="binary hypercube of N = 2^d switches, placed sequentially in c cabinets",
           reference=PAPER, example="ibtool topo hypercube --N 2048 --c 256 --out hypercube",
-          engine="dfsssp", layout="cabinet-aware", params=[Param("N", int, None, "switches (a power of 2)"),
-                                   Param("c", int, None, "cabinets"), HCAS, RADIX])
+          engine="dfsssp", layout="cabinet-aware", params=[Param("N", int, None, "switches (a power of 2)", low=2),
+                                   Param("c", int, None, "cabinets", low=1), HCAS, RADIX])
 def hypercube(n: int, c: int, hcas_per_switch: int = 1, radix: int = 64) -> Fabric:
-    positive(N=(n, 2), c=(c, 1))
     if n & (n - 1) or n > MAX_SWITCHES:
         raise InputError(f"--N {n}: a hypercube needs a power of 2 switches (2..{MAX_SWITCHES})")
     if c > n:
         raise InputError(f"--c {c}: more cabinets than the {n} switches")
     d = n.bit_length() - 1
-    check_radix(radix, d, hcas_per_switch, "hypercube switch S[0]")
+    need_degree("hypercube switch S[0]", d, hcas_per_switch, radix)
     z = -(-n // c)
     h = hcas_per_switch
-    params = {"topology": "hypercube", "N": n, "degree": d, "cabinets": c, "z": z, "grid": list(floor_grid(c)),
+    params = {"N": n, "degree": d, "cabinets": c, "z": z, "grid": list(floor_grid(c)),
               "hcas_per_switch": h, "radix": radix}
     f = new_fabric(f"hypercube-{n}", params, [f"S[{i}]" for i in range(n)], [i // z for i in range(n)],
                    [i % z for i in range(n)], radix, h, [{"coords": (i,)} for i in range(n)])
@@ -205,13 +192,12 @@ def hypercube(n: int, c: int, hcas_per_switch: int = 1, radix: int = 64) -> Fabr
 
 
 def _cabinets(kind: str, z: int, c: int, h: int, radix: int, degree: int) -> Fabric:
-    positive(z=(z, 1), c=(c, 1))
     if z * c > MAX_SWITCHES:
         raise InputError(f"--z {z} x --c {c} = {z * c} switches is beyond what ibtool builds ({MAX_SWITCHES})")
-    check_radix(radix, degree, h, f"{kind} switch S[0,0]")
+    need_degree(f"{kind} switch S[0,0]", degree, h, radix)
     x, y = floor_grid(c)
     names = [f"S[{k},{s}]" for k in range(c) for s in range(z)]
-    params = {"topology": kind, "z": z, "cabinets": c, "grid": [x, y], "degree": degree,
+    params = {"z": z, "cabinets": c, "grid": [x, y], "degree": degree,
               "hcas_per_switch": h, "radix": radix}
     f = new_fabric(f"{kind}-z{z}-c{c}", params, names, [i // z for i in range(z * c)],
                    [i % z for i in range(z * c)], radix, h)
@@ -225,10 +211,9 @@ def _cabinets(kind: str, z: int, c: int, h: int, radix: int, degree: int) -> Fab
 @topology("dragonfly", summary="fully connected Dragonfly: cabinet = group, all groups joined pairwise",
           reference=PAPER + "; Kim et al., ISCA 2008",
           example="ibtool topo dragonfly --z 8 --c 256 --out dragonfly   # degree 39",
-          engine="dfsssp", layout="cabinet-aware", params=[Param("z", int, None, "switches per cabinet (group)"),
-                                   Param("c", int, None, "cabinets (groups)"), HCAS, RADIX])
+          engine="dfsssp", layout="cabinet-aware", params=[Param("z", int, None, "switches per cabinet (group)", low=1),
+                                   Param("c", int, None, "cabinets (groups)", low=1), HCAS, RADIX])
 def dragonfly(z: int, c: int, hcas_per_switch: int = 1, radix: int = 64) -> Fabric:
-    positive(z=(z, 1), c=(c, 1))
     degree = z - 1 + -(-(c - 1) // z)
     f = _cabinets("dragonfly", z, c, hcas_per_switch, radix, degree)
     nxt = [0] * c  # each cabinet's next endpoint slot
@@ -243,10 +228,9 @@ def dragonfly(z: int, c: int, hcas_per_switch: int = 1, radix: int = 64) -> Fabr
 @topology("hyperx", summary="HyperX on the cabinet grid: cabinet, row and column each fully connected",
           reference=PAPER + "; Ahn et al., SC 2009",
           example="ibtool topo hyperx --z 8 --c 256 --out hyperx   # degree 37",
-          engine="dfsssp", layout="cabinet-aware", params=[Param("z", int, None, "switches per cabinet"),
-                                   Param("c", int, None, "cabinets (must fill the x*y grid)"), HCAS, RADIX])
+          engine="dfsssp", layout="cabinet-aware", params=[Param("z", int, None, "switches per cabinet", low=1),
+                                   Param("c", int, None, "cabinets (must fill the x*y grid)", low=1), HCAS, RADIX])
 def hyperx(z: int, c: int, hcas_per_switch: int = 1, radix: int = 64) -> Fabric:
-    positive(z=(z, 1), c=(c, 1))
     x, y = floor_grid(c)
     if x * y != c:
         raise InputError(f"--c {c}: HyperX needs a full grid of cabinets, but {c} cabinets on the "

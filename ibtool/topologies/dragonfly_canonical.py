@@ -23,9 +23,9 @@ from __future__ import annotations
 
 from ibtool.errors import InputError
 from ibtool.fabric import Fabric
-from ibtool.topologies import Param, qos_on, topology
+from ibtool.topologies import Param, qos_on, radix_param, topology
 from ibtool.topologies import figure as row
-from ibtool.topologies.direct import MAX_SWITCHES, check_radix, floor_grid, new_fabric, positive
+from ibtool.topologies.direct import MAX_SWITCHES, floor_grid, need_degree, new_fabric
 
 
 def group_of_channel(G: int, c: int) -> int:
@@ -79,25 +79,24 @@ def figures(params: dict) -> dict:
     engine="dfsssp", layout="cabinet-aware", engine_files=qos_on,
     figures=figures,
     params=[
-        Param("a", int, None, "routers per group (fully connected)"),
-        Param("p", int, None, "endpoints (HCAs) per router"),
-        Param("h", int, None, "global links per router"),
-        Param("g", int, 0, "groups (0: a*h + 1, the most; every pair of groups joined once)"),
-        Param("radix", int, 64, "ports per router switch; p + a - 1 + h must fit"),
+        Param("a", int, None, "routers per group (fully connected)", low=1),
+        Param("p", int, None, "endpoints (HCAs) per router", low=0),
+        Param("h", int, None, "global links per router", low=1),
+        Param("g", int, 0, "groups (0: a*h + 1, the most; every pair of groups joined once)", low=0),
+        radix_param(64, "ports per router switch; p + a - 1 + h must fit"),
     ],
 )
 def dragonfly_canonical(a: int, p: int, h: int, g: int = 0, radix: int = 64) -> Fabric:
-    positive(a=(a, 1), p=(p, 0), h=(h, 1), g=(g, 0))
     top = a * h + 1
     g = g or top
     if g < 2 or g > top:
         raise InputError(f"--g {g}: between 2 and a*h + 1 = {top} groups (each pair of groups one global link)")
     if a * g > MAX_SWITCHES:
         raise InputError(f"--a {a} x {g} groups = {a * g} routers is beyond what ibtool builds ({MAX_SWITCHES})")
-    check_radix(radix, a - 1 + h, p, "dragonfly router R[0,0]")
+    need_degree("dragonfly router R[0,0]", a - 1 + h, p, radix)
     cf = closed_forms(a, p, h, g)
     names = [f"R[{G},{r}]" for G in range(g) for r in range(a)]
-    params = {"topology": "dragonfly-canonical", "a": a, "p": p, "h": h, "g": g, "network_radix": a - 1 + h,
+    params = {"a": a, "p": p, "h": h, "g": g, "network_radix": a - 1 + h,
               "hcas_per_switch": p, "radix": radix, "cabinets": g, "grid": list(floor_grid(g)),
               "arrangement": "consecutive (BookSim's): group G's channel c = r h + j leads to group c (c < G) or c + 1"}
     f = new_fabric(f"dragonfly-canonical-a{a}-p{p}-h{h}-g{g}", params, names, [i // a for i in range(a * g)],

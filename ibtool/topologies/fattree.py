@@ -26,13 +26,9 @@ from __future__ import annotations
 import math
 from itertools import product
 
-import numpy as np
-
 from ibtool.errors import InputError
-from ibtool.fabric import CA, SWITCH, Fabric, switch_stages
-from ibtool.layout.model import FLOOR
-from ibtool.layout.policies import POLICIES, Placement, attached_switch, policy
-from ibtool.topologies import EngineFile, Param, guid_list, topology
+from ibtool.fabric import Fabric
+from ibtool.topologies import EngineFile, Param, check_radix, guid_list, need_ports, radix_param, topology
 from ibtool.topologies import figure as row
 
 
@@ -40,26 +36,9 @@ def name(prefix: str, *parts) -> str:
     return f"{prefix}[{','.join(str(p) for p in parts)}]"
 
 
-def check_range(**values) -> None:
-    """values: option -> (value, lowest allowed)."""
-    for opt, (value, low) in values.items():
-        if value < low:
-            raise InputError(f"--{opt.replace('_', '-')} must be >= {low}, got {value}")
-
-
 def check_size(what: str, count: float, limit: float = 10_000_000) -> None:
     if count > limit:
         raise InputError(f"{what} is beyond what ibtool builds ({limit:,.0f} nodes)")
-
-
-def check_radix(radix: int) -> None:
-    if not 2 <= radix <= 254:
-        raise InputError(f"--radix must be in 2..254 (InfiniBand switches have at most 254 ports), got {radix}")
-
-
-def need_ports(device: str, need: int, detail: str, radix: int, hint: str = "") -> None:
-    if need > radix:
-        raise InputError(f"{device} needs {need} ports ({detail}) but the switch radix is {radix}{hint}")
 
 
 def tree_levels(f: Fabric, k: int, n: int, levels, radix: int, prefix: tuple = (), labels: dict | None = None):
@@ -127,17 +106,16 @@ def figures(params: dict) -> dict:
     summary="k-ary n-tree fat tree (switches <L,w>, k^n nodes, n*k^(n-1) switches)",
     reference="Petrini & Vanneschi 1997; paper 001 section II.B",
     example="ibtool topo fattree --k 4 --n 3 --out ft   # 64 HCAs, 48 switches, routed by ftree",
-    engine="ftree",
+    engine="ftree", layout="tree-stages",
     engine_files=tree_engine_files, figures=figures,
     params=[
-        Param("k", int, None, "arity: children and parents per switch (k >= 2)"),
-        Param("n", int, None, "levels of switches (n >= 1)"),
-        Param("hcas_per_leaf", int, 0, "HCAs per leaf switch (0 = k, the k-ary n-tree's own)"),
-        Param("radix", int, 0, "ports per switch (0 = 2k, the smallest that fits)"),
+        Param("k", int, None, "arity: children and parents per switch (k >= 2)", low=2),
+        Param("n", int, None, "levels of switches (n >= 1)", low=1),
+        Param("hcas_per_leaf", int, 0, "HCAs per leaf switch (0 = k, the k-ary n-tree's own)", low=0),
+        radix_param(0, "ports per switch (0 = 2k, the smallest that fits)", low=0),
     ],
 )
 def fattree(k: int, n: int, hcas_per_leaf: int = 0, radix: int = 0) -> Fabric:
-    check_range(k=(k, 2), n=(n, 1), hcas_per_leaf=(hcas_per_leaf, 0), radix=(radix, 0))
     h = hcas_per_leaf or k
     radix = radix or max(2 * k, h + (k if n > 1 else 0))
     check_radix(radix)
@@ -148,7 +126,7 @@ def fattree(k: int, n: int, hcas_per_leaf: int = 0, radix: int = 0) -> Fabric:
     if n > 2:
         need_ports("switch " + name("S", 1, *[0] * (n - 1)), 2 * k, f"{k} down + {k} up-links", radix)
     f = Fabric(f"fattree-k{k}-n{n}")
-    f.params = {"topology": "fattree", "k": k, "n": n, "hcas_per_leaf": h, "radix": radix}
+    f.params = {"k": k, "n": n, "hcas_per_leaf": h, "radix": radix}
     sw = tree_levels(f, k, n, range(n), radix)
     for (L, w), s in sw.items():
         if L == n - 1:
@@ -169,26 +147,24 @@ def fattree(k: int, n: int, hcas_per_leaf: int = 0, radix: int = 0) -> Fabric:
     summary="2- or 3-level folded Clos (leaf/spine[/core]) from leaf count, HCAs and uplinks per leaf",
     reference="the leaf-spine fat tree of most clusters (Leiserson 1985; Al-Fares et al. 2008)",
     example="ibtool topo clos --leaves 8 --hcas-per-leaf 18 --uplinks 18 --radix 36 --out clos",
-    engine="ftree",
+    engine="ftree", layout="tree-stages",
     engine_files=tree_engine_files,
     params=[
-        Param("leaves", int, None, "leaf switches (>= 1)"),
-        Param("hcas_per_leaf", int, None, "HCAs (downlinks) per leaf (>= 1)"),
-        Param("uplinks", int, None, "uplinks per leaf: one to each spine of its pod (>= 1)"),
+        Param("leaves", int, None, "leaf switches (>= 1)", low=1),
+        Param("hcas_per_leaf", int, None, "HCAs (downlinks) per leaf (>= 1)", low=1),
+        Param("uplinks", int, None, "uplinks per leaf: one to each spine of its pod (>= 1)", low=1),
         Param("levels", int, 2, "2 (leaf-spine) or 3 (pods of radix/2 leaves under a core)"),
-        Param("radix", int, 36, "ports per switch"),
+        radix_param(36, "ports per switch"),
     ],
 )
 def clos(leaves: int, hcas_per_leaf: int, uplinks: int, levels: int = 2, radix: int = 36) -> Fabric:
-    check_range(leaves=(leaves, 1), hcas_per_leaf=(hcas_per_leaf, 1), uplinks=(uplinks, 1))
-    check_radix(radix)
     if levels not in (2, 3):
         raise InputError(f"--levels must be 2 or 3, got {levels}")
     check_size(f"{leaves} leaves x {hcas_per_leaf} HCAs", leaves * hcas_per_leaf)
     D, U = hcas_per_leaf, uplinks
     need_ports("leaf L[0]", D + U, f"{D} HCAs + {U} uplinks", radix)
     f = Fabric(f"clos{levels}-l{leaves}-d{D}-u{U}")
-    f.params = {"topology": "clos", "leaves": leaves, "hcas_per_leaf": D, "uplinks": U, "levels": levels,
+    f.params = {"leaves": leaves, "hcas_per_leaf": D, "uplinks": U, "levels": levels,
                 "radix": radix}
     if levels == 2:
         need_ports("spine P[0]", leaves, f"one link from each of {leaves} leaves", radix, "; use --levels 3")
@@ -220,37 +196,3 @@ def clos(leaves: int, hcas_per_leaf: int, uplinks: int, levels: int = 2, radix: 
                 for c, core in enumerate(cores[s]):
                     f.add_link(sp, core, P + 1 + c, p + 1)
     return f
-
-
-stages = switch_stages  # plans read back from a file carry no labels: stages from the wiring alone
-
-
-@policy("tree-stages", site=POLICIES["switch-rack"].site,
-        summary="trees: switch racks by stage (leaf stage first, each stage from a new rack, front then "
-                "back), nodes in node racks in the order of their leaf switches",
-        families=("fattree", "clos", "sft", "mikant", "kantc", "mikantc"))
-def tree_stages(f: Fabric, site) -> Placement:
-    n = f.num_nodes
-    cab, u, side = np.full(n, FLOOR), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int8)
-    st = stages(f)
-    per_face = site.usable_u // site.switch_u
-    c = -1
-    for s_ in sorted(set(st.values())):
-        row = sorted(i for i, x in st.items() if x == s_)
-        for j, s in enumerate(row):
-            rack, rest = divmod(j, 2 * per_face)
-            face, slot = divmod(rest, per_face)
-            cab[s], u[s], side[s] = c + 1 + rack, site.cabinet_u - (slot + 1) * site.switch_u + 1, face
-        c += -(-len(row) // (2 * per_face))
-    nsw = c + 1
-    per_rack = site.usable_u // site.hca_u
-    if site.hcas_per_cabinet:
-        per_rack = min(per_rack, site.hcas_per_cabinet)
-    att = attached_switch(f)
-    hcas = sorted((i for i in range(n) if f.types[i] == CA),
-                  key=lambda h: (st.get(int(att[h]), 0), int(att[h]), h))
-    for j, h in enumerate(hcas):
-        r, slot = divmod(j, per_rack)
-        cab[h], u[h] = nsw + r, site.reserved_u + 1 + slot * site.hca_u
-    nnode = -(-len(hcas) // per_rack) if hcas else 0
-    return Placement(cab, u, side, ["switch"] * nsw + ["node"] * nnode)

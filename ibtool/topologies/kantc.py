@@ -50,17 +50,9 @@ from itertools import product
 
 from ibtool.errors import InputError
 from ibtool.fabric import Fabric
-from ibtool.topologies import EngineFile, Param, guid_list, topology
+from ibtool.topologies import EngineFile, Param, check_radix, guid_list, need_ports, radix_param, topology
 from ibtool.topologies import figure as row
-from ibtool.topologies.fattree import (
-    check_radix,
-    check_range,
-    link_up,
-    name,
-    need_ports,
-    p_kant,
-    tree_counts,
-)
+from ibtool.topologies.fattree import link_up, name, p_kant, tree_counts
 
 
 def intermediates(k: int) -> list[int]:
@@ -86,7 +78,6 @@ def root_files(f: Fabric) -> list[EngineFile]:
 
 
 def _build(family: str, k: int, n: int, radix: int, mirrored: bool, cubes: bool) -> Fabric:
-    check_range(k=(k, 2), n=(n, 2), radix=(radix, 0))
     radix = radix or 2 * k
     check_radix(radix)
     groups = (0, 1) if mirrored else (0,)
@@ -98,7 +89,7 @@ def _build(family: str, k: int, n: int, radix: int, mirrored: bool, cubes: bool)
                2 * k, f"{k} {'cube' if cubes else 'HCA'} + {k} up-links", radix)
     top = n - 2 if mirrored else n - 1
     f = Fabric(f"{family}-k{k}-n{n}")
-    f.params = {"topology": family, "k": k, "n": n, "radix": radix, "root_level": top}
+    f.params = {"k": k, "n": n, "radix": radix, "root_level": top}
     I = intermediates(k)
     for G in groups:
         gp = (G,) if mirrored else ()
@@ -260,28 +251,28 @@ def figures(params: dict) -> dict:
 
 
 
+_PARAMS = [Param("k", int, None, "arity of the tree and dimension of the cubes (k >= 2); switch radix 2k", low=2),
+           Param("n", int, None, "levels of the k-ary n-tree (n >= 2)", low=2),
+           radix_param(0, "ports per switch (0 = 2k, the paper's radix)", low=0)]
+_FAMILY = dict(engine="updn", engine_files=root_files, params=_PARAMS, figures=figures, layout="tree-stages")
+
+
+@topology("mikant", summary="mirrored k-ary n-tree MiKANT(k,n): two (n-1)-level trees joined at the top",
+          reference="paper 001 section II.B (Li & Chu 2018)",
+          example="ibtool topo mikant --k 3 --n 3 --out mikant   # 54 HCAs, 36 switches, 135 links", **_FAMILY)
 def mikant(k: int, n: int, radix: int = 0) -> Fabric:
     return _build("mikant", k, n, radix, mirrored=True, cubes=False)
 
 
+@topology("kantc", summary="k-ary n-tree k-cube KANTC(k,n): tree leaves replaced by k-cubes",
+          reference="paper 001 section III.A, Theorems 1-5",
+          example="ibtool topo kantc --k 3 --n 3 --out kantc   # 45 HCAs, 42 switches", **_FAMILY)
 def kantc(k: int, n: int, radix: int = 0) -> Fabric:
     return _build("kantc", k, n, radix, mirrored=False, cubes=True)
 
 
+@topology("mikantc", summary="mirrored k-ary n-tree k-cube MiKANTC(k,n): MiKANT with k-cube leaves",
+          reference="paper 001 section III.B, Theorems 6-10",
+          example="ibtool topo mikantc --k 3 --n 3 --out mikantc   # 90 HCAs, 66 switches", **_FAMILY)
 def mikantc(k: int, n: int, radix: int = 0) -> Fabric:
     return _build("mikantc", k, n, radix, mirrored=True, cubes=True)
-
-
-_PARAMS = [Param("k", int, None, "arity of the tree and dimension of the cubes (k >= 2); switch radix 2k"),
-           Param("n", int, None, "levels of the k-ary n-tree (n >= 2)"),
-           Param("radix", int, 0, "ports per switch (0 = 2k, the paper's radix)")]
-for _fn, _summary, _reference, _example in [
-    (mikant, "mirrored k-ary n-tree MiKANT(k,n): two (n-1)-level trees joined at the top",
-     "paper 001 section II.B (Li & Chu 2018)", "--k 3 --n 3 --out mikant   # 54 HCAs, 36 switches, 135 links"),
-    (kantc, "k-ary n-tree k-cube KANTC(k,n): tree leaves replaced by k-cubes",
-     "paper 001 section III.A, Theorems 1-5", "--k 3 --n 3 --out kantc   # 45 HCAs, 42 switches"),
-    (mikantc, "mirrored k-ary n-tree k-cube MiKANTC(k,n): MiKANT with k-cube leaves",
-     "paper 001 section III.B, Theorems 6-10", "--k 3 --n 3 --out mikantc   # 90 HCAs, 66 switches"),
-]:
-    topology(_fn.__name__, summary=_summary, reference=_reference, example=f"ibtool topo {_fn.__name__} {_example}",
-             engine="updn", engine_files=root_files, params=_PARAMS, figures=figures)(_fn)

@@ -26,7 +26,7 @@ from itertools import product
 
 from ibtool.errors import InputError
 from ibtool.fabric import Fabric
-from ibtool.topologies import EngineFile, Param, topology
+from ibtool.topologies import EngineFile, Param, radix_param, topology
 
 
 def kns_engine_files(f: Fabric) -> list[EngineFile]:
@@ -53,23 +53,18 @@ def tree_arity(k: int, s: int) -> int:
     example="ibtool topo kns --k 6 --n 2 --radix 8 --out cellia   # CELLIA: 36 HCAs, 36 routers + 12 switches",
     engine="hdor,minhop",
     engine_files=kns_engine_files,
+    layout="switch-rack",  # every switch in switch racks, as CELLIA was built (paper 000)
     params=[
-        Param("k", int, None, "routers per dimension (k >= 2)"),
-        Param("n", int, None, "dimensions (n >= 1)"),
-        Param("s", int, 1, "stages of each dimension's indirect network (1 = a single switch)"),
-        Param("hcas_per_router", int, 1, "HCAs attached to each router"),
-        Param("multiplicity", int, 1, "parallel links between a router and each indirect network"),
-        Param("radix", int, 36, "ports per switch (IS5022 in CELLIA: 8; SB7800/QM8700: 36; QM9700: 64)"),
+        Param("k", int, None, "routers per dimension (k >= 2)", low=2),
+        Param("n", int, None, "dimensions (n >= 1)", low=1),
+        Param("s", int, 1, "stages of each dimension's indirect network (1 = a single switch)", low=1),
+        Param("hcas_per_router", int, 1, "HCAs attached to each router", low=1),
+        Param("multiplicity", int, 1, "parallel links between a router and each indirect network", low=1),
+        radix_param(36, "ports per switch (IS5022 in CELLIA: 8; SB7800/QM8700: 36; QM9700: 64)"),
     ],
 )
 def kns(k: int, n: int, s: int = 1, hcas_per_router: int = 1, multiplicity: int = 1,
         radix: int = 36) -> Fabric:
-    for name, value, low in (("k", k, 2), ("n", n, 1), ("s", s, 1), ("hcas-per-router", hcas_per_router, 1),
-                             ("multiplicity", multiplicity, 1), ("radix", radix, 2)):
-        if value < low:
-            raise InputError(f"--{name} must be >= {low}, got {value}")
-    if radix > 254:
-        raise InputError(f"--radix must be <= 254 (InfiniBand switches have at most 254 ports), got {radix}")
     if n * math.log10(k) > 7:  # without computing k**n, which for absurd n would not finish
         raise InputError(f"k^n = {k}^{n} routers is beyond what ibtool builds (10,000,000)")
     h, m = hcas_per_router, multiplicity
@@ -95,7 +90,7 @@ def kns(k: int, n: int, s: int = 1, hcas_per_router: int = 1, multiplicity: int 
                              f"({a} routers x {m} links + {a} up-links) but the switch radix is {radix}")
 
     f = Fabric(f"kns-k{k}-n{n}-s{s}")
-    f.params = {"topology": "kns", "k": k, "n": n, "s": s, "hcas_per_router": h, "multiplicity": m,
+    f.params = {"k": k, "n": n, "s": s, "hcas_per_router": h, "multiplicity": m,
                 "radix": radix}
 
     # Routers and their HCAs, in row-major order of [r_{n-1},...,r_0].

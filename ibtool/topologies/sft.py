@@ -26,8 +26,8 @@ from __future__ import annotations
 
 from ibtool.errors import InputError
 from ibtool.fabric import Fabric
-from ibtool.topologies import Param, topology
-from ibtool.topologies.fattree import check_radix, check_range, name, need_ports, tree_engine_files
+from ibtool.topologies import Param, check_radix, need_ports, radix_param, topology
+from ibtool.topologies.fattree import name, tree_engine_files
 
 PRESETS = {
     "cellia": dict(groups=3, leaves=3, hcas_per_leaf=5, middle=3, top_per_plane=1, top_links=2, radix=8),
@@ -40,17 +40,19 @@ PRESETS = {
     summary="3-stage slimmed fat tree (fewer top switches, parallel top links); --preset cellia|cellia36",
     reference="paper 000, section 4 and Fig. 8 (the 45-node SFT of CELLIA)",
     example="ibtool topo sft --preset cellia36 --out sft   # 36 HCAs, 21 switches, 8-port",
-    engine="ftree",
+    engine="ftree", layout="tree-stages",
     engine_files=tree_engine_files,
     params=[
         Param("preset", str, "", "cellia (45 nodes) or cellia36 (36 nodes); other options then must stay unset"),
-        Param("groups", int, 0, "groups of leaves"),
-        Param("leaves", int, 0, "leaf switches per group"),
-        Param("hcas_per_leaf", int, 0, "HCAs per leaf"),
-        Param("middle", int, 0, "stage-2 switches per group (each leaf links once to each)"),
-        Param("top_per_plane", int, 0, "top switches per plane (plane m: the m-th middle switch of every group; 0 = 1)"),
-        Param("top_links", int, 0, "parallel links from a middle switch to each top switch of its plane (0 = 1)"),
-        Param("radix", int, 0, "ports per switch (0 = 36; the presets: 8)"),
+        Param("groups", int, 0, "groups of leaves", low=0),
+        Param("leaves", int, 0, "leaf switches per group", low=0),
+        Param("hcas_per_leaf", int, 0, "HCAs per leaf", low=0),
+        Param("middle", int, 0, "stage-2 switches per group (each leaf links once to each)", low=0),
+        Param("top_per_plane", int, 0, "top switches per plane (plane m: the m-th middle switch of every group; 0 = 1)",
+              low=0),
+        Param("top_links", int, 0, "parallel links from a middle switch to each top switch of its plane (0 = 1)",
+              low=0),
+        radix_param(0, "ports per switch (0 = 36; the presets: 8)", low=0),
     ],
 )
 def sft(preset: str = "", groups: int = 0, leaves: int = 0, hcas_per_leaf: int = 0, middle: int = 0,
@@ -69,9 +71,7 @@ def sft(preset: str = "", groups: int = 0, leaves: int = 0, hcas_per_leaf: int =
 
 def _build(preset: str, groups: int, leaves: int, hcas_per_leaf: int, middle: int, top_per_plane: int,
            top_links: int, radix: int) -> Fabric:
-    check_range(groups=(groups, 1), leaves=(leaves, 1), hcas_per_leaf=(hcas_per_leaf, 1), middle=(middle, 1),
-                top_per_plane=(top_per_plane, 1), top_links=(top_links, 1))
-    check_radix(radix)
+    check_radix(radix)  # the others are >= 1 here: declared >= 0, and 0 is refused or means 1
     G, E, h, M, T, P = groups, leaves, hcas_per_leaf, middle, top_per_plane, top_links
     if G * E * h > 10_000_000:
         raise InputError(f"{G * E * h:,} HCAs is beyond what ibtool builds (10,000,000)")
@@ -79,7 +79,7 @@ def _build(preset: str, groups: int, leaves: int, hcas_per_leaf: int, middle: in
     need_ports("middle M[0,0]", E + T * P, f"{E} leaves + {T} top switches x {P} links", radix)
     need_ports("top T[0,0]", G * P, f"{G} groups x {P} links", radix)
     f = Fabric(f"sft-{preset}" if preset else f"sft-g{G}-l{E}-h{h}-m{M}-t{T}-p{P}")
-    f.params = {"topology": "sft", "preset": preset or None, "groups": G, "leaves": E, "hcas_per_leaf": h,
+    f.params = {"preset": preset or None, "groups": G, "leaves": E, "hcas_per_leaf": h,
                 "middle": M, "top_per_plane": T, "top_links": P, "radix": radix}
     top = [[f.add_switch(name("T", m, t), radix, role="root", labels={"stage": 3, "plane": m, "index": t})
             for t in range(T)] for m in range(M)]

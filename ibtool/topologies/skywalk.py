@@ -46,15 +46,7 @@ import numpy as np
 from ibtool.errors import InputError
 from ibtool.fabric import Fabric
 from ibtool.topologies import Param, topology
-from ibtool.topologies.direct import (
-    HCAS,
-    MAX_SWITCHES,
-    RADIX,
-    check_radix,
-    floor_grid,
-    new_fabric,
-    positive,
-)
+from ibtool.topologies.direct import HCAS, MAX_SWITCHES, RADIX, floor_grid, need_degree, new_fabric
 
 INSTANCES = 10
 
@@ -143,10 +135,10 @@ def best_instance(n: int, seed: int, make, what: str, instances: int = INSTANCES
             "  ibtool topo skywalk --z 8 --c 256 --di 7 --do 4 --complete --out skywalk   # 59.07 km, the paper's numbers",
     engine="dfsssp", layout="cabinet-aware",
     params=[
-        Param("z", int, None, "switches per cabinet"),
-        Param("c", int, None, "cabinets"),
-        Param("di", int, None, "intra-cabinet links per switch (<= z-1)"),
-        Param("do", int, None, "inter-cabinet links per switch (straight first, then diagonal)"),
+        Param("z", int, None, "switches per cabinet", low=1),
+        Param("c", int, None, "cabinets", low=1),
+        Param("di", int, None, "intra-cabinet links per switch (<= z-1)", low=0),
+        Param("do", int, None, "inter-cabinet links per switch (straight first, then diagonal)", low=0),
         Param("ds", int, -1, "straight links per switch (default: min(do, d_smax))"),
         Param("dd", int, -1, "diagonal links per switch (default: do - ds)"),
         Param("seed", int, 1, "first of the 10 seeds tried"),
@@ -157,7 +149,6 @@ def best_instance(n: int, seed: int, make, what: str, instances: int = INSTANCES
 )
 def skywalk(z: int, c: int, di: int, do: int, ds: int = -1, dd: int = -1, seed: int = 1, complete: bool = False,
             hcas_per_switch: int = 1, radix: int = 64) -> Fabric:
-    positive(z=(z, 1), c=(c, 1), di=(di, 0), do=(do, 0))
     if z * c > MAX_SWITCHES:
         raise InputError(f"--z {z} x --c {c} = {z * c} switches is beyond what ibtool builds ({MAX_SWITCHES})")
     x, y = floor_grid(c)
@@ -177,7 +168,7 @@ def skywalk(z: int, c: int, di: int, do: int, ds: int = -1, dd: int = -1, seed: 
             extra = f" (straight-first gives ds={ds}, dd={dd})" if name == "dd" else ""
             raise InputError(f"--{name} {v} exceeds its bound {name[0]}_{name[1]}max = {rule} = {top} for z={z} "
                              f"on the {x} x {y} floor of c={c} cabinets{extra}")
-    check_radix(radix, di + ds + dd, hcas_per_switch, "skywalk switch S[0,0]")
+    need_degree("skywalk switch S[0,0]", di + ds + dd, hcas_per_switch, radix)
     row = [k // y for k in range(c)]
     col = [k % y for k in range(c)]
     # the cabinets of a cabinet's row and column (few: listed); diagonal ones (most: tested)
@@ -216,7 +207,7 @@ def skywalk(z: int, c: int, di: int, do: int, ds: int = -1, dd: int = -1, seed: 
     random_left = any(v > 0 and not full[k] for k, v in (("intra", di), ("straight", ds), ("diagonal", dd)))
     links, choice = best_instance(z * c, seed, make, f"skywalk z={z} c={c} di={di} do={do}",
                                   INSTANCES if random_left else 1)  # nothing random left: one instance
-    params = {"topology": "skywalk", "z": z, "cabinets": c, "grid": [x, y], "di": di, "do": do, "ds": ds, "dd": dd,
+    params = {"z": z, "cabinets": c, "grid": [x, y], "di": di, "do": do, "ds": ds, "dd": dd,
               "degree": di + do, "hcas_per_switch": hcas_per_switch, "radix": radix,
               **({"complete": [k for k, v in full.items() if v]} if complete else {}), **choice}
     return _build(f"skywalk-z{z}-c{c}-di{di}-do{do}" + ("-complete" if complete else ""), params, z, c,
@@ -229,22 +220,21 @@ def skywalk(z: int, c: int, di: int, do: int, ds: int = -1, dd: int = -1, seed: 
     reference="paper 004 (Skywalk), sections II-C, III-A; Koibuchi et al., ISCA 2012",
     example="ibtool topo random --N 2048 --d 11 --c 256 --seed 1 --out random",
     engine="dfsssp", layout="cabinet-aware",
-    params=[Param("N", int, None, "switches"), Param("d", int, None, "degree (rounds of the algorithm)"),
-            Param("c", int, None, "cabinets"), Param("seed", int, 1, "first of the 10 seeds tried"), HCAS, RADIX],
+    params=[Param("N", int, None, "switches", low=2), Param("d", int, None, "degree (rounds of the algorithm)", low=1),
+            Param("c", int, None, "cabinets", low=1), Param("seed", int, 1, "first of the 10 seeds tried"), HCAS, RADIX],
 )
 def random_topology(n: int, d: int, c: int, seed: int = 1, hcas_per_switch: int = 1, radix: int = 64) -> Fabric:
-    positive(N=(n, 2), d=(d, 1), c=(c, 1))
     if n > MAX_SWITCHES:
         raise InputError(f"--N {n} switches is beyond what ibtool builds ({MAX_SWITCHES})")
     if d > n - 1:
         raise InputError(f"--d {d} exceeds N-1 = {n - 1}, the most links a switch can have")
     if c > n:
         raise InputError(f"--c {c}: more cabinets than the {n} switches")
-    check_radix(radix, d, hcas_per_switch, "random switch S[0,0]")
+    need_degree("random switch S[0,0]", d, hcas_per_switch, radix)
     z = -(-n // c)
     links, choice = best_instance(n, seed, lambda rng: uniform_random(rng, n, d, [set() for _ in range(n)]),
                                   f"random N={n} d={d}")
-    params = {"topology": "random", "N": n, "d": d, "degree": d, "cabinets": -(-n // z), "z": z,
+    params = {"N": n, "d": d, "degree": d, "cabinets": -(-n // z), "z": z,
               "grid": list(floor_grid(-(-n // z))), "hcas_per_switch": hcas_per_switch, "radix": radix, **choice}
     return _build(f"random-N{n}-d{d}", params, z, -(-n // z), hcas_per_switch, radix, links, n)
 

@@ -36,9 +36,9 @@ import numpy as np
 
 from ibtool.errors import InputError
 from ibtool.fabric import Fabric
-from ibtool.topologies import Param, qos_on, topology
+from ibtool.topologies import Param, qos_on, radix_param, topology
 from ibtool.topologies import figure as row
-from ibtool.topologies.direct import MAX_SWITCHES, check_radix, floor_grid, new_fabric
+from ibtool.topologies.direct import MAX_SWITCHES, floor_grid, need_degree, new_fabric
 
 MAX_Q = math.isqrt(MAX_SWITCHES // 2)  # 2 q^2 routers
 
@@ -185,20 +185,18 @@ def figures(params: dict) -> dict:
     figures=figures,
     params=[
         Param("q", int, None, "a prime power (q = 4w + delta, delta in -1, 0, 1): 2q^2 routers"),
-        Param("hcas_per_router", int, 0, "endpoints per router p (0: ceil(k'/2), Besta & Hoefler's choice)"),
-        Param("radix", int, 64, "ports per router switch; k' + p must fit"),
+        Param("hcas_per_router", int, 0, "endpoints per router p (0: ceil(k'/2), Besta & Hoefler's choice)", low=0),
+        radix_param(64, "ports per router switch; k' + p must fit"),
     ],
 )
 def slimfly(q: int, hcas_per_router: int = 0, radix: int = 64) -> Fabric:
     if q < 3 or q > MAX_Q:
         raise InputError(f"--q {q}: ibtool builds Slim Fly for 3 <= q <= {MAX_Q} (2q^2 <= {MAX_SWITCHES} routers)")
-    if hcas_per_router < 0:
-        raise InputError(f"--hcas-per-router must be >= 0, got {hcas_per_router}")
     f_ = GF(q)
     X, Xp, delta = generators(f_)
     cf = closed_forms(q, hcas_per_router or None)
     k, p = cf["network_radix"], cf["endpoints_per_router"]
-    check_radix(radix, k, p, "slimfly router R[0,0,0]")
+    need_degree("slimfly router R[0,0,0]", k, p, radix)
     names, cab, slot = [], [], []
     for s in (0, 1):
         for x in range(q):
@@ -207,7 +205,7 @@ def slimfly(q: int, hcas_per_router: int = 0, radix: int = 64) -> Fabric:
                 cab.append(2 * x + s)
                 slot.append(y)
     idx = lambda s, x, y: (s * q + x) * q + y  # noqa: E731
-    params = {"topology": "slimfly", "q": q, "delta": delta, "X": X, "X_prime": Xp, "xi": f_.xi,
+    params = {"q": q, "delta": delta, "X": X, "X_prime": Xp, "xi": f_.xi,
               "network_radix": k, "hcas_per_router": p, "radix": radix, "cabinets": 2 * q,
               "grid": list(floor_grid(2 * q))}
     f = new_fabric(f"slimfly-q{q}", params, names, cab, slot, radix, p)

@@ -21,7 +21,7 @@ import re
 from html import escape
 from pathlib import Path
 
-from ibtool import __version__, drawing
+from ibtool import __version__, drawing, rundir
 from ibtool.drawing import Heat, Mark
 from ibtool.errors import IbtoolError, InputError
 from ibtool.formats import atomic_write
@@ -187,8 +187,8 @@ def fabric_for(rep: dict):
         for key in ("discovered", "fabric"):
             if inp.get(key):
                 return ibnetdiscover.read(inp[key]), None, f"the fabric as discovered ({inp[key]})"
-        if inp.get("run") and (Path(inp["run"]) / "ibnetdiscover.out").is_file():
-            p = Path(inp["run"]) / "ibnetdiscover.out"
+        if inp.get("run") and rundir.fabric(inp["run"]).is_file():
+            p = rundir.fabric(inp["run"])
             return ibnetdiscover.read(p), None, f"the fabric as discovered ({p})"
     except (IbtoolError, OSError, ValueError) as e:
         return None, None, f"no drawing: {e}"
@@ -225,7 +225,7 @@ def drawn(rep: dict, marks: list[Mark], fabric=None, layout=None, what: str = ""
 
 def meta(rep: dict) -> dict:
     inp = rep.get("inputs") or {}
-    run_fabric = Path(inp["run"]) / "ibnetdiscover.out" if inp.get("run") else None
+    run_fabric = rundir.fabric(inp["run"]) if inp.get("run") else None
     return {"fabric": inp.get("fabric") or inp.get("discovered") or
             (str(run_fabric) if run_fabric and run_fabric.is_file() else ""),
             "plan": inp.get("plan") or "", "run": inp.get("run") or "", "made": drawing.made_at(),

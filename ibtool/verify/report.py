@@ -73,7 +73,7 @@ def _checks(name: str, s: dict) -> list[dict]:
             out.append({"name": "coords", "ok": s["ok"], "summary": f"KNS k={s['k']} n={s['n']} inferred"})
         return out
     if name == "routes":
-        from ibtool.verify.routes import delivery_ok
+        from ibtool.verify.delivery import delivery_ok
         ss = s["undelivered_switch_to_switch"]
         hole = "black hole (no LFT entry)"
         out = [{"name": "routes: delivery", "ok": delivery_ok(s),

@@ -14,8 +14,7 @@ import numpy as np
 
 from ibtool.fabric import Fabric
 from ibtool.formats.lft import Tables
-from ibtool.verify import routes
-from ibtool.verify.routes import K_CA, K_SWITCH, Bound
+from ibtool.verify.bound import K_CA, K_SWITCH, Bound, bind, port_tables
 
 EXAMPLES = 5
 
@@ -26,7 +25,7 @@ def compare(before: Bound, now: Bound) -> tuple[dict, np.ndarray]:
     LIDs are compared where the same port (by GUID) owns them in both runs."""
     f0, f = before.fabric, now.fabric
     ns0 = len(before.sw_nodes)
-    kind, node, _, _ = routes._port_tables(before)
+    kind, node, _, _ = port_tables(before)
     width = min(before.lft.shape[1], now.lft.shape[1])
     lft0 = before.lft[:, :width].astype(np.int64)
     rows = np.arange(ns0, dtype=np.int64)[:, None]
@@ -84,4 +83,4 @@ def compare(before: Bound, now: Bound) -> tuple[dict, np.ndarray]:
 
 def check(f0: Fabric, t0: Tables, f: Fabric, t: Tables) -> tuple[dict, np.ndarray]:
     """compare() from the two runs' fabrics and tables."""
-    return compare(routes.bind(f0, t0), routes.bind(f, t))
+    return compare(bind(f0, t0), bind(f, t))

@@ -29,7 +29,10 @@ def test_kns_plan_paper_000_counts_and_distances(cellia):
     assert r["distance"]["switch"]["diameter"] == 4
     assert r["distance"]["switch"]["average"] == pytest.approx(2 * 2 * (5 / 6) * 36 / 35, abs=1e-6)
     assert r["distance"]["hca"]["diameter"] == 6
-    assert r["bisection"]["exact"] and "layout" not in r
+    assert r["bisection"]["exact"]
+    # no layout.json: placed by the family's policy, as `ibtool cabling` places it (CELLIA's racks)
+    assert r["layout"]["policy"] == "switch-rack" and r["latency"]["FR"]["max_ns"] > 0
+    assert "layout" not in analyze_json(cellia, "--layout", "none")  # asked for no floor: none
 
 
 def test_kns_3_ary_3_direct_has_54_switches(tmp_path):

@@ -150,16 +150,19 @@ def test_bad_plot_input_is_one_line_and_writes_nothing(plans, tmp_path, args, me
     assert sorted(p.name for p in tmp_path.iterdir()) == ["layout.json"]
 
 
-def test_plan_without_layout_is_named(plans, tmp_path):
+def test_plan_without_layout_is_placed_by_its_family(plans, tmp_path):
     kns = tmp_path / "kns"
     ibtool("topo", "kns", "--k", 3, "--n", 2, "--radix", 8, "--out", kns, check=0)
     out = tmp_path / "f.svg"
-    r = ibtool("analyze", plans / "torus", kns, "--plot", out)
-    assert r.returncode == 2 and f"{kns}: no layout.json: the latency model needs cable lengths" in r.stderr
+    r = ibtool("analyze", plans / "torus", kns, "--plot", out, "--layout", "none")
+    assert r.returncode == 2 and "--layout none: the latency model needs cable lengths" in r.stderr
     assert not out.exists()
-    # a placement policy gives it one
+    # no layout.json: the family's policy places it, as `--layout default` and `ibtool cabling` do
+    r = ibtool("analyze", kns, "--plot", out, "--switch-delays", "60", "--json", check=0)
+    curve = json.loads(r.stdout)["curves"][0]
+    assert curve["label"] == "kns-k3-n2-s1" and out.is_file()
     r = ibtool("analyze", kns, "--plot", out, "--layout", "default", "--switch-delays", "60", "--json", check=0)
-    assert json.loads(r.stdout)["curves"][0]["label"] == "kns-k3-n2-s1" and out.is_file()
+    assert json.loads(r.stdout)["curves"][0] == curve
 
 
 def test_help_teaches_the_plot():

@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from ordercheck import check_order
-from support import chromium_page, ibtool
+from support import SMALL, chromium_page, ibtool
 from ibtool.formats import ibnetdiscover
 from ibtool.layout import Layout, place
 from ibtool.cabling.cable_list import plan_cables
@@ -215,28 +215,6 @@ def test_sheets_in_a_real_browser(cellia):
     assert errors == []
     for svg in (pkg / "svg").glob("*.svg"):
         ET.parse(svg)  # well-formed
-
-
-# A small instance of every family `ibtool topo list` shows; a family added without one fails here.
-SMALL = {
-    "kns": ["--k", "3", "--n", "2", "--s", "2", "--radix", "8"],
-    "fattree": ["--k", "2", "--n", "3"],
-    "clos": ["--leaves", "4", "--hcas-per-leaf", "2", "--uplinks", "2", "--radix", "8"],
-    "sft": ["--preset", "cellia36"],
-    "mikant": ["--k", "2", "--n", "2"],
-    "kantc": ["--k", "2", "--n", "2"],
-    "mikantc": ["--k", "2", "--n", "2"],
-    "equality": ["--spec", "N14K6[-1,1,3,9](4)", "--hcas-per-router", "1", "--radix", "12"],
-    "torus": ["--dims", "4x4"],
-    "mesh": ["--dims", "3x3"],
-    "hypercube": ["--N", "16", "--c", "4"],
-    "dragonfly": ["--z", "4", "--c", "5"],
-    "hyperx": ["--z", "2", "--c", "4"],
-    "skywalk": ["--z", "4", "--c", "16", "--di", "3", "--do", "2", "--seed", "1"],
-    "random": ["--N", "32", "--d", "3", "--c", "4", "--seed", "1"],
-    "slimfly": ["--q", "5"],
-    "dragonfly-canonical": ["--a", "4", "--p", "2", "--h", "2"],
-}
 
 
 def test_every_family_has_a_small_case():

@@ -16,9 +16,10 @@ from hypothesis import given, settings
 from limits import examples, time_bound
 from mutate import FIXTURES, mutated, mutated_json
 
+from ibtool import rundir
 from ibtool.bench.benchmarks.base import RunFiles
 from ibtool.bench.registry import BENCHMARKS
-from ibtool.cli.verify import _read_summary, read_fabric
+from ibtool.cli.verify import read_fabric
 from ibtool.errors import InputError
 from ibtool.formats import (
     hdor_dump,
@@ -85,7 +86,7 @@ def test_reader_on_mutated_files(name, tmp_path_factory, bounded_memory):
 @settings(max_examples=examples(1200))
 @given(case=mutated_json([RUN / "summary.json"]))
 def test_summary_json_on_mutated_files(tmp_path_factory, bounded_memory, case):
-    _check(tmp_path_factory.getbasetemp(), "summary.json", _read_summary, case[2])
+    _check(tmp_path_factory.getbasetemp(), "summary.json", lambda p: rundir.summary(p.parent), case[2])
 
 
 # benchmark outputs: the file a run leaves, mutated, beside the run's other real files

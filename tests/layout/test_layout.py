@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from ibtool.errors import InputError
-from ibtool.fabric import Fabric
+from ibtool.fabric import Fabric, attached_switch
 from ibtool.layout import (
     Layout,
     length_paper002,
@@ -19,7 +19,7 @@ from ibtool.layout import (
     purchasable,
     read_site,
 )
-from ibtool.layout.policies import POLICIES, attached_switch
+from ibtool.layout.policies import POLICIES
 from ibtool.topologies.kns import kns
 
 

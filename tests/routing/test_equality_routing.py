@@ -12,7 +12,7 @@ from support import ibtool
 from ibtool.fabric import SWITCH, Fabric
 from ibtool.routing import equality as eqr
 from ibtool.routing.lids import assign_lids
-from ibtool.topologies import equality as eq
+from ibtool.topologies import equality_net as eq
 from ibtool.verify import routes
 
 CASES = [(14, (-1, 1, 3, 9), (4,), 4), (20, (-1, 1, 5), (10,), 2), (30, (-1, 1, 7, 11), (4, 14), 1),

@@ -81,23 +81,23 @@ def test_refusals():
 @pytest.mark.parametrize("family,kw", [("torus", dict(dims="4x4")), ("skywalk", dict(z=4, c=16, di=3, do=2)),
                                        ("dragonfly", dict(z=4, c=5)), ("random", dict(n=16, d=3, c=4))])
 def test_layers_make_every_vl_acyclic(family, kw):
-    """The layering checked by another hand: routes traced by verify.routes.path_of, one channel
+    """The layering checked by another hand: routes traced by verify.trace.path_of, one channel
     dependency graph per layer in networkx."""
     import networkx as nx
 
     from ibtool.layout import place
     from ibtool.topologies import load_all
-    from ibtool.verify import routes
+    from ibtool.verify import bound, trace
     f = load_all()[family].build(**kw)
     assign_lids(f)
     t = fr.compute(f, place(f, "cabinet-aware").length)
     layer, nvl = fr.layers(f, t)
-    b = routes.bind(f, t)
+    b = bound.bind(f, t)
     graphs = [nx.DiGraph() for _ in range(nvl)]
     whole = nx.DiGraph()
     for (s, lid), k in layer.items():
-        hops, status = routes.path_of(b, s, lid)
-        assert status == routes.DELIVERED
+        hops, status = trace.path_of(b, s, lid)
+        assert status == trace.DELIVERED
         chans = [(n, p) for n, p in hops if f.types[n] == 2 and p != 0 and f.types[f.peer(n, p)[0]] == 2]
         for a, c in zip(chans, chans[1:]):
             graphs[k].add_edge(a, c)

@@ -14,7 +14,8 @@ from support import ibtool
 from ibtool.errors import InputError
 from ibtool.fabric import SWITCH
 from ibtool.formats import ibnetdiscover
-from ibtool.topologies import equality as eq
+from ibtool.topologies import equality_net as eq
+from ibtool.topologies.equality_search import search
 
 FIG1 = "N14K6[-1,1,3,9](4)"
 
@@ -82,7 +83,7 @@ def test_bisection_is_the_fewest_links_cut_by_a_semicircle_split():
             inside = np.zeros(n, bool)
             inside[(t + np.arange(n // 2)) % n] = True
             cuts.append(int((inside[g.row] != inside[g.col]).sum()) // 2)
-        b, br = eq.bisection(n, sa, sb)
+        b, br = eq.semicircle_bisection(n, sa, sb)
         assert b == min(cuts)
         assert br == pytest.approx(b / (n * eq.eq1(n, sa, sb) / 2))
 
@@ -181,13 +182,13 @@ def test_search_is_reproducible_and_reports_each_generation(tmp_path):
 
 
 def test_search_improves_and_keeps_fixed_sb():
-    r = eq.search(400, 10, seed=3, generations=15, population=16)
+    r = search(400, 10, seed=3, generations=15, population=16)
     ads = [h[0] for h in r.history]
     assert all(x >= y for x, y in itertools.pairwise(ads))  # elitism: never worse
     assert ads[-1] == pytest.approx(r.ad) and r.ad <= ads[0]
     assert eq.eq1(400, r.sa, r.sb) == 10 and r.sa[:2] == (-1, 1)
     eq.check_sets(400, r.sa, r.sb)
-    f = eq.search(400, 10, seed=3, generations=5, population=8, fixed_sb=(6, 200))
+    f = search(400, 10, seed=3, generations=5, population=8, fixed_sb=(6, 200))
     assert f.sb == (6, 200) and eq.eq1(400, f.sa, f.sb) == 10
 
 
@@ -269,7 +270,7 @@ def test_analyze_covers_an_equality_plan(tmp_path):
     d, a = eq.metrics(14, (-1, 1, 3, 9), (4,))
     assert (rep["distance"]["switch"]["diameter"], rep["distance"]["switch"]["average"]) == (d, round(a, 6))
     # the paper's B: the fewest links cut by a semicircle split; the true bisection can be lower
-    b_semi, br_semi = eq.bisection(14, (-1, 1, 3, 9), (4,))
+    b_semi, br_semi = eq.semicircle_bisection(14, (-1, 1, 3, 9), (4,))
     u, v, _, _ = eq.links(14, (-1, 1, 3, 9), (4,))
     best = min(int((np.isin(u, (0,) + s) != np.isin(v, (0,) + s)).sum())
                for s in itertools.combinations(range(1, 14), 6))  # every split of the routers 7 / 7

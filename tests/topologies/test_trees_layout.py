@@ -7,7 +7,8 @@ import pytest
 
 from support import ibtool
 from ibtool.layout import place
-from ibtool.topologies.fattree import clos, fattree, stages
+from ibtool.fabric import switch_stages as stages
+from ibtool.topologies.fattree import clos, fattree
 from ibtool.topologies.kantc import kantc, mikant, mikantc
 from ibtool.topologies.sft import sft
 

@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import paramiko
 
-from ibtool.bench.inventory import Host
+from ibtool.bench.hosts import Host
 from ibtool.bench.registry import RUNNERS
 from ibtool.bench.runners.base import Job, Outcome, Runner, Transport, shell_command
 from ibtool.errors import EnvironmentProblem

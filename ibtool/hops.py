@@ -1,0 +1,44 @@
+"""Hop distances between switches: the one breadth-first search that `analyze` (diameter, path
+diversity) and `verify routes` (shortest lengths, the certificate of minimal routes) both use.
+
+The graph comes as neighbour lists in CSR form (`indptr`, `indices`: the neighbours of vertex v
+are indices[indptr[v]:indptr[v + 1]], every link listed from both ends, as
+`scipy.sparse.csr_matrix` keeps a symmetric adjacency). All sources advance together, one numpy
+step per BFS level, their frontiers bit-packed (8 sources a byte), so all pairs of 20,000
+switches fit in memory and a level costs one gather and one OR-reduction over the links.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def bfs_hops(indptr: np.ndarray, indices: np.ndarray, sources: np.ndarray | None = None) -> np.ndarray:
+    """Hops from each of `sources` (default: every vertex) to every vertex: int16 array
+    [source, vertex], -1 where unreachable."""
+    n = len(indptr) - 1
+    src_v = np.arange(n) if sources is None else np.asarray(sources, dtype=np.int64)
+    k = len(src_v)
+    indptr = np.asarray(indptr, dtype=np.int64)
+    indices = np.asarray(indices, dtype=np.int64)
+    dist = np.full((n, k), -1, dtype=np.int16)  # dist[vertex, source]
+    nbytes = (k + 7) // 8
+    cols = np.arange(k)
+    front = np.zeros((n, nbytes), dtype=np.uint8)  # bit j of row v: source j reached v last level
+    np.bitwise_or.at(front, (src_v, cols >> 3), (0x80 >> (cols & 7)).astype(np.uint8))
+    seen = front.copy()
+    dist[src_v, cols] = 0
+    has = np.diff(indptr) > 0
+    starts = indptr[:-1][has]
+    level = 0
+    while len(indices):
+        level += 1
+        nxt = np.zeros((n, nbytes), dtype=np.uint8)
+        nxt[has] = np.bitwise_or.reduceat(front[indices], starts, axis=0)
+        nxt &= ~seen
+        if not nxt.any():
+            break
+        seen |= nxt
+        dist[np.unpackbits(nxt, axis=1, count=k).astype(bool)] = level
+        front = nxt
+    return dist.T.copy()
