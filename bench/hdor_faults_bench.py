@@ -9,9 +9,15 @@
     `ibtool verify routes` finds it in its discovered tables.
 (b) KNS 8-ary 3-direct: seconds from a cable failure (ibsim's Unlink) to OpenSM logging new tables
     configured on every switch, hdor vs minhop, over 3 single cable failures (down, up, down ...).
+(c) issue 22: KNS 12-ary 3-direct with the same 1 % of its cables down *from the first sweep*
+    (fresh ibsim + `opensm -o` on the plan without them, `sim run`): hdor's routing step at first
+    sight (no description, no remembered state) and with the plan's description (hdor.conf), next
+    to the fault-free cold start (the complete plan) — target: degraded <= 2x fault-free — and
+    next to the plan's safe fallback after hdor (nue, `routing_engine hdor,nue`) on the same
+    degraded fabric, all in one run.
 
-    .venv/bin/python bench/hdor_faults_bench.py [OUT] [--quick] [--only a|b]   # or: bench/run.py --only hdor_faults
---quick: KNS 6-ary 3-direct for (a), 4-ary 3-direct for (b).
+    .venv/bin/python bench/hdor_faults_bench.py [OUT] [--quick] [--only a|b|c]   # or: bench/run.py --only hdor_faults
+--quick: KNS 6-ary 3-direct for (a) and (c), 4-ary 3-direct for (b).
 """
 
 from __future__ import annotations
@@ -135,16 +141,60 @@ def failover(out: Path, k: int, n: int) -> list[dict]:
     return rows
 
 
-def main(out: Path, quick: bool = False, parts: str = "ab") -> list[dict]:
+def cold_start(out: Path, k: int, n: int) -> dict:
+    """(c): one fresh `sim run` each: the complete plan, the plan without 1 % of its cables at first
+    sight and with the plan's description, and that degraded fabric with the plan's fallback."""
+    from ibtool.formats import ibnetdiscover
+    from ibtool.sim.faults import _expected, target
+    net = _plan(out, k, n)
+    plan = ibnetdiscover.read(net)
+    down = cables(k, n, max(1, round(k ** n * n / 100)), seed=0)
+    gone = set()
+    for spec in down:
+        node, port = target(plan, spec, "bench")
+        gone.add(next(li for li in range(plan.num_links) if (plan.link_a[li], plan.link_pa[li]) == (node, port)
+                      or (plan.link_b[li], plan.link_pb[li]) == (node, port)))
+    deg = out / "c" / "degraded.net"
+    deg.parent.mkdir(parents=True, exist_ok=True)
+    ibnetdiscover.write(_expected(plan, gone, set()), deg)
+
+    def cold(name: str, src: Path, engine: str, *extra: str) -> dict:
+        run = out / "c" / name
+        args = [*IBTOOL, "sim", "run", str(src), "--engine", engine, "--out", str(run), "--timeout", str(CAP),
+                "--log-flags", "0x07", "--no-discover", "--json", "--conf", "qos=TRUE", *extra]
+        subprocess.run(args, capture_output=True, text=True, cwd=ROOT, timeout=CAP * 3 + 600, check=False)
+        try:
+            s = json.loads((run / "summary.json").read_text())
+        except (OSError, ValueError):
+            s = {}
+        log = (run / "opensm.log").read_text(errors="replace") if (run / "opensm.log").exists() else ""
+        line = [ln.split("-> ", 1)[-1] for ln in log.splitlines() if "hdor: routed" in ln or "hdor: declined" in ln]
+        return {"engine_used": s.get("engine"), "routing_step_s": s.get("routing_step_s"),
+                "hdor": line[-1][:400] if line else None}
+    row = {"fabric": f"KNS {k}-ary {n}-direct", "cables_down": len(down),
+           "fault_free": cold("fault-free", net, "hdor,nue", "--hdor-conf", "none"),
+           "first_sight": cold("first-sight", deg, "hdor,nue", "--hdor-conf", "none"),
+           "described": cold("described", deg, "hdor,nue", "--hdor-conf", str(net.with_name("hdor.conf"))),
+           "fallback_nue": cold("nue", deg, "nue")}
+    ff = row["fault_free"]["routing_step_s"]
+    for key in ("first_sight", "described"):
+        if ff and row[key]["routing_step_s"]:
+            row[key]["over_fault_free"] = round(row[key]["routing_step_s"] / ff, 2)
+    print(row, flush=True)
+    return row
+
+
+def main(out: Path, quick: bool = False, parts: str = "abc") -> list[dict]:
     out.mkdir(parents=True, exist_ok=True)
     a = degraded_step(out, *((6, 3) if quick else (12, 3))) if "a" in parts else None
     b = failover(out, *((4, 3) if quick else (8, 3))) if "b" in parts else None
-    return [{"degraded_routing": a, "failover": b}]
+    c = cold_start(out, *((6, 3) if quick else (12, 3))) if "c" in parts else None
+    return [{"degraded_routing": a, "failover": b, "cold_start": c}]
 
 
 if __name__ == "__main__":
     args = sys.argv[1:]
     pos = [a for i, a in enumerate(args) if not a.startswith("--") and (i == 0 or args[i - 1] != "--only")]
-    only = args[args.index("--only") + 1] if "--only" in args else "ab"
+    only = args[args.index("--only") + 1] if "--only" in args else "abc"
     res = main(Path(pos[0]) if pos else ROOT / "bench" / "out" / "hdor_faults", "--quick" in args, only)
     print(json.dumps(res, indent=2))

@@ -92,9 +92,19 @@ def write_plan(fabric, out: Path, engines: list[str], engine_files=(), layout=No
     never leaves a half-written plan. `engine_files` (EngineFile) are written beside the plan and
     named in opensm.conf relative to it, so the plan can be copied, moved and committed (`sim run`
     and `plugin install --plan` make them absolute when they hand the conf to OpenSM); one with an
-    empty filename is a plain `key value` option. `layout` (ibtool.layout) is written as
+    empty filename is a plain `key value` option, one with an empty key a file the engine finds by
+    its place beside opensm.conf; with hdor among `engines`, a KNS gets its description hdor.conf
+    so. `layout` (ibtool.layout) is written as
     layout.json; `extra` maps further file names to their text (the cable IDs of a plan)."""
     from ibtool.sim import opensm
+    engine_files = list(engine_files)
+    if "hdor" in engines:  # the KNS description hdor reads beside opensm.conf (docs/plugin.md)
+        from ibtool.formats import hdor_conf
+        from ibtool.routing import hdor_kns
+        from ibtool.topologies import EngineFile
+        conf = hdor_kns.plan_description(fabric)
+        if conf is not None:
+            engine_files.append(EngineFile("", "hdor.conf", hdor_conf.text(conf)))
     out = output_dir(out)
     tmp = out.with_name(f".{out.name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -108,7 +118,8 @@ def write_plan(fabric, out: Path, engines: list[str], engine_files=(), layout=No
         for ef in engine_files:
             if ef.filename:
                 (tmp / ef.filename).write_text(ef.content)
-        options = [(ef.key, ef.filename or ef.content) for ef in engine_files]
+        # relative to the plan (a plan can be moved); an unnamed file (hdor.conf) is found by its place
+        options = [(ef.key, ef.filename or ef.content) for ef in engine_files if ef.key]
         (tmp / "opensm.conf").write_text(opensm.config(engines, options, fabric=fabric.name))
         # `build` (family and arguments) lets later steps rebuild the fabric with its labels
         summary = {**fabric.summary(), **({"build": build} if build else {})}

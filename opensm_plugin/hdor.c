@@ -18,6 +18,26 @@
  * GUID (never an OpenSM object), so that a later pass with failed links or nodes is routed as a
  * degraded KNS; and the path-SL/SL2VL table of the last degraded pass, read by the path_sl (SA
  * threads) and update_sl2vl hooks.
+ *
+ * Contents (the sections below are numbered as here; "docs" is docs/hdor.md):
+ *    1. types: per-pass data and the engine context
+ *    2. helpers: layout guard, allocation, declines, pointer hash, sorting
+ *    3. candidate port sets (interned per switch, with their spreading counters)
+ *    4. nodes and links of OpenSM's subnet
+ *    5. identification: routers, groups, members, checks 1-3 (docs section 1)
+ *    6. dimensions and coordinates (docs sections 2-3)
+ *    7. distances inside groups and candidate sets (docs section 4)
+ *    8. LID targets
+ *    9. the analysis: everything that can fail, before anything is written
+ *   10. hop matrices: from coordinates (s = 1), else by breadth-first search
+ *   11. forwarding tables (docs section 4)
+ *   12. the coordinates dump (docs section 5)
+ *   13. fault tolerance (docs section 6): the remembered KNS, degraded routing
+ *       13.1 compare with the remembered KNS   13.2 the degraded structure and routes
+ *       13.3 SLs and VLs                       13.4 dump, tables, hop matrices, the SL hooks
+ *   14. engine callbacks: build_lid_matrices, ucast_build_fwd_tables, destroy
+ *   15. in-tree variant (osm_ucast_hdor_setup)
+ *   16. plugin variant (the event plugin that registers the engine)
  */
 #include <opensm/osm_config.h>
 
@@ -31,6 +51,7 @@
 #include <syslog.h>
 #include <stdarg.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include <complib/cl_qmap.h>
 #ifdef HDOR_INTREE
@@ -53,7 +74,7 @@
 #define HDOR_MAX_N 16
 
 /* ------------------------------------------------------------------------------------------ */
-/* per-pass data                                                                              */
+/* 1. types: per-pass data and the engine context                                             */
 
 enum { N_SWITCH = 1, N_CA = 2 };
 enum { T_NONE = 0, T_ROUTER = 1, T_SWITCH = 2 };
@@ -160,17 +181,47 @@ typedef struct hdor_ctx {
 	osm_opensm_t *osm;
 	hdor_pass_t *pass;	/* only between build_lid_matrices and ucast_build_fwd_tables */
 	hdor_deg_t *deg;	/* the same, for a degraded KNS */
-	hdor_kns_t *kns;	/* the last complete KNS routed (kept across passes) */
+	hdor_kns_t *kns;	/* the complete KNS hdor knows (kept across passes; section 14) */
 	hdor_qos_t *qos;	/* path SLs and SL2VL of the last degraded pass, read by the hooks */
 	hdor_qos_t *qos_old;	/* the previous one: SA threads may still be reading it */
 	unsigned long passes;
 	int owned_by_engine;	/* in-tree: the engine frees the context in destroy() */
 	struct timespec deg_t0;	/* start of a degraded pass */
+	int code;		/* HD_* of ctx->reason */
 	char reason[512];
+	/* section 14: the description (hdor.conf) and the remembered state, read at the first pass */
+	int loaded;
+	int kns_dirty;		/* ctx->kns changed: write the remembered state after this pass */
+	int conf_dirty;		/* a device of hdor.conf was replaced: rewrite hdor.conf after this pass */
+	char conf_path[4096];	/* the hdor.conf in use ("" none) */
+	char state_path[4096];	/* the remembered state: OSM_CACHE_DIR/hdor-kns.conf */
+	char conf_bad[600];	/* why hdor.conf cannot be used ("" when it can) */
+	char note[512];		/* what this pass learnt about the KNS, for its summary line */
 } hdor_ctx_t;
 
+/* message codes (docs/plugin.md "Log lines"): errors are logged as "ERR HDxx: ...", a decline
+ * as one INFO line "hdor: declined (HDxx): <reason>; ..." */
+enum {
+	HD_NOMEM = 0x01,	/* out of memory (error) */
+	HD_DUMP_IO = 0x02,	/* cannot write opensm-hdor.dump (error) */
+	HD_STATE_IO = 0x03,	/* cannot write the remembered state or update hdor.conf (error) */
+	HD_CONF_READ = 0x04,	/* cannot read hdor.conf (error) */
+	HD_CONF_SYNTAX = 0x05,	/* hdor.conf is not in the format (error) */
+	HD_STATE_BAD = 0x06,	/* the remembered state is unreadable: ignored (error) */
+	HD_LAYOUT = 0x07,	/* built for another OpenSM structure layout (error) */
+	HD_REGISTER = 0x08,	/* cannot register the engine (error) */
+	HD_UCAST_CACHE = 0x09,	/* use_ucast_cache is on (error) */
+	HD_NOT_KNS = 0x10,	/* not a KNS (docs sections 1-3) */
+	HD_FIRST_SIGHT = 0x11,	/* degraded, and not identified at first sight (docs section 7) */
+	HD_CONF_MISMATCH = 0x20,	/* the fabric is not the KNS of hdor.conf */
+	HD_CONF_INVALID = 0x21,	/* hdor.conf does not describe a KNS */
+	HD_SCHEME = 0x30,	/* a detour the scheme does not allow (docs section 6) */
+	HD_VLS = 0x31,		/* the failures need more VLs than the ports offer */
+	HD_SLS = 0x32,		/* the failures need more than 16 SLs */
+};
+
 /* ------------------------------------------------------------------------------------------ */
-/* helpers                                                                                    */
+/* 2. helpers: layout guard, allocation, declines, pointer hash, sorting                      */
 
 static int hdor_layout_ok(osm_opensm_t *osm)
 {
@@ -183,7 +234,8 @@ static int hdor_layout_ok(osm_opensm_t *osm)
 
 static void hdor_layout_complain(void)
 {
-	const char *msg = "hdor: refusing to run: the OpenSM structure layout does not match the "
+	/* not in OpenSM's log: its structure is what does not match (ERR HD07 all the same) */
+	const char *msg = "ERR HD07: hdor: refusing to run: the OpenSM structure layout does not match the "
 	    "headers libhdor.so was built with (rebuild it against this OpenSM's libopensm-dev)";
 	fprintf(stderr, "%s\n", msg);
 	syslog(LOG_ERR, "%s", msg);
@@ -201,12 +253,31 @@ static const char *ndesc(osm_node_t *node)
 	return (node && node->print_desc) ? node->print_desc : "";
 }
 
+/* the reason this pass cannot route (ctx->reason, ctx->code); returns -1.  decline() is "not a
+ * KNS", or out of memory: every allocation failure says exactly "out of memory" */
+static int vdecline(hdor_ctx_t *ctx, int code, const char *fmt, va_list ap)
+{
+	vsnprintf(ctx->reason, sizeof(ctx->reason), fmt, ap);
+	ctx->code = strcmp(fmt, "out of memory") ? code : HD_NOMEM;
+	return -1;
+}
+
 static int decline(hdor_ctx_t *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int decline(hdor_ctx_t *ctx, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(ctx->reason, sizeof(ctx->reason), fmt, ap);
+	vdecline(ctx, HD_NOT_KNS, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+static int declinec(hdor_ctx_t *ctx, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int declinec(hdor_ctx_t *ctx, int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vdecline(ctx, code, fmt, ap);
 	va_end(ap);
 	return -1;
 }
@@ -299,7 +370,7 @@ HDOR_CMP(cmp_sw_guid, sw, guid)
 HDOR_CMP(cmp_ca_guid, ca, guid)
 
 /* ------------------------------------------------------------------------------------------ */
-/* candidate sets                                                                             */
+/* 3. candidate port sets (interned per switch, with their spreading counters)                */
 
 static void mask_set(pmask_t *m, unsigned p)
 {
@@ -368,14 +439,30 @@ static inline uint8_t pick(hdor_pass_t *P, int id)
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* 1. nodes and links                                                                         */
+/* 4. nodes and links of OpenSM's subnet                                                      */
+
+/* the GUID hash (twice the nodes, a power of two) and the switch and HCA arrays of a pass;
+ * 0 when out of memory (the caller declines) */
+static int pass_alloc(hdor_pass_t *P, uint32_t nnodes)
+{
+	uint32_t cap = 16;
+
+	while (cap < 2 * nnodes + 2)
+		cap <<= 1;
+	P->hcap = cap;
+	P->hkey = xcalloc(cap, sizeof(*P->hkey));
+	P->hval = xcalloc(cap, sizeof(*P->hval));
+	P->sw = xcalloc(P->nsw, sizeof(*P->sw));
+	P->ca = xcalloc(P->nca, sizeof(*P->ca));
+	return P->hkey && P->hval && P->sw && P->ca;
+}
 
 static int collect(hdor_ctx_t *ctx, hdor_pass_t *P)
 {
 	osm_subn_t *subn = &ctx->osm->subn;
 	cl_qmap_t *tbl = &subn->node_guid_tbl;
 	cl_map_item_t *it;
-	uint32_t nnodes = (uint32_t)cl_qmap_count(tbl), cap = 16;
+	uint32_t nnodes = (uint32_t)cl_qmap_count(tbl);
 	int i, w;
 
 	for (it = cl_qmap_head(tbl); it != cl_qmap_end(tbl); it = cl_qmap_next(it)) {
@@ -397,14 +484,7 @@ static int collect(hdor_ctx_t *ctx, hdor_pass_t *P)
 	}
 	if (!P->nsw)
 		return decline(ctx, "no switches");
-	while (cap < 2 * nnodes + 2)
-		cap <<= 1;
-	P->hcap = cap;
-	P->hkey = xcalloc(cap, sizeof(*P->hkey));
-	P->hval = xcalloc(cap, sizeof(*P->hval));
-	P->sw = xcalloc(P->nsw, sizeof(*P->sw));
-	P->ca = xcalloc(P->nca, sizeof(*P->ca));
-	if (!P->hkey || !P->hval || !P->sw || !P->ca)
+	if (!pass_alloc(P, nnodes))
 		return decline(ctx, "out of memory");
 
 	P->nsw = P->nca = 0;
@@ -470,11 +550,11 @@ static int collect(hdor_ctx_t *ctx, hdor_pass_t *P)
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* 2. identification: routers, groups, members, checks 1-3                                    */
+/* 5. identification: routers, groups, members, checks 1-3 (docs section 1)                   */
 
-static int identify(hdor_ctx_t *ctx, hdor_pass_t *P)
+static int structure(hdor_ctx_t *ctx, hdor_pass_t *P)
 {
-	int w, g, r, i, pass;
+	int w, g, r, pass;
 	uint32_t l;
 	int *stack, *gcount;
 
@@ -621,6 +701,14 @@ static int identify(hdor_ctx_t *ctx, hdor_pass_t *P)
 		}
 	}
 
+	return 0;
+}
+
+/* checks 2-3: n, k and k^n routers */
+static int kns_counts(hdor_ctx_t *ctx, hdor_pass_t *P)
+{
+	int r, g, i;
+
 	/* check 2: every router is in the same number n >= 1 of groups */
 	{
 		int rmin = 0;
@@ -664,8 +752,14 @@ static int identify(hdor_ctx_t *ctx, hdor_pass_t *P)
 	return 0;
 }
 
+/* the roles, groups and members of P, and checks 1-3 */
+static int identify(hdor_ctx_t *ctx, hdor_pass_t *P)
+{
+	return structure(ctx, P) || kns_counts(ctx, P) ? -1 : 0;
+}
+
 /* ------------------------------------------------------------------------------------------ */
-/* 3. dimensions (breadth-first from the seed router) and coordinates                         */
+/* 6. dimensions (breadth-first from the seed router) and coordinates (docs 2-3)              */
 
 static int uf_find(int *uf, int x)
 {
@@ -676,12 +770,65 @@ static int uf_find(int *uf, int x)
 	return x;
 }
 
+/* with every router's coordinates (P->coord) and every group's dimension: the routers are a
+ * bijection onto [0,k)^n, and each group's members are a line of its dimension (coordinates
+ * P->gcoord, members by coordinate) */
+static int lines_and_points(hdor_ctx_t *ctx, hdor_pass_t *P)
+{
+	unsigned n = P->n, k = P->k, e;
+	int r, g, i;
+	uint8_t *seen = xcalloc(P->nr, 1);
+
+	if (!seen)
+		return decline(ctx, "out of memory");
+	/* bijection onto [0,k)^n */
+	for (r = 0; r < P->nr; r++) {
+		uint32_t lin = 0;
+		for (e = n; e-- > 0;)
+			lin = lin * k + P->coord[r * n + e];
+		if (lin >= (uint32_t)P->nr || seen[lin]) {
+			free(seen);
+			return decline(ctx, "router 0x%016" PRIx64 " '%s' has the coordinates of another router",
+				       P->rt[r].guid, ndesc(P->sw[P->rt[r].sw].node));
+		}
+		seen[lin] = 1;
+	}
+	free(seen);
+	/* group coordinates and members by coordinate */
+	for (g = 0; g < P->ng; g++) {
+		hgrp_t *G = &P->grp[g];
+		int m0 = P->gmem[G->moff];
+		uint32_t j;
+		G->mbyc = xcalloc(k, sizeof(int));
+		if (!G->mbyc)
+			return decline(ctx, "out of memory");
+		for (i = 0; i < (int)k; i++)
+			G->mbyc[i] = -1;
+		for (e = 0; e < n; e++)
+			P->gcoord[g * n + e] = (e == (unsigned)G->dim) ? 0 : P->coord[m0 * n + e];
+		for (j = 0; j < G->mn; j++) {
+			int m = P->gmem[G->moff + j];
+			int c = P->coord[m * n + G->dim];
+			for (e = 0; e < n; e++)
+				if (e != (unsigned)G->dim && P->coord[m * n + e] != P->gcoord[g * n + e])
+					break;
+			if (e < n || G->mbyc[c] >= 0) {
+				int w0 = P->gsw[G->soff];
+				return decline(ctx, "members of the indirect network of switch 0x%016" PRIx64 " '%s' do not form a line of dimension %d",
+					       P->sw[w0].guid, ndesc(P->sw[w0].node), G->dim);
+			}
+			G->mbyc[c] = m;
+		}
+	}
+	return 0;
+}
+
 static int dims_and_coords(hdor_ctx_t *ctx, hdor_pass_t *P)
 {
 	unsigned n = P->n, k = P->k, d, e;
 	int r, g, i, qh = 0, qt = 0, ret = -1;
 	int *queue = NULL, *uf = NULL, *comp = NULL, *stamp = NULL;
-	uint8_t *visited = NULL, *seen = NULL;
+	uint8_t *visited = NULL;
 	int st = 0;
 	const hrtr_t *R;
 
@@ -693,8 +840,7 @@ static int dims_and_coords(hdor_ctx_t *ctx, hdor_pass_t *P)
 	stamp = xcalloc(P->ng, sizeof(int));
 	uf = xcalloc(P->nr, sizeof(int));
 	comp = xcalloc(P->nr, sizeof(int));
-	seen = xcalloc(P->nr, 1);
-	if (!P->rg || !P->coord || !P->gcoord || !queue || !visited || !stamp || !uf || !comp || !seen) {
+	if (!P->rg || !P->coord || !P->gcoord || !queue || !visited || !stamp || !uf || !comp) {
 		decline(ctx, "out of memory");
 		goto out;
 	}
@@ -838,61 +984,18 @@ static int dims_and_coords(hdor_ctx_t *ctx, hdor_pass_t *P)
 			P->coord[r * n + d] = (uint8_t)comp[uf_find(uf, r)];
 	}
 
-	/* bijection onto [0,k)^n */
-	for (r = 0; r < P->nr; r++) {
-		uint32_t lin = 0;
-		for (d = n; d-- > 0;)
-			lin = lin * k + P->coord[r * n + d];
-		if (seen[lin]) {
-			decline(ctx, "router 0x%016" PRIx64 " '%s' has the coordinates of another router",
-				P->rt[r].guid, ndesc(P->sw[P->rt[r].sw].node));
-			goto out;
-		}
-		seen[lin] = 1;
-	}
-
-	/* group coordinates and members by coordinate */
-	for (g = 0; g < P->ng; g++) {
-		hgrp_t *G = &P->grp[g];
-		int m0 = P->gmem[G->moff];
-		uint32_t j;
-		G->mbyc = xcalloc(k, sizeof(int));
-		if (!G->mbyc) {
-			decline(ctx, "out of memory");
-			goto out;
-		}
-		for (i = 0; i < (int)k; i++)
-			G->mbyc[i] = -1;
-		for (e = 0; e < n; e++)
-			P->gcoord[g * n + e] = (e == (unsigned)G->dim) ? 0 : P->coord[m0 * n + e];
-		for (j = 0; j < G->mn; j++) {
-			int m = P->gmem[G->moff + j];
-			int c = P->coord[m * n + G->dim];
-			for (e = 0; e < n; e++)
-				if (e != (unsigned)G->dim && P->coord[m * n + e] != P->gcoord[g * n + e])
-					break;
-			if (e < n || G->mbyc[c] >= 0) {
-				int w0 = P->gsw[G->soff];
-				decline(ctx, "members of the indirect network of switch 0x%016" PRIx64 " '%s' do not form a line of dimension %d",
-					P->sw[w0].guid, ndesc(P->sw[w0].node), G->dim);
-				goto out;
-			}
-			G->mbyc[c] = m;
-		}
-	}
-	ret = 0;
+	ret = lines_and_points(ctx, P);
 out:
 	free(queue);
 	free(visited);
 	free(stamp);
 	free(uf);
 	free(comp);
-	free(seen);
 	return ret;
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* 4. distances inside groups and candidate sets                                              */
+/* 7. distances inside groups and candidate sets (docs section 4)                             */
 
 /* BFS over the switches of group g from `src` (a member router when src_hops = 1: its switches
  * of g are at 1 hop; an indirect switch of g when src_hops = 0, its dist entry already 0);
@@ -1072,7 +1175,7 @@ static int candidate_sets(hdor_ctx_t *ctx, hdor_pass_t *P)
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* 5. LID targets                                                                             */
+/* 8. LID targets                                                                             */
 
 static int lid_targets(hdor_ctx_t *ctx, hdor_pass_t *P)
 {
@@ -1081,8 +1184,8 @@ static int lid_targets(hdor_ctx_t *ctx, hdor_pass_t *P)
 	uint32_t maxlid = 0;
 	int w;
 
-	for (w = 0; w < P->nsw; w++)
-		if (P->sw[w].sw->max_lid_ho > maxlid)
+	for (w = 0; w < P->nsw; w++)	/* (no sw: a switch of the KNS that is not there, section 14) */
+		if (P->sw[w].sw && P->sw[w].sw->max_lid_ho > maxlid)
 			maxlid = P->sw[w].sw->max_lid_ho;
 	P->max_lid = maxlid;
 	P->lt = xcalloc(maxlid + 1, sizeof(*P->lt));
@@ -1130,7 +1233,7 @@ static int lid_targets(hdor_ctx_t *ctx, hdor_pass_t *P)
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* the analysis: everything that can fail, before anything is written                         */
+/* 9. the analysis: everything that can fail, before anything is written                      */
 
 static int analyse(hdor_ctx_t *ctx, hdor_pass_t *P)
 {
@@ -1142,7 +1245,7 @@ static int analyse(hdor_ctx_t *ctx, hdor_pass_t *P)
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* hop matrices from coordinates (s = 1): the exact switch-to-switch hop counts               */
+/* 10. hop matrices: from coordinates (s = 1), else by breadth-first search                   */
 
 static inline void set_hop(uint8_t *row, uint8_t port, unsigned h, uint8_t *best)
 {
@@ -1373,7 +1476,7 @@ static int fill_hops_bfs(hdor_pass_t *P)
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* forwarding tables                                                                          */
+/* 11. forwarding tables (docs section 4)                                                     */
 
 /* the highest LID of sw's new_lft that may be written: max_lid_ho, within lft_size */
 static uint32_t lft_top(const osm_switch_t *sw)
@@ -1478,7 +1581,7 @@ static void route_switch(hdor_pass_t *P, int w)
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* the coordinates dump                                                                       */
+/* 12. the coordinates dump (docs section 5)                                                  */
 
 static void put_coords(FILE *f, const uint8_t *c, unsigned n, int skip)
 {
@@ -1616,24 +1719,35 @@ static int write_dump(hdor_ctx_t *ctx, hdor_pass_t *P, char *path, size_t pathsz
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* 6. fault tolerance (docs/hdor.md section 6): the remembered KNS, degraded routing, SLs/VLs  */
+/* 13. fault tolerance (docs section 6): the remembered KNS, degraded routing                 */
 
 #define HDOR_INF (1 << 30)
 #define HDOR_MAX_SLS 16
 #define HDOR_MAX_HOPS 64
 enum { R_ROUTER = 1, R_SWITCH = 2, R_HCA = 3 };
+/* where a KNS comes from: a complete pass, hdor.conf, the remembered state, first sight */
+enum { K_PASS = 0, K_CONF = 1, K_STATE = 2, K_SIGHT = 3 };
+#define HDOR_PHANTOM 0xffffffff00000000ULL	/* GUIDs of devices never seen (first sight) */
 
-/* The last complete KNS hdor routed, kept in the context across sweeps.  Nodes ("base nodes")
- * are indexed by GUID order; nothing points into OpenSM's objects (they are freed by the drop
- * manager when the fabric changes). */
+/* The complete KNS hdor knows, kept in the context across sweeps: the last complete KNS it
+ * routed, or the one of hdor.conf, of the remembered state, or identified at first sight
+ * (section 14).  Nodes ("base nodes") are indexed by GUID order; nothing points into OpenSM's
+ * objects (they are freed by the drop manager when the fabric changes).  A node's GUID orders
+ * it (the rules of docs sections 2-3 and 6 that break ties by GUID); `ident` is the GUID of the
+ * device at its place now: the same, unless a new device replaced it (section 14.4).  A node
+ * with a GUID of HDOR_PHANTOM or above was never seen (first sight: section 14.3). */
 struct hdor_kns {
 	uint32_t nn;
 	uint64_t *guid;
+	uint64_t *ident;	/* the GUID of the device there now */
+	uint32_t *isort;	/* nodes by ident, ascending (lookup, output order) */
 	uint8_t *type, *role, *np;	/* N_*, R_*, ports 0..np-1 */
 	char **desc;
 	uint32_t *poff;		/* (node, port) slot: poff[node] + port */
 	int *peer;		/* base node behind the slot, -1 */
 	uint8_t *pport;
+	uint16_t *plid;		/* the base LID each slot had when last seen (0: none) */
+	uint8_t *plmc;
 	int *dim, *grp;		/* indirect switches: dimension, group (key order); else -1 */
 	uint32_t *lev;		/* indirect switches: in-group level (up/down orientation) */
 	uint8_t *coord;		/* nn * n: routers, HCAs: router coordinates; switches: group's */
@@ -1647,7 +1761,10 @@ struct hdor_kns {
 	uint32_t nlid;		/* LIDs 0..nlid-1 */
 	int *lnode;		/* LID -> base node, -1 */
 	uint8_t *lport;
-	uint8_t *lft;		/* nlid * nrow: the fault-free tables (by LID: the loops go over switches) */
+	uint8_t *lft;		/* nlid * nrow: the fault-free tables (by LID: the loops go over switches);
+				 * NULL when read from a file (section 14 computes them) */
+	int origin;		/* K_* : where it comes from */
+	int replaced;		/* some node's ident is not its GUID */
 };
 #define KLFT(K, r, lid) ((K)->lft[(size_t)(lid) * (K)->nrow + (r)])
 
@@ -1738,9 +1855,9 @@ static void kns_free(hdor_kns_t *K)
 			free(K->desc[i]);
 	{
 		void *all[] = {
-			K->desc, K->guid, K->type, K->role, K->np, K->poff, K->peer, K->pport, K->dim,
-			K->grp, K->lev, K->coord, K->gdim, K->gsoff, K->gsw, K->row, K->lnode, K->lport,
-			K->lft
+			K->desc, K->guid, K->ident, K->isort, K->type, K->role, K->np, K->poff, K->peer,
+			K->pport, K->plid, K->plmc, K->dim, K->grp, K->lev, K->coord, K->gdim, K->gsoff,
+			K->gsw, K->row, K->lnode, K->lport, K->lft
 		};
 		free_all(all, sizeof(all) / sizeof(all[0]));
 	}
@@ -1806,10 +1923,92 @@ static int find_u64(const uint64_t *a, uint32_t n, uint64_t key)
 	return (lo < n && a[lo] == key) ? (int)lo : -1;
 }
 
+/* the node where the device with this GUID is now, or -1 */
 static int kns_find(const hdor_kns_t *K, uint64_t guid)
 {
-	return find_u64(K->guid, K->nn, guid);
+	uint32_t lo = 0, hi = K->nn;
+	while (lo < hi) {
+		uint32_t mid = (lo + hi) / 2;
+		if (K->ident[K->isort[mid]] < guid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (lo < K->nn && K->ident[K->isort[lo]] == guid) ? (int)K->isort[lo] : -1;
 }
+
+static const hdor_kns_t *g_ident_kns;
+static int cmp_ident(const void *a, const void *b)
+{
+	const hdor_kns_t *K = g_ident_kns;
+	return cmp_u64(K->ident[*(const uint32_t *)a], K->ident[*(const uint32_t *)b]);
+}
+
+/* K->isort and K->replaced from K->ident; -1 when two nodes have the same ident */
+static int kns_index(hdor_kns_t *K)
+{
+	uint32_t i;
+	free(K->isort);
+	K->isort = xcalloc(K->nn, sizeof(uint32_t));
+	if (!K->isort)
+		return -1;
+	K->replaced = 0;
+	for (i = 0; i < K->nn; i++) {
+		K->isort[i] = i;
+		if (K->ident[i] != K->guid[i])
+			K->replaced = 1;
+	}
+	g_ident_kns = K;
+	qsort(K->isort, K->nn, sizeof(uint32_t), cmp_ident);
+	for (i = 1; i < K->nn; i++)
+		if (K->ident[K->isort[i]] == K->ident[K->isort[i - 1]])
+			return -1;
+	return 0;
+}
+
+/* a KNS of nn nodes: its per-node arrays allocated (guid, ident, type, role, np, desc, poff,
+ * dim, coord), everything else NULL; NULL out of memory */
+static hdor_kns_t *kns_alloc(uint32_t nn, unsigned k, unsigned n, unsigned s, int origin)
+{
+	hdor_kns_t *K = xcalloc(1, sizeof(*K));
+	if (!K)
+		return NULL;
+	K->nn = nn;
+	K->k = k;
+	K->n = n;
+	K->s = s;
+	K->origin = origin;
+	K->guid = xcalloc(nn, sizeof(uint64_t));
+	K->ident = xcalloc(nn, sizeof(uint64_t));
+	K->type = xcalloc(nn, 1);
+	K->role = xcalloc(nn, 1);
+	K->np = xcalloc(nn, 1);
+	K->desc = xcalloc(nn, sizeof(char *));
+	K->poff = xcalloc(nn + 1, sizeof(uint32_t));
+	K->dim = xcalloc(nn, sizeof(int));
+	K->coord = xcalloc((size_t)nn * (n ? n : 1), 1);
+	if (!K->guid || !K->ident || !K->type || !K->role || !K->np || !K->desc || !K->poff || !K->dim || !K->coord) {
+		kns_free(K);
+		return NULL;
+	}
+	return K;
+}
+
+/* the per-slot arrays of K (peer -1: not cabled) once K->poff is known; and its ident index */
+static int kns_alloc_slots(hdor_kns_t *K)
+{
+	uint32_t i, ns = K->poff[K->nn];
+	K->peer = xcalloc(ns, sizeof(int));
+	K->pport = xcalloc(ns, 1);
+	K->plid = xcalloc(ns, sizeof(uint16_t));
+	K->plmc = xcalloc(ns, 1);
+	if (!K->peer || !K->pport || !K->plid || !K->plmc || kns_index(K))
+		return -1;
+	for (i = 0; i < ns; i++)
+		K->peer[i] = -1;
+	return 0;
+}
+
 
 static const char *kind_word(uint8_t type)
 {
@@ -1835,13 +2034,16 @@ static int cmp_int(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* remember the complete KNS of pass P, whose tables are in the switches' new_lft */
-static hdor_kns_t *kns_remember(hdor_ctx_t *ctx, hdor_pass_t *P)
+/* The complete KNS of pass P, whose tables are in the switches' new_lft (those that are there).
+ * Kin: NULL when P was collected from OpenSM's subnet (section 4); else the KNS P was built from
+ * (section 14), which gives what OpenSM does not show: the ports, descriptions, current GUIDs
+ * and remembered LIDs of the nodes that are not there now. */
+static hdor_kns_t *kns_remember(hdor_ctx_t *ctx, hdor_pass_t *P, const hdor_kns_t *Kin)
 {
-	hdor_kns_t *K = xcalloc(1, sizeof(*K));
+	hdor_kns_t *K = kns_alloc((uint32_t)(P->nsw + P->nca), P->k, P->n, P->s, K_PASS);
 	hnode_ord_t *ord = NULL;
-	int *sw2b = NULL, *ca2b = NULL, *gorder = NULL, *q = NULL;
-	uint32_t i, nslots = 0, lid;
+	int *sw2b = NULL, *ca2b = NULL, *gorder = NULL, *q = NULL, *kin = NULL;
+	uint32_t i, nslots = 0, lid, l;
 	int g, w, ok = 0;
 	unsigned n = P->n;
 	cl_qmap_t *pt = &ctx->osm->subn.port_guid_tbl;
@@ -1849,32 +2051,20 @@ static hdor_kns_t *kns_remember(hdor_ctx_t *ctx, hdor_pass_t *P)
 
 	if (!K)
 		return NULL;
-	K->nn = (uint32_t)(P->nsw + P->nca);
-	K->k = P->k;
-	K->n = n;
-	K->s = P->s;
 	K->ng = P->ng;
 	ord = xcalloc(K->nn, sizeof(*ord));
 	sw2b = xcalloc(P->nsw, sizeof(int));
 	ca2b = xcalloc(P->nca, sizeof(int));
 	gorder = xcalloc(P->ng, sizeof(int));
-	K->guid = xcalloc(K->nn, sizeof(uint64_t));
-	K->type = xcalloc(K->nn, 1);
-	K->role = xcalloc(K->nn, 1);
-	K->np = xcalloc(K->nn, 1);
-	K->desc = xcalloc(K->nn, sizeof(char *));
-	K->poff = xcalloc(K->nn + 1, sizeof(uint32_t));
-	K->dim = xcalloc(K->nn, sizeof(int));
+	kin = xcalloc(K->nn, sizeof(int));
 	K->grp = xcalloc(K->nn, sizeof(int));
 	K->lev = xcalloc(K->nn, sizeof(uint32_t));
-	K->coord = xcalloc((size_t)K->nn * n, 1);
 	K->row = xcalloc(K->nn, sizeof(int));
 	K->gdim = xcalloc(P->ng, sizeof(int));
 	K->gsoff = xcalloc(P->ng + 1, sizeof(uint32_t));
 	K->gsw = xcalloc(P->nsw, sizeof(int));
 	q = xcalloc(K->nn, sizeof(int));
-	if (!ord || !sw2b || !ca2b || !gorder || !K->guid || !K->type || !K->role || !K->np || !K->desc ||
-	    !K->poff || !K->dim || !K->grp || !K->lev || !K->coord || !K->row || !K->gdim || !K->gsoff ||
+	if (!ord || !sw2b || !ca2b || !gorder || !kin || !K->grp || !K->lev || !K->row || !K->gdim || !K->gsoff ||
 	    !K->gsw || !q)
 		goto out;
 	for (w = 0; w < P->nsw; w++)
@@ -1897,6 +2087,7 @@ static hdor_kns_t *kns_remember(hdor_ctx_t *ctx, hdor_pass_t *P)
 			K->type[i] = (uint8_t)ord[i].kind;
 			K->dim[i] = K->grp[i] = K->row[i] = -1;
 			K->lev[i] = HDOR_INF;
+			kin[i] = Kin ? find_u64(Kin->guid, Kin->nn, ord[i].guid) : -1;
 			if (ord[i].kind == N_SWITCH) {
 				hsw_t *W = &P->sw[ord[i].idx];
 				sw2b[ord[i].idx] = (int)i;
@@ -1921,8 +2112,9 @@ static hdor_kns_t *kns_remember(hdor_ctx_t *ctx, hdor_pass_t *P)
 			}
 			if (c)
 				memcpy(K->coord + (size_t)i * n, c, n);
-			K->np[i] = osm_node_get_num_physp(node);
-			K->desc[i] = strdup(ndesc(node));
+			K->ident[i] = kin[i] >= 0 ? Kin->ident[kin[i]] : K->guid[i];
+			K->np[i] = node ? osm_node_get_num_physp(node) : kin[i] >= 0 ? Kin->np[kin[i]] : 1;
+			K->desc[i] = strdup(node ? ndesc(node) : kin[i] >= 0 ? Kin->desc[kin[i]] : "");
 			if (!K->desc[i])
 				goto out;
 			K->poff[i] = nslots;
@@ -1930,24 +2122,22 @@ static hdor_kns_t *kns_remember(hdor_ctx_t *ctx, hdor_pass_t *P)
 		}
 		K->poff[K->nn] = nslots;
 	}
-	K->peer = xcalloc(nslots, sizeof(int));
-	K->pport = xcalloc(nslots, 1);
-	if (!K->peer || !K->pport)
+	if (kns_alloc_slots(K))
 		goto out;
-	for (i = 0; i < K->nn; i++) {
-		osm_node_t *node = ord[i].kind == N_SWITCH ? P->sw[ord[i].idx].node : P->ca[ord[i].idx].node;
-		unsigned p;
-		K->peer[K->poff[i]] = -1;
-		for (p = 1; p < K->np[i]; p++) {
-			osm_physp_t *ph = osm_node_get_physp_ptr(node, (uint8_t)p), *r;
-			int v;
-			K->peer[K->poff[i] + p] = -1;
-			if (!ph || !(r = ph->p_remote_physp) || !osm_link_is_healthy(ph) || !r->p_node)
-				continue;
-			if ((v = hget(P, r->p_node)) < 0)
-				continue;
-			K->peer[K->poff[i] + p] = (v & 1) ? ca2b[v >> 1] : sw2b[v >> 1];
-			K->pport[K->poff[i] + p] = osm_physp_get_port_num(r);
+	/* the links: those of every switch, seen from both ends (a KNS has no HCA-HCA cable) */
+	for (w = 0; w < P->nsw; w++) {
+		int b = sw2b[w];
+		for (l = P->sw[w].loff; l < P->sw[w].loff + P->sw[w].ln; l++) {
+			const hlink_t *lk = &P->links[l];
+			int y = lk->kind == N_CA ? ca2b[lk->idx] : sw2b[lk->idx];
+			if (lk->port >= K->np[b] || lk->rport >= K->np[y])
+				goto out;
+			K->peer[K->poff[b] + lk->port] = y;
+			K->pport[K->poff[b] + lk->port] = lk->rport;
+			if (lk->kind == N_CA) {
+				K->peer[K->poff[y] + lk->rport] = b;
+				K->pport[K->poff[y] + lk->rport] = lk->port;
+			}
 		}
 	}
 	/* groups in key order, switches by GUID */
@@ -1989,7 +2179,7 @@ static hdor_kns_t *kns_remember(hdor_ctx_t *ctx, hdor_pass_t *P)
 			}
 		}
 	}
-	/* LIDs and the fault-free tables */
+	/* LIDs: those of now; a port that is not there keeps the LID it had while it is free */
 	K->nlid = P->max_lid + 1;
 	K->lnode = xcalloc(K->nlid, sizeof(int));
 	K->lport = xcalloc(K->nlid, 1);
@@ -2001,20 +2191,51 @@ static hdor_kns_t *kns_remember(hdor_ctx_t *ctx, hdor_pass_t *P)
 	for (it = cl_qmap_head(pt); it != cl_qmap_end(pt); it = cl_qmap_next(it)) {
 		osm_port_t *port = (osm_port_t *)it;
 		uint16_t lo, hi;
-		int v;
+		int v, b;
+		uint8_t pn;
 		if (!port->p_node || !port->p_physp || (v = hget(P, port->p_node)) < 0)
 			continue;
+		b = (v & 1) ? ca2b[v >> 1] : sw2b[v >> 1];
+		pn = osm_physp_get_port_num(port->p_physp);
 		osm_port_get_lid_range_ho(port, &lo, &hi);
-		for (lid = lo; lo && lid <= hi && lid < K->nlid; lid++) {
-			K->lnode[lid] = (v & 1) ? ca2b[v >> 1] : sw2b[v >> 1];
-			K->lport[lid] = osm_physp_get_port_num(port->p_physp);
+		if (!lo || pn >= K->np[b])
+			continue;
+		K->plid[K->poff[b] + pn] = lo;
+		K->plmc[K->poff[b] + pn] = (uint8_t)__builtin_ctz((unsigned)(hi - lo + 1));
+		for (lid = lo; lid <= hi && lid < K->nlid; lid++) {
+			K->lnode[lid] = b;
+			K->lport[lid] = pn;
+		}
+	}
+	for (i = 0; Kin && i < K->nn; i++) {
+		unsigned p;
+		const osm_node_t *node = K->type[i] == N_SWITCH ? P->sw[ord[i].idx].node : P->ca[ord[i].idx].node;
+		if (node || kin[i] < 0)
+			continue;
+		for (p = 0; p < K->np[i] && p < Kin->np[kin[i]]; p++) {
+			uint32_t s = Kin->poff[kin[i]] + p, lo = Kin->plid[s], hi = lo + (1u << Kin->plmc[s]) - 1, free_ = 1;
+			if (!lo || hi >= K->nlid)
+				continue;
+			for (lid = lo; lid <= hi; lid++)
+				free_ &= K->lnode[lid] < 0;
+			if (!free_)
+				continue;
+			K->plid[K->poff[i] + p] = (uint16_t)lo;
+			K->plmc[K->poff[i] + p] = Kin->plmc[s];
+			for (lid = lo; lid <= hi; lid++) {
+				K->lnode[lid] = (int)i;
+				K->lport[lid] = (uint8_t)p;
+			}
 		}
 	}
 	memset(K->lft, OSM_NO_PATH, (size_t)K->nrow * K->nlid);
 	for (w = 0; w < P->nsw; w++) {
 		osm_switch_t *sw = P->sw[w].sw;
 		int r = K->row[sw2b[w]];
-		uint32_t top = lft_top(sw);
+		uint32_t top;
+		if (!sw)
+			continue;
+		top = lft_top(sw);
 		for (lid = 1; lid < K->nlid && lid <= top; lid++)
 			if (P->lt[lid].kind != T_NONE)
 				KLFT(K, r, lid) = sw->new_lft[lid];
@@ -2025,6 +2246,7 @@ out:
 	free(sw2b);
 	free(ca2b);
 	free(gorder);
+	free(kin);
 	free(q);
 	if (!ok) {
 		kns_free(K);
@@ -2033,7 +2255,7 @@ out:
 	return K;
 }
 
-/* ---------------------------------------------------------------- compare with the remembered KNS */
+/* ---------------- 13.1 compare with the remembered KNS */
 
 static inline int kpeer(const hdor_kns_t *K, int b, unsigned port)
 {
@@ -2046,7 +2268,78 @@ static inline int works(const hdor_deg_t *D, int b, unsigned port)
 	return port < D->K->np[b] && D->ok[D->K->poff[b] + port];
 }
 
-/* 0: nothing failed; 1: a degraded KNS (D filled); -1: not a degraded KNS (ctx->reason) */
+/* The devices of now that are not in K: each one that stands exactly where a device of K is
+ * missing -- every cable of it goes to a device of K, on the port the missing one's went to, from
+ * the port the missing one used -- takes its place (docs/hdor.md section 7): K keeps the old
+ * GUID as the node's place (its coordinates, its order) and knows the new one.  A device next to
+ * another new one is placed once that one is.  Never a phantom's place (first sight guessed its
+ * ports): that fabric is identified again.  0, or -1 (ctx->reason) when one is left unplaced. */
+static int replacements(hdor_ctx_t *ctx, hdor_deg_t *D, osm_node_t **unknown, uint32_t nu, int strict)
+{
+	hdor_kns_t *K = D->K;
+	uint32_t i, left = nu;
+	int progress = 1;
+
+	while (progress && left) {
+		progress = 0;
+		for (i = 0; i < nu; i++) {
+			osm_node_t *x = unknown[i];
+			unsigned p, np, links = 0;
+			int cand = -1, ok = 1;
+			if (!x)
+				continue;
+			np = osm_node_get_num_physp(x);
+			for (p = 1; p < np && ok; p++) {
+				osm_physp_t *ph = osm_node_get_physp_ptr(x, (uint8_t)p), *r;
+				int yb, B;
+				if (!ph || !(r = ph->p_remote_physp) || !osm_link_is_healthy(ph) || !r->p_node)
+					continue;
+				yb = kns_find(K, cl_ntoh64(osm_node_get_node_guid(r->p_node)));
+				if (yb < 0 || D->cur[yb] != r->p_node) {
+					ok = 0;	/* next to a device not placed (yet) */
+					break;
+				}
+				B = kpeer(K, yb, osm_physp_get_port_num(r));
+				if (B < 0 || K->pport[K->poff[yb] + osm_physp_get_port_num(r)] != p || (cand >= 0 && B != cand))
+					ok = 0;
+				cand = B;
+				links++;
+			}
+			if (!ok || !links || D->cur[cand] || K->type[cand] != node_kind(x) || K->guid[cand] >= HDOR_PHANTOM)
+				continue;
+			{
+				char was[40];
+				uint64_t guid = cl_ntoh64(osm_node_get_node_guid(x));
+				snprintf(was, sizeof(was), "0x%016" PRIx64, K->ident[cand]);
+				OSM_LOG(&ctx->osm->log, OSM_LOG_INFO, "hdor: %s 0x%016" PRIx64 " '%s' takes the place of %s "
+					"'%s' (the same neighbours on the same ports)\n", kind_word(K->type[cand]), guid, ndesc(x),
+					was, K->desc[cand]);
+				snprintf(ctx->note + strlen(ctx->note), sizeof(ctx->note) - strlen(ctx->note), "%s0x%016"
+					 PRIx64 " replaces %s", ctx->note[0] ? "; " : "", guid, was);
+				K->ident[cand] = guid;
+				D->cur[cand] = x;
+				if (kns_index(K))
+					return decline(ctx, "out of memory");
+				ctx->kns_dirty = 1;
+				ctx->conf_dirty = K->origin == K_CONF;
+			}
+			unknown[i] = NULL;
+			left--;
+			progress = 1;
+		}
+	}
+	for (i = 0; i < nu && strict; i++)
+		if (unknown[i]) {
+			int kind = node_kind(unknown[i]);
+			return decline(ctx, "%s 0x%016" PRIx64 " '%s' is not in the KNS",
+				       kind == N_SWITCH ? "switch" : kind == N_CA ? "hca" : "node",
+				       cl_ntoh64(osm_node_get_node_guid(unknown[i])), ndesc(unknown[i]));
+		}
+	return 0;
+}
+
+/* 0: nothing failed (D filled unless K is the plain KNS of a complete pass); 1: a degraded KNS
+ * (D filled); 2: the LIDs moved (rebuild K's tables); -1: not K (ctx->reason) */
 static int deg_match(hdor_ctx_t *ctx, hdor_deg_t *D)
 {
 	hdor_kns_t *K = D->K;
@@ -2062,14 +2355,36 @@ static int deg_match(hdor_ctx_t *ctx, hdor_deg_t *D)
 	D->oport = xcalloc(K->nlid, 1);
 	if (!D->cur || !D->ok || !D->onode || !D->oport)
 		return decline(ctx, "out of memory");
-	for (it = cl_qmap_head(tbl); it != cl_qmap_end(tbl); it = cl_qmap_next(it)) {
-		osm_node_t *node = (osm_node_t *)it;
-		uint64_t guid = cl_ntoh64(osm_node_get_node_guid(node));
-		int b = kns_find(K, guid), kind = node_kind(node);
-		if (b < 0 || kind != K->type[b])
-			return decline(ctx, "%s 0x%016" PRIx64 " '%s' is not in the remembered KNS",
-				       kind == N_SWITCH ? "switch" : kind == N_CA ? "hca" : "node", guid, ndesc(node));
-		D->cur[b] = node;
+	{
+		osm_node_t **unknown = NULL;
+		uint32_t nu = 0;
+		int rc = 0;
+		for (it = cl_qmap_head(tbl); it != cl_qmap_end(tbl); it = cl_qmap_next(it)) {
+			osm_node_t *node = (osm_node_t *)it;
+			uint64_t guid = cl_ntoh64(osm_node_get_node_guid(node));
+			int b = kns_find(K, guid), kind = node_kind(node);
+			if (b >= 0 && kind != K->type[b])
+				return decline(ctx, "%s 0x%016" PRIx64 " '%s' is not in the KNS",
+					       kind == N_SWITCH ? "switch" : kind == N_CA ? "hca" : "node", guid, ndesc(node));
+			if (b >= 0) {
+				D->cur[b] = node;
+				continue;
+			}
+			if (nu % 64 == 0) {	/* a device not in the KNS: a replacement, or not that KNS */
+				osm_node_t **nw = realloc(unknown, (nu + 64) * sizeof(*unknown));
+				if (!nw) {
+					free(unknown);
+					return decline(ctx, "out of memory");
+				}
+				unknown = nw;
+			}
+			unknown[nu++] = node;	/* (the node table is in GUID order) */
+		}
+		if (nu)
+			rc = replacements(ctx, D, unknown, nu, 1);
+		free(unknown);
+		if (rc)
+			return -1;
 	}
 	for (i = 0; i < K->nn; i++) {
 		osm_node_t *node = D->cur[i];
@@ -2090,8 +2405,8 @@ static int deg_match(hdor_ctx_t *ctx, hdor_deg_t *D)
 			if (rb < 0 || kpeer(K, (int)i, p) != rb || K->pport[K->poff[i] + p] != rp) {
 				if (!mismatch)
 					snprintf(why, sizeof(why), "%s 0x%016" PRIx64 " '%s' port %u is cabled to %s 0x%016"
-						 PRIx64 " '%s' port %u, not as in the remembered KNS",
-						 kind_word(K->type[i]), K->guid[i], ndesc(node), p,
+						 PRIx64 " '%s' port %u, not as in the KNS",
+						 kind_word(K->type[i]), K->ident[i], ndesc(node), p,
 						 node_kind(r->p_node) == N_SWITCH ? "switch" : "hca",
 						 cl_ntoh64(osm_node_get_node_guid(r->p_node)), ndesc(r->p_node), rp);
 				mismatch = 1;
@@ -2113,10 +2428,10 @@ static int deg_match(hdor_ctx_t *ctx, hdor_deg_t *D)
 		}
 	}
 	dead = D->dead_nodes || D->dead_links;
-	if (!dead && !mismatch)
-		return 0;
 	if (mismatch)
 		return decline(ctx, "%s", why);
+	if (!dead && K->origin == K_PASS && !K->replaced)
+		return 0;	/* the KNS of the last complete pass, complete again: route it as such */
 	for (lid = 0; lid < K->nlid; lid++)
 		D->onode[lid] = -1;
 	for (it = cl_qmap_head(pt); it != cl_qmap_end(pt); it = cl_qmap_next(it)) {
@@ -2130,10 +2445,13 @@ static int deg_match(hdor_ctx_t *ctx, hdor_deg_t *D)
 		pn = osm_physp_get_port_num(port->p_physp);
 		osm_port_get_lid_range_ho(port, &lo, &hi);
 		for (lid = lo; lo && lid <= hi; lid++) {
-			if (b < 0 || lid >= K->nlid || K->lnode[lid] != b || K->lport[lid] != pn)
-				return decline(ctx, "LID %u (%s 0x%016" PRIx64 " '%s' port %u) is not that port's LID in the remembered KNS",
-					       lid, node_kind(port->p_node) == N_SWITCH ? "switch" : "hca",
-					       cl_ntoh64(osm_node_get_node_guid(port->p_node)), ndesc(port->p_node), pn);
+			if (b < 0 || lid >= K->nlid || K->lnode[lid] != b || K->lport[lid] != pn) {
+				/* the LIDs moved: the fault-free tables again, for these LIDs (section 14) */
+				snprintf(ctx->note, sizeof(ctx->note), "LID %u (%s 0x%016" PRIx64 " '%s' port %u) moved",
+					 lid, node_kind(port->p_node) == N_SWITCH ? "switch" : "hca",
+					 cl_ntoh64(osm_node_get_node_guid(port->p_node)), ndesc(port->p_node), pn);
+				return 2;
+			}
 			if (D->onode[lid] < 0)
 				D->nowned++;
 			D->onode[lid] = b;
@@ -2143,10 +2461,10 @@ static int deg_match(hdor_ctx_t *ctx, hdor_deg_t *D)
 		}
 	}
 	D->nl = maxlid + 1;
-	return 1;
+	return dead ? 1 : 0;
 }
 
-/* ---------------------------------------------------------------- the degraded structure */
+/* ---------------- 13.2 the degraded structure and routes */
 
 static inline int rank_lt(const hdor_kns_t *K, int a, int b)
 {
@@ -2677,8 +2995,8 @@ static int route_lid(hdor_ctx_t *ctx, hdor_deg_t *D, uint32_t lid, hheap_t *heap
 				switch_dist(D, T);
 				if (D->dist[x] == HDOR_INF)
 					continue;	/* cut off from the destination: no entry */
-				return decline(ctx, "router 0x%016" PRIx64 " '%s' reaches LID %u only by a route the scheme does not allow (a group connects them only down and up again)",
-					       K->guid[x], ndesc(D->cur[x]), lid);
+				return declinec(ctx, HD_SCHEME, "router 0x%016" PRIx64 " '%s' reaches LID %u only by a route the scheme does not allow (a group connects them only down and up again)",
+						K->ident[x], ndesc(D->cur[x]), lid);
 			}
 			h = in_group(D, gi, D->exitof[gi]);
 			if (!h)
@@ -2735,7 +3053,7 @@ static int spread_pick(hdor_deg_t *D, int r, const pmask_t *m)
 	return -1;
 }
 
-/* ---------------------------------------------------------------- SLs and VLs */
+/* ---------------- 13.3 SLs and VLs */
 
 /* open-addressing map (SL, switch, in, out) -> VL of the SL2VL entries set so far */
 typedef struct {
@@ -2911,8 +3229,8 @@ static int deg_sls(hdor_ctx_t *ctx, hdor_deg_t *D)
 						break;
 				}
 				if (sl == HDOR_MAX_SLS) {
-					decline(ctx, "the failures need more than %d SLs (pair LID %u -> %u)", HDOR_MAX_SLS,
-						slid, dlid);
+					declinec(ctx, HD_SLS, "the failures need more than %d SLs (pair LID %u -> %u)", HDOR_MAX_SLS,
+						 slid, dlid);
 					goto out;
 				}
 				{
@@ -2972,7 +3290,7 @@ static int deg_sls(hdor_ctx_t *ctx, hdor_deg_t *D)
 			uint64_t k = map.key[i];
 			if (!k || !map.val[i])
 				continue;
-			rows[nr].guid = K->guid[(k >> 16) & 0xffffffffULL];
+			rows[nr].guid = K->ident[(k >> 16) & 0xffffffffULL];
 			rows[nr].io = (uint16_t)(k & 0xffff);
 			memset(rows[nr].vl, 0, 16);
 			rows[nr].vl[(k >> 48) - 1] = map.val[i];
@@ -3124,11 +3442,20 @@ static int deg_route(hdor_ctx_t *ctx, hdor_deg_t *D)
 			DTAB(D, r, lid) = (uint8_t)port;
 		}
 	}
-	if (deg_sls(ctx, D))
-		goto out;
+	if (D->dead_nodes || D->dead_links) {
+		if (deg_sls(ctx, D))
+			goto out;
+	} else
+		D->vls = 1;	/* nothing failed: the fault-free tables, OpenSM's SLs */
 	D->vlcap = ports_vlcap(ctx, D);
 	if (D->vls > D->vlcap) {
-		decline(ctx, "the failures need %u VLs, the ports offer %u", D->vls, D->vlcap);
+		declinec(ctx, HD_VLS, "the failures need %u VLs, the ports offer %u", D->vls, D->vlcap);
+		goto out;
+	}
+	if (D->vls > 1 && !ctx->osm->subn.opt.qos) {
+		/* the switches would keep SL2VL tables that are not hdor's: no VLs, a credit loop */
+		declinec(ctx, HD_VLS, "the failures need %u VLs, and OpenSM programs hdor's SL2VL tables only with "
+			 "qos TRUE (off)", D->vls);
 		goto out;
 	}
 	for (i = 0; i < nn; i++) {
@@ -3147,38 +3474,43 @@ out:
 	return ret;
 }
 
-/* ---------------------------------------------------------------- dump, hooks */
+/* ---------------- 13.4 dump, tables, hop matrices, the SL hooks */
 
 static int write_dump_degraded(hdor_ctx_t *ctx, hdor_deg_t *D, char *path, size_t pathsz)
 {
 	const hdor_kns_t *K = D->K;
 	char tmp[4200];
 	FILE *f;
-	uint32_t i, lid;
+	uint32_t i, j, lid;
 	unsigned n = K->n, e;
 	int role;
 
 	f = dump_open(ctx, path, pathsz, tmp, sizeof(tmp));
 	if (!f)
 		return -1;
-	fprintf(f, "# hdor k=%u n=%u routers=%u switches=%u hcas=%u lids=%u vls=%u detoured=%u extra_max=%u extra_mean=%.3f\n",
-		K->k, n, D->nrouters, D->nswitches, D->nhcas, D->nowned, D->vls, D->detoured, D->extra_max,
-		D->extra_mean);
+	fprintf(f, "# hdor k=%u n=%u routers=%u switches=%u hcas=%u lids=%u", K->k, n, D->nrouters, D->nswitches,
+		D->nhcas, D->nowned);
+	if (D->dead_nodes || D->dead_links)	/* a complete KNS: the header of docs section 5 */
+		fprintf(f, " vls=%u detoured=%u extra_max=%u extra_mean=%.3f", D->vls, D->detoured, D->extra_max,
+			D->extra_mean);
+	fputc('\n', f);
 	for (role = R_ROUTER; role <= R_HCA; role++)
-		for (i = 0; i < K->nn; i++) {
+		for (j = 0; j < K->nn; j++) {
+			i = K->isort[j];	/* by the GUID of the device there */
 			if (!D->cur[i] || K->role[i] != role)
 				continue;
 			if (role == R_ROUTER)
-				fprintf(f, "router 0x%016" PRIx64 " ", K->guid[i]);
+				fprintf(f, "router 0x%016" PRIx64 " ", K->ident[i]);
 			else if (role == R_SWITCH)
-				fprintf(f, "switch 0x%016" PRIx64 " dim=%d ", K->guid[i], K->dim[i]);
+				fprintf(f, "switch 0x%016" PRIx64 " dim=%d ", K->ident[i], K->dim[i]);
 			else
-				fprintf(f, "hca    0x%016" PRIx64 " ", K->guid[i]);
+				fprintf(f, "hca    0x%016" PRIx64 " ", K->ident[i]);
 			put_coords(f, K->coord + (size_t)i * n, n, role == R_SWITCH ? K->dim[i] : -1);
 			fprintf(f, " \"%s\"\n", ndesc(D->cur[i]));
 		}
-	for (i = 0; i < K->nn; i++) {
+	for (j = 0; j < K->nn; j++) {
 		uint32_t hist[256];
+		i = K->isort[j];
 		if (!D->cur[i] || K->role[i] != R_ROUTER)
 			continue;
 		memset(hist, 0, sizeof(hist));
@@ -3193,7 +3525,7 @@ static int write_dump_degraded(hdor_ctx_t *ctx, hdor_deg_t *D, char *path, size_
 			}
 			if (np < 2)
 				continue;
-			fprintf(f, "spread 0x%016" PRIx64 " dim=%u ports=", K->guid[i], e);
+			fprintf(f, "spread 0x%016" PRIx64 " dim=%u ports=", K->ident[i], e);
 			for (p = 1; p < K->np[i]; p++) {
 				int y = K->peer[K->poff[i] + p];
 				if (y >= 0 && works(D, (int)i, p) && K->dim[y] == (int)e) {
@@ -3329,7 +3661,1548 @@ static void hdor_update_sl2vl(void *context, osm_physp_t *port, uint8_t in_port,
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* engine callbacks                                                                           */
+/* 14. the KNS without a complete sweep: hdor.conf, the remembered state, first sight       */
+
+/* The complete KNS can come from elsewhere than a pass that saw it complete (docs/hdor.md
+ * section 7): the description hdor.conf an admin deploys (from the directory of the opensm.conf
+ * OpenSM was started with, else /etc/opensm), the state this engine remembers in OpenSM's cache
+ * directory, or identification at first sight, which completes a degraded fabric with
+ * "phantoms" (the missing routers, switches, HCAs and cables, GUIDs from HDOR_PHANTOM up).
+ * Each gives a KNS without tables; kns_build() routes it by docs section 4 for the LIDs of now,
+ * and the degraded pass (section 13) then runs against it as against one a long-running hdor
+ * remembers. */
+
+#define HDOR_CONF_NAME "hdor.conf"
+#define HDOR_STATE_NAME "hdor-kns.conf"
+#define HDOR_CONF_DIR "/etc/opensm"
+
+/* ---------------- 14.1 a pass over a KNS from elsewhere, and its tables */
+
+/* index of the switch (CA) of P with this GUID: P's nodes are in GUID order when collected from
+ * a KNS; -1 */
+static int p_find(const hdor_pass_t *P, uint64_t guid, int ca)
+{
+	int lo = 0, hi = ca ? P->nca : P->nsw;
+	while (lo < hi) {
+		int mid = (lo + hi) / 2;
+		uint64_t g = ca ? P->ca[mid].guid : P->sw[mid].guid;
+		if (g < guid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < (ca ? P->nca : P->nsw) && (ca ? P->ca[lo].guid : P->sw[lo].guid) == guid)
+		return lo;
+	return -1;
+}
+
+/* section 4 for a KNS K: every node and cable of K, with OpenSM's objects for those there now
+ * (the others have none); node GUIDs are K's (its order), links are K's */
+static int collect_kns(hdor_ctx_t *ctx, hdor_pass_t *P, const hdor_kns_t *K)
+{
+	cl_qmap_t *tbl = &ctx->osm->subn.node_guid_tbl;
+	uint32_t i, total = 0;
+	int *map = xcalloc(K->nn, sizeof(int)), ret = -1;
+
+	if (!map)
+		return decline(ctx, "out of memory");
+	for (i = 0; i < K->nn; i++) {
+		if (K->type[i] == N_SWITCH) {
+			P->nsw++;
+			total += K->np[i];
+		} else
+			P->nca++;
+	}
+	if (!P->nsw) {
+		free(map);
+		return decline(ctx, "no switches");
+	}
+	P->links = xcalloc(total, sizeof(*P->links));
+	if (!pass_alloc(P, K->nn) || !P->links) {
+		decline(ctx, "out of memory");
+		goto out;
+	}
+	P->nsw = P->nca = 0;
+	for (i = 0; i < K->nn; i++) {
+		osm_node_t *node = NULL;
+		if (K->ident[i] < HDOR_PHANTOM) {
+			cl_map_item_t *it = cl_qmap_get(tbl, cl_hton64(K->ident[i]));
+			if (it != cl_qmap_end(tbl))
+				node = (osm_node_t *)it;
+		}
+		if (node && node_kind(node) != K->type[i]) {
+			declinec(ctx, HD_CONF_MISMATCH, "0x%016" PRIx64 " '%s' is a%s, the KNS has a%s there",
+				 K->ident[i], ndesc(node), node_kind(node) == N_SWITCH ? " switch" : "n hca",
+				 K->type[i] == N_SWITCH ? " switch" : "n hca");
+			goto out;
+		}
+		if (K->type[i] == N_SWITCH) {
+			hsw_t *s = &P->sw[P->nsw];
+			if (node && (!node->sw || node->sw->p_node != node)) {
+				decline(ctx, "switch 0x%016" PRIx64 " '%s' has no switch object", K->ident[i], ndesc(node));
+				goto out;
+			}
+			s->sw = node ? node->sw : NULL;
+			s->node = node;
+			s->guid = K->guid[i];
+			s->router = s->group = s->first_set = -1;
+			s->base_lid = node ? cl_ntoh16(osm_node_get_base_lid(node, 0)) : 0;
+			if (node && hput(P, node, 2 * P->nsw)) {
+				decline(ctx, "duplicate node object");
+				goto out;
+			}
+			map[i] = P->nsw++;
+		} else {
+			hca_t *c = &P->ca[P->nca];
+			c->node = node;
+			c->guid = K->guid[i];
+			c->router = -1;
+			c->port_num = 256;
+			if (node && hput(P, node, 2 * P->nca + 1)) {
+				decline(ctx, "duplicate node object");
+				goto out;
+			}
+			map[i] = P->nca++;
+		}
+	}
+	for (i = 0; i < K->nn; i++) {
+		hsw_t *s;
+		unsigned p;
+		if (K->type[i] != N_SWITCH)
+			continue;
+		s = &P->sw[map[i]];
+		s->loff = P->nlinks;
+		for (p = 1; p < K->np[i]; p++) {
+			int y = K->peer[K->poff[i] + p];
+			if (y < 0)
+				continue;
+			if (s->node && p >= osm_node_get_num_physp(s->node)) {
+				declinec(ctx, HD_CONF_MISMATCH, "switch 0x%016" PRIx64 " '%s' has ports 1-%u, the KNS cables its port %u",
+					 K->ident[i], ndesc(s->node), osm_node_get_num_physp(s->node) - 1u, p);
+				goto out;
+			}
+			P->links[P->nlinks].port = (uint8_t)p;
+			P->links[P->nlinks].rport = K->pport[K->poff[i] + p];
+			P->links[P->nlinks].kind = K->type[y];
+			P->links[P->nlinks].idx = map[y];
+			P->nlinks++;
+		}
+		s->ln = P->nlinks - s->loff;
+	}
+	ret = 0;
+out:
+	free(map);
+	return ret;
+}
+
+/* docs sections 2-3 replaced by K's own dimensions and coordinates (a description's, or the ones
+ * a node that was replaced kept): checked to be a KNS labelling */
+static int coords_from_kns(hdor_ctx_t *ctx, hdor_pass_t *P, const hdor_kns_t *K)
+{
+	unsigned n = P->n, e;
+	int r, g, i;
+
+	if (P->n != K->n || P->k != K->k)
+		return declinec(ctx, HD_CONF_INVALID, "its cabling is a %u-ary %u-direct KNS, its header says k=%u n=%u",
+				P->k, P->n, K->k, K->n);
+	P->rg = xcalloc((size_t)P->nr * n, sizeof(int));
+	P->coord = xcalloc((size_t)P->nr * n, 1);
+	P->gcoord = xcalloc((size_t)P->ng * n, 1);
+	if (!P->rg || !P->coord || !P->gcoord)
+		return decline(ctx, "out of memory");
+	for (i = 0; i < P->nr * (int)n; i++)
+		P->rg[i] = -1;
+	for (r = 0; r < P->nr; r++) {
+		int b = find_u64(K->guid, K->nn, P->rt[r].guid);
+		if (b < 0 || K->role[b] != R_ROUTER)
+			return declinec(ctx, HD_CONF_INVALID, "0x%016" PRIx64 " is a router (an HCA is cabled to it), not a %s",
+					P->rt[r].guid, b < 0 ? "node of it" : K->role[b] == R_SWITCH ? "switch" : "router");
+		memcpy(P->coord + (size_t)r * n, K->coord + (size_t)b * n, n);
+	}
+	for (g = 0; g < P->ng; g++) {
+		hgrp_t *G = &P->grp[g];
+		uint32_t j;
+		G->dim = -1;
+		for (j = 0; j < G->sn; j++) {
+			hsw_t *W = &P->sw[P->gsw[G->soff + j]];
+			int b = find_u64(K->guid, K->nn, W->guid);
+			if (b < 0 || K->role[b] != R_SWITCH)
+				return declinec(ctx, HD_CONF_INVALID, "0x%016" PRIx64 " is an indirect switch (no HCA is cabled to it), not a router",
+						W->guid);
+			if (G->dim >= 0 && K->dim[b] != G->dim)
+				return declinec(ctx, HD_CONF_INVALID, "switches 0x%016" PRIx64 " and 0x%016" PRIx64
+						" of one indirect network have dimensions %d and %d",
+						P->sw[P->gsw[G->soff]].guid, W->guid, G->dim, K->dim[b]);
+			G->dim = K->dim[b];
+		}
+	}
+	for (r = 0; r < P->nr; r++) {
+		uint32_t j;
+		for (j = 0; j < P->rt[r].gn; j++) {
+			int gg = (int)P->rgl[P->rt[r].goff + j], d = P->grp[gg].dim;
+			if (P->rg[r * n + d] >= 0)
+				return declinec(ctx, HD_CONF_INVALID, "router 0x%016" PRIx64 " is in two indirect networks of dimension %d",
+						P->rt[r].guid, d);
+			P->rg[r * n + d] = gg;
+		}
+	}
+	if (lines_and_points(ctx, P)) {
+		ctx->code = ctx->code == HD_NOMEM ? HD_NOMEM : HD_CONF_INVALID;
+		return -1;
+	}
+	for (g = 0; g < P->ng; g++) {
+		hgrp_t *G = &P->grp[g];
+		uint32_t j;
+		for (j = 0; j < G->sn; j++) {
+			int b = find_u64(K->guid, K->nn, P->sw[P->gsw[G->soff + j]].guid);
+			for (e = 0; e < n; e++)
+				if ((int)e != G->dim && K->coord[(size_t)b * n + e] != P->gcoord[(size_t)g * n + e])
+					return declinec(ctx, HD_CONF_INVALID, "switch 0x%016" PRIx64 " has the coordinates of another line of dimension %d than its routers",
+							K->ident[b], G->dim);
+		}
+	}
+	return 0;
+}
+
+/* the remembered LIDs of K's ports that are not there now, while no port of now has them: the
+ * targets a long-running hdor would still count (spreading, docs section 4) */
+static void kns_lids(hdor_pass_t *P, const hdor_kns_t *K)
+{
+	uint32_t i, lid;
+	for (i = 0; i < K->nn; i++) {
+		int ca = K->type[i] != N_SWITCH, x = p_find(P, K->guid[i], ca);
+		unsigned p;
+		if (x < 0 || (ca ? P->ca[x].node : P->sw[x].node))
+			continue;
+		for (p = 0; p < K->np[i]; p++) {
+			uint32_t s = K->poff[i] + p, lo = K->plid[s], hi = lo + (1u << K->plmc[s]) - 1, ok = 1;
+			ltgt_t t;
+			if (!lo || hi > P->max_lid)
+				continue;
+			for (lid = lo; lid <= hi; lid++)
+				ok &= P->lt[lid].kind == T_NONE;
+			if (!ok)
+				continue;
+			if (ca) {
+				int y = K->peer[s], w = y >= 0 ? p_find(P, K->guid[y], 0) : -1;
+				if (w < 0 || P->sw[w].router < 0)
+					continue;
+				t.kind = T_ROUTER;
+				t.idx = P->sw[w].router;
+				t.port = K->pport[s];
+			} else if (p == 0) {
+				t.kind = P->sw[x].router >= 0 ? T_ROUTER : T_SWITCH;
+				t.idx = P->sw[x].router >= 0 ? P->sw[x].router : x;
+				t.port = 0;
+			} else
+				continue;
+			for (lid = lo; lid <= hi; lid++) {
+				P->lt[lid] = t;
+				P->nlids++;
+			}
+		}
+	}
+}
+
+/* the replacements among the devices of now (deg_match places them too; a KNS from a file must
+ * know them before its tables are built around the devices of now): 0, or -1 out of memory */
+static int kns_place(hdor_ctx_t *ctx)
+{
+	cl_qmap_t *tbl = &ctx->osm->subn.node_guid_tbl;
+	cl_map_item_t *it;
+	hdor_deg_t D;
+	osm_node_t **unknown = NULL;
+	uint32_t nu = 0;
+	int rc = 0;
+
+	memset(&D, 0, sizeof(D));
+	D.K = ctx->kns;
+	D.cur = xcalloc(D.K->nn, sizeof(*D.cur));
+	if (!D.cur)
+		return decline(ctx, "out of memory");
+	for (it = cl_qmap_head(tbl); it != cl_qmap_end(tbl); it = cl_qmap_next(it)) {
+		osm_node_t *node = (osm_node_t *)it;
+		int b = kns_find(D.K, cl_ntoh64(osm_node_get_node_guid(node)));
+		if (b >= 0) {
+			D.cur[b] = node;
+			continue;
+		}
+		if (nu % 64 == 0) {
+			osm_node_t **nw = realloc(unknown, (nu + 64) * sizeof(*unknown));
+			if (!nw) {
+				rc = decline(ctx, "out of memory");
+				break;
+			}
+			unknown = nw;
+		}
+		unknown[nu++] = node;
+	}
+	if (!rc && nu)
+		rc = replacements(ctx, &D, unknown, nu, 0);
+	free(unknown);
+	free(D.cur);
+	return rc;
+}
+
+/* a switch object of our own for the table of switch w of P that OpenSM does not have (only
+ * what route_switch uses: new_lft, lft_size, max_lid_ho, num_ports, p_prof) */
+static osm_switch_t *shadow_switch(const hdor_pass_t *P, const hdor_kns_t *K, int w)
+{
+	int b = find_u64(K->guid, K->nn, P->sw[w].guid);
+	osm_switch_t *sw = xcalloc(1, sizeof(*sw));
+	if (!sw || b < 0)
+		return free(sw), NULL;
+	sw->num_ports = K->np[b];
+	sw->max_lid_ho = (uint16_t)P->max_lid;
+	sw->lft_size = (uint16_t)(P->max_lid + 1);
+	sw->new_lft = malloc(P->max_lid + 1);
+	sw->p_prof = xcalloc(K->np[b], sizeof(*sw->p_prof));
+	if (!sw->new_lft || !sw->p_prof) {
+		free(sw->new_lft);
+		free(sw->p_prof);
+		free(sw);
+		return NULL;
+	}
+	memset(sw->new_lft, OSM_NO_PATH, P->max_lid + 1);
+	return sw;
+}
+
+/* Kin routed by docs section 4 for the LIDs of now: a KNS with its fault-free tables (of the
+ * switches there now), or NULL (ctx->reason).  compute: coordinates by docs sections 2-3 (first
+ * sight), else Kin's.  Leaves the switches' new_lft as OpenSM prepared them. */
+static hdor_kns_t *kns_build(hdor_ctx_t *ctx, const hdor_kns_t *Kin, int compute)
+{
+	hdor_pass_t *P = xcalloc(1, sizeof(*P));
+	hdor_kns_t *K = NULL;
+	int w;
+
+	if (!P) {
+		decline(ctx, "out of memory");
+		return NULL;
+	}
+	if (collect_kns(ctx, P, Kin) || structure(ctx, P) || kns_counts(ctx, P) ||
+	    (compute ? dims_and_coords(ctx, P) : coords_from_kns(ctx, P, Kin)) ||
+	    group_distances(ctx, P) || candidate_sets(ctx, P) || lid_targets(ctx, P))
+		goto out;
+	kns_lids(P, Kin);
+	P->ready = 1;
+	/* a switch that is not there gets a shadow object for its fault-free table (the detours'
+	 * statistics walk it, as a long-running hdor walks the table it had) */
+	for (w = 0; w < P->nsw; w++)
+		if (!P->sw[w].sw && !(P->sw[w].sw = shadow_switch(P, Kin, w))) {
+			decline(ctx, "out of memory");
+			goto out;
+		}
+	for (w = 0; w < P->nsw; w++)
+		route_switch(P, w);
+	K = kns_remember(ctx, P, Kin);
+	if (!K)
+		decline(ctx, "out of memory");
+	else
+		K->origin = Kin->origin;
+	for (w = 0; w < P->nsw; w++) {
+		osm_switch_t *sw = P->sw[w].sw;
+		unsigned p;
+		if (!sw || !P->sw[w].node)
+			continue;
+		memset(sw->new_lft, OSM_NO_PATH, lft_top(sw) + 1);
+		for (p = 0; p < sw->num_ports; p++)
+			osm_port_prof_construct(&sw->p_prof[p]);
+	}
+out:
+	for (w = 0; w < P->nsw; w++)
+		if (P->sw[w].sw && !P->sw[w].node) {
+			free(P->sw[w].sw->new_lft);
+			free(P->sw[w].sw->p_prof);
+			free(P->sw[w].sw);
+			P->sw[w].sw = NULL;
+		}
+	pass_free(P);
+	return K;
+}
+
+
+/* ---------------- 14.2 the file format (hdor.conf and the remembered state) */
+
+/* One line per node, then one per cable (docs/plugin.md "hdor.conf"):
+ *
+ *   hdor-kns 1 k=4 n=2 s=1
+ *   router 0x0002c90000000001 ports=8 [0,0] lids=0:1 "R[0,0]"
+ *   switch 0x0002c90000000011 ports=8 dim=0 [0] lids=0:17 "S[0,0]"
+ *   hca 0x0002c90000000021 ports=1 [0,0] lids=1:33 "H[0,0]"
+ *   link 0x0002c90000000001 2 0x0002c90000000011 1
+ *
+ * lids= (port:base LID[/LMC],...) is optional; was=0x... names the node a device replaced (it
+ * keeps that node's place and order); phantom marks a node identified at first sight. */
+
+typedef struct {
+	uint64_t ident, guid;
+	uint8_t type, role, np, ncoord, phantom;
+	int dim, line;
+	uint8_t coord[HDOR_MAX_N];
+	char *desc;
+	uint16_t lid[8];	/* up to 8 ports with LIDs per node line */
+	uint8_t lport[8], lmc[8], nlid;
+} hfnode_t;
+
+typedef struct {
+	uint64_t a, b;
+	uint8_t pa, pb;
+	int line;
+} hflink_t;
+
+/* room for one more of n elements of size sz in *p (capacity *cap, doubled): 0, or -1 */
+static int grow(void *pp, uint32_t n, uint32_t *cap, size_t sz)
+{
+	void **p = pp, *np_;
+	uint32_t nc;
+	if (n < *cap)
+		return 0;
+	nc = *cap ? 2 * *cap : 256;
+	if (!(np_ = realloc(*p, (size_t)nc * sz)))
+		return -1;
+	*p = np_;
+	*cap = nc;
+	return 0;
+}
+
+static int cmp_fnode_ident(const void *a, const void *b)
+{
+	return cmp_u64(((const hfnode_t *)a)->ident, ((const hfnode_t *)b)->ident);
+}
+
+static int cmp_fnode_guid(const void *a, const void *b)
+{
+	return cmp_u64(((const hfnode_t *)a)->guid, ((const hfnode_t *)b)->guid);
+}
+
+static int parse_u64(const char *t, uint64_t *v)
+{
+	char *end;
+	if (!t || !*t || *t == '-')
+		return -1;
+	errno = 0;
+	*v = strtoull(t, &end, 0);
+	return (errno || *end) ? -1 : 0;
+}
+
+static int parse_uint(const char *t, unsigned max, unsigned *v)
+{
+	uint64_t x;
+	if (parse_u64(t, &x) || x > max)
+		return -1;
+	*v = (unsigned)x;
+	return 0;
+}
+
+/* "[a,b,c]" -> up to HDOR_MAX_N values (most significant first), their number in *nc */
+static int parse_coords(const char *t, uint8_t *c, uint8_t *nc)
+{
+	char buf[256], *save = NULL, *tok;
+	size_t len = strlen(t);
+	*nc = 0;
+	if (len < 2 || len >= sizeof(buf) || t[0] != '[' || t[len - 1] != ']')
+		return -1;
+	memcpy(buf, t + 1, len - 2);
+	buf[len - 2] = '\0';
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		unsigned v;
+		if (*nc >= HDOR_MAX_N || parse_uint(tok, 255, &v))
+			return -1;
+		c[(*nc)++] = (uint8_t)v;
+	}
+	return 0;
+}
+
+/* read a KNS file into *out (structure, coordinates, remembered LIDs; no tables): 0, 1 when the
+ * file does not exist, -1 (ctx->reason, ctx->code HD_CONF_READ / HD_CONF_SYNTAX) */
+static int kns_read(hdor_ctx_t *ctx, const char *path, int origin, hdor_kns_t **out)
+{
+	FILE *f = fopen(path, "r");
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	int lineno = 0, ret = -1, have_header = 0;
+	unsigned k = 0, n = 0, s = 1;
+	hfnode_t *nd = NULL;
+	hflink_t *lk = NULL;
+	uint32_t nnd = 0, cnd = 0, nlk = 0, clk = 0, i;
+	hdor_kns_t *K = NULL;
+
+	*out = NULL;
+	if (!f) {
+		if (errno == ENOENT)
+			return 1;
+		return declinec(ctx, HD_CONF_READ, "cannot read %s: %s", path, strerror(errno));
+	}
+#define FAIL(...) do { declinec(ctx, HD_CONF_SYNTAX, __VA_ARGS__); goto out; } while (0)
+	while ((len = getline(&line, &cap, f)) >= 0) {
+		char *tok[24], *save = NULL, *q, *desc = NULL, *t;
+		int nt = 0;
+		lineno++;
+		while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+			line[--len] = '\0';
+		if ((q = strchr(line, '"'))) {	/* the node description: to the last quote */
+			char *e = strrchr(line, '"');
+			if (e == q)
+				FAIL("%s line %d: a description without its closing quote", path, lineno);
+			*e = '\0';
+			desc = q + 1;
+			*q = '\0';
+		}
+		for (t = strtok_r(line, " \t", &save); t && nt < 24; t = strtok_r(NULL, " \t", &save)) {
+			if (*t == '#')
+				break;
+			tok[nt++] = t;
+		}
+		if (!nt)
+			continue;
+		if (!have_header) {
+			int j;
+			if (strcmp(tok[0], "hdor-kns") || nt < 2 || strcmp(tok[1], "1"))
+				FAIL("%s line %d: not a KNS description (it starts with \"hdor-kns 1 k=.. n=..\")", path, lineno);
+			for (j = 2; j < nt; j++) {
+				if (!strncmp(tok[j], "k=", 2) && !parse_uint(tok[j] + 2, 255, &k))
+					continue;
+				if (!strncmp(tok[j], "n=", 2) && !parse_uint(tok[j] + 2, HDOR_MAX_N, &n))
+					continue;
+				if (!strncmp(tok[j], "s=", 2) && !parse_uint(tok[j] + 2, 255, &s))
+					continue;
+				if (strchr(tok[j], '='))	/* counts, for a reader: not needed */
+					continue;
+				FAIL("%s line %d: unknown header field '%s'", path, lineno, tok[j]);
+			}
+			if (k < 2 || n < 1)
+				FAIL("%s line %d: the header needs k >= 2 and n >= 1", path, lineno);
+			have_header = 1;
+			continue;
+		}
+		if (!strcmp(tok[0], "link")) {
+			unsigned pa, pb;
+			if (nt != 5 || desc)
+				FAIL("%s line %d: a link is 'link GUID PORT GUID PORT'", path, lineno);
+			if (grow(&lk, nlk, &clk, sizeof(*lk))) {
+				decline(ctx, "out of memory");
+				goto out;
+			}
+			if (parse_u64(tok[1], &lk[nlk].a) || parse_uint(tok[2], 254, &pa) || !pa ||
+			    parse_u64(tok[3], &lk[nlk].b) || parse_uint(tok[4], 254, &pb) || !pb)
+				FAIL("%s line %d: a link is 'link GUID PORT GUID PORT' (GUIDs 0x..., ports 1-254)", path, lineno);
+			lk[nlk].pa = (uint8_t)pa;
+			lk[nlk].pb = (uint8_t)pb;
+			lk[nlk].line = lineno;
+			nlk++;
+			continue;
+		}
+		{
+			hfnode_t *x;
+			int j;
+			if (strcmp(tok[0], "router") && strcmp(tok[0], "switch") && strcmp(tok[0], "hca"))
+				FAIL("%s line %d: '%s' is not router, switch, hca or link", path, lineno, tok[0]);
+			if (grow(&nd, nnd, &cnd, sizeof(*nd))) {
+				decline(ctx, "out of memory");
+				goto out;
+			}
+			x = &nd[nnd];
+			memset(x, 0, sizeof(*x));
+			x->dim = -1;
+			x->line = lineno;
+			x->role = tok[0][0] == 'r' ? R_ROUTER : tok[0][0] == 's' ? R_SWITCH : R_HCA;
+			x->type = x->role == R_HCA ? N_CA : N_SWITCH;
+			if (nt < 2 || parse_u64(tok[1], &x->ident))
+				FAIL("%s line %d: a %s line starts with its GUID (0x...)", path, lineno, tok[0]);
+			x->guid = x->ident;
+			for (j = 2; j < nt; j++) {
+				unsigned v;
+				if (!strncmp(tok[j], "ports=", 6)) {
+					if (parse_uint(tok[j] + 6, 254, &v) || !v)
+						FAIL("%s line %d: ports= takes 1-254", path, lineno);
+					x->np = (uint8_t)(v + 1);
+				} else if (!strncmp(tok[j], "dim=", 4)) {
+					if (parse_uint(tok[j] + 4, HDOR_MAX_N - 1, &v))
+						FAIL("%s line %d: bad dim=", path, lineno);
+					x->dim = (int)v;
+				} else if (!strncmp(tok[j], "was=", 4)) {
+					if (parse_u64(tok[j] + 4, &x->guid))
+						FAIL("%s line %d: was= takes a GUID (0x...)", path, lineno);
+				} else if (!strcmp(tok[j], "phantom")) {
+					x->phantom = 1;
+				} else if (tok[j][0] == '[') {
+					if (parse_coords(tok[j], x->coord, &x->ncoord))
+						FAIL("%s line %d: bad coordinates '%s'", path, lineno, tok[j]);
+				} else if (!strncmp(tok[j], "lids=", 5)) {
+					char *s2 = NULL, *e;
+					for (e = strtok_r(tok[j] + 5, ",", &s2); e; e = strtok_r(NULL, ",", &s2)) {
+						unsigned pn, lid, lmc = 0;
+						char *c = strchr(e, ':'), *sl = strchr(e, '/');
+						if (!c || x->nlid >= 8)
+							FAIL("%s line %d: lids= takes PORT:LID[/LMC],... (at most 8)", path, lineno);
+						*c = '\0';
+						if (sl)
+							*sl = '\0';
+						if (parse_uint(e, 254, &pn) || parse_uint(c + 1, 0xbfff, &lid) || !lid ||
+						    (sl && parse_uint(sl + 1, 7, &lmc)))
+							FAIL("%s line %d: lids= takes PORT:LID[/LMC],... (LIDs 1-49151, LMC 0-7)", path, lineno);
+						x->lport[x->nlid] = (uint8_t)pn;
+						x->lid[x->nlid] = (uint16_t)lid;
+						x->lmc[x->nlid++] = (uint8_t)lmc;
+					}
+				} else
+					FAIL("%s line %d: unknown field '%s'", path, lineno, tok[j]);
+			}
+			if (!x->np)
+				FAIL("%s line %d: ports= is missing", path, lineno);
+			if (x->role == R_SWITCH ? (x->dim < 0 || x->dim >= (int)n || x->ncoord != n - 1) :
+			    x->role == R_ROUTER ? x->ncoord != n : (x->ncoord && x->ncoord != n))
+				FAIL("%s line %d: a %s needs %s", path, lineno, tok[0], x->role == R_SWITCH ?
+				     "dim=D (D < n) and its line's n-1 coordinates" : "n coordinates");
+			for (j = 0; j < x->ncoord; j++)
+				if (x->coord[j] >= k)
+					FAIL("%s line %d: coordinate %u is not below k = %u", path, lineno, x->coord[j], k);
+			for (j = 0; j < x->nlid; j++)
+				if (x->lport[j] >= x->np || (x->type == N_SWITCH && x->lport[j]))
+					FAIL("%s line %d: lids= names port %u (a switch has its LID on port 0)", path, lineno, x->lport[j]);
+			x->desc = strdup(desc ? desc : "");
+			if (!x->desc) {
+				decline(ctx, "out of memory");
+				goto out;
+			}
+			nnd++;
+		}
+	}
+	if (!have_header)
+		FAIL("%s: empty (no \"hdor-kns 1 k=.. n=..\" line)", path);
+	if (!nnd)
+		FAIL("%s: no nodes", path);
+	/* the nodes in order (of their GUID, or the one they replaced) */
+	qsort(nd, nnd, sizeof(*nd), cmp_fnode_ident);
+	for (i = 1; i < nnd; i++)
+		if (nd[i].ident == nd[i - 1].ident)
+			FAIL("%s line %d: GUID 0x%016" PRIx64 " is listed twice (line %d)", path, nd[i].line, nd[i].ident, nd[i - 1].line);
+	K = kns_alloc(nnd, k, n, s, origin);
+	if (!K) {
+		decline(ctx, "out of memory");
+		goto out;
+	}
+	/* order by the GUID that places them: a device that replaced another takes its place */
+	{
+		hfnode_t *byg = xcalloc(nnd, sizeof(*byg));
+		if (!byg) {
+			decline(ctx, "out of memory");
+			goto out;
+		}
+		memcpy(byg, nd, nnd * sizeof(*nd));
+		qsort(byg, nnd, sizeof(*byg), cmp_fnode_guid);
+		for (i = 0; i < nnd; i++) {
+			hfnode_t *x = &byg[i];
+			unsigned e;
+			if (i && x->guid == byg[i - 1].guid) {
+				declinec(ctx, HD_CONF_SYNTAX, "%s line %d: two devices have the place of 0x%016" PRIx64, path, x->line, x->guid);
+				free(byg);
+				goto out;
+			}
+			K->guid[i] = x->guid;
+			K->ident[i] = x->ident;
+			K->type[i] = x->type;
+			K->role[i] = x->role;
+			K->np[i] = x->np;
+			K->desc[i] = x->desc;
+			x->desc = NULL;
+			K->dim[i] = x->role == R_SWITCH ? x->dim : -1;
+			K->poff[i + 1] = K->poff[i] + x->np;
+			/* written most significant first; kept by dimension (a switch: without its own) */
+			for (e = 0; e < n && x->ncoord; e++) {
+				if (x->role == R_SWITCH) {
+					if ((int)e != x->dim) {
+						unsigned pos = (unsigned)(e < (unsigned)x->dim ? e : e - 1);
+						K->coord[(size_t)i * n + e] = x->coord[n - 2 - pos];
+					}
+				} else
+					K->coord[(size_t)i * n + e] = x->coord[n - 1 - e];
+			}
+		}
+		/* the file's nodes stay in ident order for the links below: keep the descriptions owned
+		 * by K only */
+		for (i = 0; i < nnd; i++)
+			nd[i].desc = NULL;
+		free(byg);
+	}
+	if (kns_alloc_slots(K)) {
+		decline(ctx, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < nnd; i++) {
+		int b = kns_find(K, nd[i].ident), j;
+		for (j = 0; j < nd[i].nlid; j++) {
+			K->plid[K->poff[b] + nd[i].lport[j]] = nd[i].lid[j];
+			K->plmc[K->poff[b] + nd[i].lport[j]] = nd[i].lmc[j];
+		}
+	}
+	for (i = 0; i < nlk; i++) {
+		int a = kns_find(K, lk[i].a), b = kns_find(K, lk[i].b);
+		uint32_t sa, sb;
+		if (a < 0 || b < 0)
+			FAIL("%s line %d: GUID 0x%016" PRIx64 " is not a node of the file", path, lk[i].line,
+			     a < 0 ? lk[i].a : lk[i].b);
+		if (lk[i].pa >= K->np[a] || lk[i].pb >= K->np[b])
+			FAIL("%s line %d: port %u of 0x%016" PRIx64 " is beyond its ports=", path, lk[i].line,
+			     lk[i].pa >= K->np[a] ? lk[i].pa : lk[i].pb, lk[i].pa >= K->np[a] ? lk[i].a : lk[i].b);
+		sa = K->poff[a] + lk[i].pa;
+		sb = K->poff[b] + lk[i].pb;
+		if (K->peer[sa] >= 0 || K->peer[sb] >= 0 || sa == sb)
+			FAIL("%s line %d: port %u of 0x%016" PRIx64 " is cabled twice", path, lk[i].line,
+			     K->peer[sa] >= 0 ? lk[i].pa : lk[i].pb, K->peer[sa] >= 0 ? lk[i].a : lk[i].b);
+		K->peer[sa] = b;
+		K->pport[sa] = lk[i].pb;
+		K->peer[sb] = a;
+		K->pport[sb] = lk[i].pa;
+	}
+	*out = K;
+	K = NULL;
+	ret = 0;
+#undef FAIL
+out:
+	if (nd)
+		for (i = 0; i < nnd; i++)
+			free(nd[i].desc);
+	free(nd);
+	free(lk);
+	free(line);
+	fclose(f);
+	kns_free(K);
+	return ret;
+}
+
+static int cmp_slot_ident(const void *a, const void *b)
+{
+	const uint64_t *x = a, *y = b;
+	return x[0] != y[0] ? cmp_u64(x[0], y[0]) : cmp_u64(x[1], y[1]);
+}
+
+/* write K in the file format to path, atomically (a temporary file beside it, then rename) */
+static int kns_write(const hdor_kns_t *K, const char *path, const char *comment)
+{
+	char tmp[4200];
+	FILE *f;
+	uint32_t i, nl = 0, nr = 0, ns = 0, nh = 0, nlinks = 0;
+	unsigned n = K->n, role;
+	uint64_t *links;
+	int fd, ret = -1;
+
+	for (i = 0; i < K->nn; i++) {
+		unsigned p;
+		nr += K->role[i] == R_ROUTER;
+		ns += K->role[i] == R_SWITCH;
+		nh += K->role[i] == R_HCA;
+		for (p = 1; p < K->np[i]; p++)
+			nl += K->peer[K->poff[i] + p] >= 0;
+	}
+	links = xcalloc((size_t)nl / 2 + 1, 2 * sizeof(uint64_t));
+	if (!links)
+		return -1;
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
+	f = fopen(tmp, "w");
+	if (!f) {
+		free(links);
+		return -1;
+	}
+	fprintf(f, "# %s\n# format: docs/plugin.md \"hdor.conf\"; node lines by role and GUID, then one line per cable\n", comment);
+	fprintf(f, "hdor-kns 1 k=%u n=%u s=%u routers=%u switches=%u hcas=%u links=%u\n", K->k, n, K->s, nr, ns, nh, nl / 2);
+	for (role = R_ROUTER; role <= R_HCA; role++)
+		for (i = 0; i < K->nn; i++) {
+			uint32_t b = K->isort[i];
+			unsigned p, first = 1;
+			if (K->role[b] != role)
+				continue;
+			fprintf(f, "%s 0x%016" PRIx64, role == R_ROUTER ? "router" : role == R_SWITCH ? "switch" : "hca", K->ident[b]);
+			if (K->ident[b] != K->guid[b])
+				fprintf(f, " was=0x%016" PRIx64, K->guid[b]);
+			fprintf(f, " ports=%u", K->np[b] - 1u);
+			if (role == R_SWITCH)
+				fprintf(f, " dim=%d", K->dim[b]);
+			fputc(' ', f);
+			put_coords(f, K->coord + (size_t)b * n, n, role == R_SWITCH ? K->dim[b] : -1);
+			for (p = 0; p < K->np[b]; p++)
+				if (K->plid[K->poff[b] + p]) {
+					fprintf(f, first ? " lids=%u:%u" : ",%u:%u", p, K->plid[K->poff[b] + p]);
+					if (K->plmc[K->poff[b] + p])
+						fprintf(f, "/%u", K->plmc[K->poff[b] + p]);
+					first = 0;
+				}
+			if (K->guid[b] >= HDOR_PHANTOM)
+				fputs(" phantom", f);
+			fprintf(f, " \"%s\"\n", K->desc[b]);
+		}
+	/* each cable once, from its end with the lower (GUID, port) */
+	for (i = 0; i < K->nn; i++) {
+		unsigned p;
+		for (p = 1; p < K->np[i]; p++) {
+			int y = K->peer[K->poff[i] + p];
+			unsigned q = K->pport[K->poff[i] + p];
+			if (y < 0 || K->ident[y] < K->ident[i] || (K->ident[y] == K->ident[i] && q < p))
+				continue;
+			links[2 * nlinks] = K->ident[i];
+			links[2 * nlinks + 1] = (uint64_t)p << 56 | (uint64_t)(unsigned)y << 8 | q;
+			nlinks++;
+		}
+	}
+	qsort(links, nlinks, 2 * sizeof(uint64_t), cmp_slot_ident);
+	for (i = 0; i < nlinks; i++) {
+		uint64_t x = links[2 * i + 1];
+		fprintf(f, "link 0x%016" PRIx64 " %u 0x%016" PRIx64 " %u\n", links[2 * i], (unsigned)(x >> 56),
+			K->ident[(x >> 8) & 0xffffffffffULL], (unsigned)(x & 0xff));
+	}
+	free(links);
+	if (fflush(f) == 0 && !ferror(f) && (fd = fileno(f)) >= 0 && fsync(fd) == 0)
+		ret = 0;
+	if (fclose(f))
+		ret = -1;
+	if (!ret && rename(tmp, path))
+		ret = -1;
+	if (ret) {
+		int e = errno;
+		unlink(tmp);
+		errno = e;
+	}
+	return ret;
+}
+
+
+static int cmp_u64p(const void *a, const void *b)
+{
+	return cmp_u64(*(const uint64_t *)a, *(const uint64_t *)b);
+}
+
+/* ---------------- 14.3 identification at first sight (docs/hdor.md section 7) */
+
+typedef struct {
+	uint64_t guid;
+	uint8_t type, np;
+	osm_node_t *node;	/* NULL: a phantom */
+	const char *desc;
+} hsnode_t;
+
+typedef struct {
+	int a, b;		/* hsnode_t indices */
+	uint8_t pa, pb;
+} hslink_t;
+
+typedef struct {
+	hsnode_t *nd;
+	hslink_t *lk;
+	uint32_t nnd, cnd, nlk, clk;
+	pmask_t *used;		/* per node: ports cabled now or given to a phantom cable */
+} hsight_t;
+
+static int sight_node(hsight_t *S, uint64_t guid, uint8_t type, uint8_t np, osm_node_t *node, const char *desc)
+{
+	uint32_t cu = S->cnd;	/* the two arrays grow together */
+	if (grow(&S->nd, S->nnd, &S->cnd, sizeof(*S->nd)) || grow(&S->used, S->nnd, &cu, sizeof(*S->used)))
+		return -1;
+	S->nd[S->nnd] = (hsnode_t){ guid, type, np, node, desc };
+	memset(&S->used[S->nnd], 0, sizeof(pmask_t));
+	return (int)S->nnd++;
+}
+
+static int sight_link(hsight_t *S, int a, unsigned pa, int b, unsigned pb)
+{
+	if (grow(&S->lk, S->nlk, &S->clk, sizeof(*S->lk)))
+		return -1;
+	S->lk[S->nlk++] = (hslink_t){ a, b, (uint8_t)pa, (uint8_t)pb };
+	mask_set(&S->used[a], pa);
+	mask_set(&S->used[b], pb);
+	return 0;
+}
+
+/* the lowest port of node x that is not cabled (now or by a phantom cable): 0 when none */
+static unsigned free_port(const hsight_t *S, int x)
+{
+	unsigned p;
+	for (p = 1; p < S->nd[x].np; p++)
+		if (!(S->used[x].m[p >> 6] & (1ULL << (p & 63))))
+			return p;
+	return 0;
+}
+
+/* The complete KNS that the fabric of P (collect + structure) is a degraded copy of, or NULL
+ * (ctx->reason).  Phase 1 finds dimensions (classes of parallel indirect networks) and router
+ * coordinates from what is there and declines unless every place is decided; phase 2 adds the
+ * phantoms (missing routers with an HCA each, missing single-switch networks, missing cables)
+ * and returns a KNS whose coordinates kns_build() then assigns by docs sections 2-3 (phantoms
+ * have the largest GUIDs, so they decide nothing a present device could). */
+static hdor_kns_t *first_sight(hdor_ctx_t *ctx, hdor_pass_t *P, unsigned *nphr, unsigned *nphs, unsigned *nphl)
+{
+	unsigned n = 0, k = 0, d, e, i, j;
+	uint32_t l, full = 1, lines, nsw_multi = 0;
+	int r, g, rs = -1, ok = 0;
+	int *cnt = NULL, *stamp = NULL, *uf = NULL, *cls = NULL, *val = NULL, *pc = NULL, *pt_of = NULL;
+	int *line_grp = NULL, *ph_sw = NULL, *sw_node = NULL, *ca_node = NULL, *ph_r = NULL;
+	uint64_t *keys = NULL;
+	pmask_t *cm = NULL;
+	uint32_t nkeys = 0, ckeys = 0;
+	hsight_t S = { 0 };
+	hdor_kns_t *K = NULL;
+	uint64_t phantom = HDOR_PHANTOM;
+
+	*nphr = *nphs = *nphl = 0;
+#define NO(...) do { declinec(ctx, HD_NOT_KNS, __VA_ARGS__); goto out; } while (0)
+#define AMBIG(...) do { declinec(ctx, HD_FIRST_SIGHT, __VA_ARGS__); goto out; } while (0)
+#define OOM() do { decline(ctx, "out of memory"); goto out; } while (0)
+	for (r = 0; r < P->nr; r++)
+		if (P->rt[r].gn > n)
+			n = P->rt[r].gn;
+	for (g = 0; g < P->ng; g++) {
+		if (P->grp[g].mn > k)
+			k = P->grp[g].mn;
+		if (P->grp[g].sn > 1)
+			nsw_multi = 1;
+	}
+	if (!P->nr || n < 1 || n > HDOR_MAX_N || k < 2 || k > 255)
+		NO("no KNS shape (routers in up to %u indirect networks, networks of up to %u routers)", n, k);
+	for (i = 0; i < n; i++) {
+		if (full > 65536 / k)
+			NO("k^n = %u^%u is beyond what first sight identifies", k, n);
+		full *= k;
+	}
+	if ((uint32_t)P->nr > full)
+		NO("%d routers, more than k^n = %u^%u", P->nr, k, n);
+	for (g = 0; g < P->ng; g++)
+		if (P->grp[g].mn < 2) {
+			int w0 = P->gsw[P->grp[g].soff];
+			NO("the indirect network of switch 0x%016" PRIx64 " '%s' has %u router(s): too few to place",
+			   P->sw[w0].guid, ndesc(P->sw[w0].node), P->grp[g].mn);
+		}
+	/* two lines of a KNS share at most one router */
+	cnt = xcalloc(P->ng, sizeof(int));
+	stamp = xcalloc(P->ng, sizeof(int));
+	if (!cnt || !stamp)
+		OOM();
+	for (g = 0; g < P->ng; g++) {
+		const hgrp_t *G = &P->grp[g];
+		for (j = 0; j < G->mn; j++) {
+			const hrtr_t *R = &P->rt[P->gmem[G->moff + j]];
+			for (l = 0; l < R->gn; l++) {
+				int h = (int)P->rgl[R->goff + l];
+				if (h == g)
+					continue;
+				if (stamp[h] != g + 1) {
+					stamp[h] = g + 1;
+					cnt[h] = 0;
+				}
+				if (++cnt[h] >= 2) {
+					int a = P->gsw[G->soff], b = P->gsw[P->grp[h].soff];
+					NO("the indirect networks of switches 0x%016" PRIx64 " and 0x%016" PRIx64 " share routers",
+					   P->sw[a].guid, P->sw[b].guid);
+				}
+			}
+		}
+	}
+	/* the seed: the router with the smallest GUID whose n networks all have k routers */
+	for (r = 0; r < P->nr; r++) {
+		const hrtr_t *R = &P->rt[r];
+		if (R->gn != n || (rs >= 0 && P->rt[rs].guid < R->guid))
+			continue;
+		for (l = 0; l < R->gn && P->grp[P->rgl[R->goff + l]].mn == k; l++) ;
+		if (l == R->gn)
+			rs = r;
+	}
+	if (rs < 0)
+		NO("no router has all %u of its indirect networks with %u routers", n, k);
+
+	/* dimensions: networks G1, G2 without a common router joined by two or more networks (each
+	 * meeting both) are parallel; the classes of that relation are the dimensions */
+	for (g = 0; g < P->ng; g++) {
+		const hgrp_t *H = &P->grp[g];
+		uint32_t a, b;
+		for (a = 0; a < H->mn; a++)
+			for (b = a + 1; b < H->mn; b++) {
+				const hrtr_t *A = &P->rt[P->gmem[H->moff + a]], *B = &P->rt[P->gmem[H->moff + b]];
+				uint32_t x, y;
+				for (x = 0; x < A->gn; x++)
+					for (y = 0; y < B->gn; y++) {
+						uint64_t g1 = P->rgl[A->goff + x], g2 = P->rgl[B->goff + y];
+						if ((int)g1 == g || (int)g2 == g || g1 == g2)
+							continue;
+						if (nkeys == ckeys) {
+							uint64_t *nk = realloc(keys, (ckeys = ckeys ? 2 * ckeys : 4096) * sizeof(*keys));
+							if (!nk)
+								OOM();
+							keys = nk;
+						}
+						keys[nkeys++] = g1 < g2 ? g1 << 32 | g2 : g2 << 32 | g1;
+					}
+			}
+	}
+	uf = xcalloc(P->ng > P->nr ? P->ng : P->nr, sizeof(int));
+	cls = xcalloc(P->ng, sizeof(int));
+	if (!uf || !cls)
+		OOM();
+	for (g = 0; g < P->ng; g++)
+		uf[g] = g;
+	qsort(keys, nkeys, sizeof(*keys), cmp_u64p);
+	for (l = 0; l < nkeys; l++) {
+		uint32_t m = l;
+		while (m + 1 < nkeys && keys[m + 1] == keys[l])
+			m++;
+		if (m > l) {
+			int a = uf_find(uf, (int)(keys[l] >> 32)), b = uf_find(uf, (int)(keys[l] & 0xffffffffu));
+			if (a != b)
+				uf[a > b ? a : b] = a > b ? b : a;
+		}
+		l = m;
+	}
+	/* class labels: the seed's networks by key (phase 1 only: the final dimensions are docs 2) */
+	{
+		int sg[HDOR_MAX_N], nc = 0;
+		const hrtr_t *R = &P->rt[rs];
+		for (d = 0; d < n; d++)
+			sg[d] = (int)P->rgl[R->goff + d];
+		g_sort_pass = P;
+		qsort(sg, n, sizeof(int), cmp_group_key);
+		for (g = 0; g < P->ng; g++)
+			cls[g] = -1;
+		for (d = 0; d < n; d++) {
+			int root = uf_find(uf, sg[d]);
+			for (g = 0; g < P->ng; g++)
+				if (uf_find(uf, g) == root) {
+					if (cls[g] >= 0)
+						NO("router 0x%016" PRIx64 " '%s' is in two parallel indirect networks",
+						   P->rt[rs].guid, ndesc(P->sw[P->rt[rs].sw].node));
+					cls[g] = (int)d;
+					nc++;
+				}
+		}
+		if (nc != P->ng) {
+			for (g = 0; g < P->ng && cls[g] >= 0; g++) ;
+			NO("the indirect network of switch 0x%016" PRIx64 " is parallel to none of router 0x%016" PRIx64 "'s",
+			   P->sw[P->gsw[P->grp[g].soff]].guid, P->rt[rs].guid);
+		}
+		for (r = 0; r < P->nr; r++) {
+			unsigned seen = 0;
+			for (l = 0; l < P->rt[r].gn; l++) {
+				unsigned bit = 1u << cls[P->rgl[P->rt[r].goff + l]];
+				if (seen & bit)
+					NO("router 0x%016" PRIx64 " '%s' is in two parallel indirect networks",
+					   P->rt[r].guid, ndesc(P->sw[P->rt[r].sw].node));
+				seen |= bit;
+			}
+		}
+	}
+
+	/* phase-1 coordinates: per dimension d, the routers joined through networks of the other
+	 * dimensions share coordinate d; the seed's network of dimension d numbers them; a part
+	 * without a router of that network takes the one value its dimension-d networks leave */
+	pc = xcalloc((size_t)P->nr * n, sizeof(int));
+	val = xcalloc(P->nr, sizeof(int));
+	cm = xcalloc(P->nr, sizeof(pmask_t));
+	if (!pc || !val || !cm)
+		OOM();
+	for (d = 0; d < n; d++) {
+		const hgrp_t *A = NULL;
+		int changed = 1, left;
+		for (l = 0; l < P->rt[rs].gn; l++)
+			if (cls[P->rgl[P->rt[rs].goff + l]] == (int)d)
+				A = &P->grp[P->rgl[P->rt[rs].goff + l]];
+		for (r = 0; r < P->nr; r++) {
+			uf[r] = r;
+			val[r] = -1;
+		}
+		for (g = 0; g < P->ng; g++) {
+			const hgrp_t *G = &P->grp[g];
+			int a;
+			if (cls[g] == (int)d)
+				continue;
+			a = uf_find(uf, P->gmem[G->moff]);
+			for (j = 1; j < G->mn; j++) {
+				int b = uf_find(uf, P->gmem[G->moff + j]);
+				if (a != b)
+					uf[b] = a;
+			}
+		}
+		for (j = 0; j < A->mn; j++) {
+			int c = uf_find(uf, P->gmem[A->moff + j]);
+			if (val[c] >= 0)
+				NO("routers 0x%016" PRIx64 " and 0x%016" PRIx64 " of one indirect network share a hyperplane",
+				   P->rt[P->gmem[A->moff + val[c]]].guid, P->rt[P->gmem[A->moff + j]].guid);
+			val[c] = (int)j;
+		}
+		while (changed) {
+			/* per part (its root): the values its routers' dimension-d lines have taken */
+			changed = 0;
+			for (r = 0; r < P->nr; r++) {
+				memset(&cm[r], 0, sizeof(pmask_t));
+				for (i = 0; i < k; i++)
+					mask_set(&cm[r], i);
+			}
+			for (r = 0; r < P->nr; r++) {
+				int c = uf_find(uf, r);
+				if (val[c] >= 0)
+					continue;
+				for (l = 0; l < P->rt[r].gn; l++) {
+					const hgrp_t *G = &P->grp[P->rgl[P->rt[r].goff + l]];
+					if (cls[P->rgl[P->rt[r].goff + l]] != (int)d)
+						continue;
+					for (j = 0; j < G->mn; j++) {
+						int v = val[uf_find(uf, P->gmem[G->moff + j])];
+						if (v >= 0)
+							cm[c].m[v >> 6] &= ~(1ULL << (v & 63));
+					}
+				}
+			}
+			for (r = 0; r < P->nr; r++) {
+				unsigned nb = 0;
+				if (uf_find(uf, r) != r || val[r] >= 0)
+					continue;
+				for (i = 0; i < k; i++)
+					nb += !!(cm[r].m[i >> 6] & (1ULL << (i & 63)));
+				if (nb == 0)
+					NO("router 0x%016" PRIx64 " '%s' has no place left in its dimension-%u line",
+					   P->rt[r].guid, ndesc(P->sw[P->rt[r].sw].node), d);
+				if (nb == 1) {
+					for (i = 0; !(cm[r].m[i >> 6] & (1ULL << (i & 63))); i++) ;
+					val[r] = (int)i;
+					changed = 1;
+				}
+			}
+		}
+		for (r = 0, left = -1; r < P->nr; r++) {
+			if (val[uf_find(uf, r)] < 0 && left < 0)
+				left = r;
+			pc[r * n + d] = val[uf_find(uf, r)];
+		}
+		if (left >= 0)
+			AMBIG("the place of router 0x%016" PRIx64 " '%s' is not decided by the fabric (more than one "
+			   "missing device or cable could be there): give hdor the description hdor.conf",
+			   P->rt[left].guid, ndesc(P->sw[P->rt[left].sw].node));
+	}
+	/* a KNS labelling: routers at distinct points, every network on one line */
+	pt_of = xcalloc(full, sizeof(int));
+	lines = full / k;
+	line_grp = xcalloc((size_t)n * lines, sizeof(int));
+	if (!pt_of || !line_grp)
+		OOM();
+	for (i = 0; i < full; i++)
+		pt_of[i] = -1;
+	for (i = 0; i < n * lines; i++)
+		line_grp[i] = -1;
+	for (r = 0; r < P->nr; r++) {
+		uint32_t lin = 0;
+		for (d = n; d-- > 0;)
+			lin = lin * k + (uint32_t)pc[r * n + d];
+		if (pt_of[lin] >= 0)
+			NO("routers 0x%016" PRIx64 " and 0x%016" PRIx64 " would have the same coordinates",
+			   P->rt[pt_of[lin]].guid, P->rt[r].guid);
+		pt_of[lin] = r;
+	}
+#define LINE(c, d_) ({ uint32_t _li = 0; unsigned _e; for (_e = n; _e-- > 0;) if (_e != (d_)) _li = _li * k + (uint32_t)(c)[_e]; _li; })
+	for (g = 0; g < P->ng; g++) {
+		const hgrp_t *G = &P->grp[g];
+		int m0 = P->gmem[G->moff];
+		uint32_t li;
+		d = (unsigned)cls[g];
+		for (j = 0; j < G->mn; j++) {
+			int m = P->gmem[G->moff + j];
+			for (e = 0; e < n; e++)
+				if (e != d && pc[m * n + e] != pc[m0 * n + e])
+					NO("the routers of the indirect network of switch 0x%016" PRIx64 " are not on one line",
+					   P->sw[P->gsw[G->soff]].guid);
+		}
+		li = LINE(pc + m0 * n, d);
+		if (line_grp[d * lines + li] >= 0)
+			AMBIG("the indirect networks of switches 0x%016" PRIx64 " and 0x%016" PRIx64 " are on one line "
+			   "(a network split in two?): give hdor the description hdor.conf",
+			   P->sw[P->gsw[P->grp[line_grp[d * lines + li]].soff]].guid, P->sw[P->gsw[G->soff]].guid);
+		line_grp[d * lines + li] = g;
+	}
+
+	/* phase 2: the complete KNS.  Nodes there now, by GUID, then the phantoms: routers by point,
+	 * single-switch networks by dimension and line, an HCA per phantom router */
+	sw_node = xcalloc(P->nsw, sizeof(int));
+	ca_node = xcalloc(P->nca, sizeof(int));
+	ph_r = xcalloc(full, sizeof(int));
+	ph_sw = xcalloc((size_t)n * lines, sizeof(int));
+	if (!sw_node || !ca_node || !ph_r || !ph_sw)
+		OOM();
+	{
+		hnode_ord_t *ord = xcalloc((size_t)P->nsw + P->nca, sizeof(*ord));
+		int x;
+		if (!ord)
+			OOM();
+		for (x = 0; x < P->nsw; x++)
+			ord[x] = (hnode_ord_t){ P->sw[x].guid, N_SWITCH, x };
+		for (x = 0; x < P->nca; x++)
+			ord[P->nsw + x] = (hnode_ord_t){ P->ca[x].guid, N_CA, x };
+		qsort(ord, (size_t)P->nsw + P->nca, sizeof(*ord), cmp_node_ord);
+		for (x = 0; x < P->nsw + P->nca; x++) {
+			osm_node_t *node = ord[x].kind == N_SWITCH ? P->sw[ord[x].idx].node : P->ca[ord[x].idx].node;
+			int id = sight_node(&S, ord[x].guid, (uint8_t)ord[x].kind, osm_node_get_num_physp(node), node, ndesc(node));
+			if (id < 0) {
+				free(ord);
+				OOM();
+			}
+			if (ord[x].kind == N_SWITCH)
+				sw_node[ord[x].idx] = id;
+			else
+				ca_node[ord[x].idx] = id;
+			/* ports cabled now (healthy or not): never given to a phantom cable */
+			{
+				unsigned p;
+				for (p = 1; p < S.nd[id].np; p++) {
+					osm_physp_t *ph = osm_node_get_physp_ptr(node, (uint8_t)p);
+					if (ph && ph->p_remote_physp)
+						mask_set(&S.used[id], p);
+				}
+			}
+		}
+		free(ord);
+	}
+	for (i = 0; i < full; i++) {
+		ph_r[i] = -1;
+		if (pt_of[i] < 0) {
+			ph_r[i] = sight_node(&S, phantom++, N_SWITCH, (uint8_t)(n + 2), NULL, "");
+			if (ph_r[i] < 0)
+				OOM();
+			(*nphr)++;
+		}
+	}
+	for (i = 0; i < n * lines; i++) {
+		ph_sw[i] = -1;
+		if (line_grp[i] < 0) {
+			if (nsw_multi)
+				AMBIG("an indirect network of dimension-class %u is missing whole, and networks here have "
+				   "several switches: give hdor the description hdor.conf", i / lines);
+			ph_sw[i] = sight_node(&S, phantom++, N_SWITCH, (uint8_t)(k + 1), NULL, "");
+			if (ph_sw[i] < 0)
+				OOM();
+			(*nphs)++;
+		}
+	}
+	/* the cables there now */
+	for (r = 0; r < P->nsw; r++) {
+		for (l = P->sw[r].loff; l < P->sw[r].loff + P->sw[r].ln; l++) {
+			const hlink_t *lk = &P->links[l];
+			int a = sw_node[r], b = lk->kind == N_CA ? ca_node[lk->idx] : sw_node[lk->idx];
+			if (lk->kind == N_SWITCH && (b < a || (b == a && lk->rport < lk->port)))
+				continue;	/* a switch-switch cable once */
+			if (sight_link(&S, a, lk->port, b, lk->rport))
+				OOM();
+		}
+	}
+	/* phantom HCAs, then the missing cables: every router on each of its lines */
+	for (i = 0; i < full; i++)
+		if (ph_r[i] >= 0) {
+			int h = sight_node(&S, 0, N_CA, 2, NULL, "");
+			if (h < 0 || sight_link(&S, ph_r[i], 1, h, 1))
+				OOM();
+		}
+	{
+		uint32_t pass_;
+		for (pass_ = 0; pass_ < 2; pass_++)	/* routers there now (GUID order), then phantoms (point order) */
+			for (i = 0; i < (pass_ ? full : (uint32_t)P->nr); i++) {
+				int c[HDOR_MAX_N], x, rr = -1;
+				uint32_t pt = i;
+				if (pass_) {
+					if (ph_r[i] < 0)
+						continue;
+					x = ph_r[i];
+					for (d = 0; d < n; d++, pt /= k)
+						c[d] = (int)(pt % k);
+				} else {
+					rr = (int)i;
+					x = sw_node[P->rt[rr].sw];
+					for (d = 0; d < n; d++)
+						c[d] = pc[rr * n + d];
+				}
+				for (d = 0; d < n; d++) {
+					uint32_t li = LINE(c, d);
+					int G = line_grp[d * lines + li], sw, px, ps;
+					if (rr >= 0 && G >= 0) {
+						for (l = 0; l < P->rt[rr].gn && (int)P->rgl[P->rt[rr].goff + l] != G; l++) ;
+						if (l < P->rt[rr].gn)
+							continue;	/* a member already */
+					}
+					if (rr >= 0 && G >= 0)
+						(*nphl)++;	/* (a cable to a missing network goes with it) */
+					if (G < 0) {
+						sw = ph_sw[d * lines + li];
+						ps = c[d] + 1;
+					} else {
+						const hgrp_t *GG = &P->grp[G];
+						if (GG->sn == 1)
+							sw = sw_node[P->gsw[GG->soff]];
+						else {
+							/* a tree: the one switch with fewer router cables than the most */
+							unsigned most = 0, cand = 0, cn;
+							int pick_ = -1;
+							for (j = 0; j < GG->sn; j++) {
+								int w = P->gsw[GG->soff + j];
+								cn = 0;
+								for (l = P->sw[w].loff; l < P->sw[w].loff + P->sw[w].ln; l++)
+									cn += P->links[l].kind == N_SWITCH && P->sw[P->links[l].idx].router >= 0;
+								if (cn > most)
+									most = cn;
+							}
+							for (j = 0; j < GG->sn; j++) {
+								int w = P->gsw[GG->soff + j];
+								cn = 0;
+								for (l = P->sw[w].loff; l < P->sw[w].loff + P->sw[w].ln; l++)
+									cn += P->links[l].kind == N_SWITCH && P->sw[P->links[l].idx].router >= 0;
+								if (cn && cn < most) {
+									cand++;
+									pick_ = w;
+								}
+							}
+							if (cand != 1)
+								AMBIG("a router's cable into the indirect network of switch 0x%016" PRIx64
+								   " is missing, and %u of its switches could take it: give hdor the "
+								   "description hdor.conf", P->sw[P->gsw[GG->soff]].guid, cand);
+							sw = sw_node[pick_];
+						}
+						ps = (int)free_port(&S, sw);
+						if (!ps)
+							NO("switch 0x%016" PRIx64 " has no free port for a missing cable", S.nd[sw].guid);
+					}
+					px = rr >= 0 ? (int)free_port(&S, x) : (int)(2 + d);
+					if (!px)
+						NO("router 0x%016" PRIx64 " has no free port for a missing cable", S.nd[x].guid);
+					if (sight_link(&S, x, (unsigned)px, sw, (unsigned)ps))
+						OOM();
+				}
+			}
+	}
+#undef LINE
+	/* "a few" faults: at most an eighth of the routers, of the lines, of the routers' cables */
+	if (*nphr > (full / 8 ? full / 8 : 1) || *nphs > (n * lines / 8 ? n * lines / 8 : 1) ||
+	    *nphl > (n * full / 8 ? n * full / 8 : 1))
+		AMBIG("%u router(s), %u indirect network(s) and %u cable(s) missing: more than first sight "
+		   "completes (an eighth of each)", *nphr, *nphs, *nphl);
+	/* phantom HCAs get their GUIDs last, in the order of their routers */
+	for (i = 0; i < S.nnd; i++)
+		if (!S.nd[i].node && S.nd[i].type == N_CA)
+			S.nd[i].guid = phantom++;
+
+	/* into a KNS (structure only; kns_build assigns coordinates) */
+	K = kns_alloc(S.nnd, k, n, 1, K_SIGHT);
+	if (!K)
+		OOM();
+	/* S's nodes are in GUID order: present ones (sorted), then phantoms (ascending) */
+	for (i = 0; i < K->nn; i++) {
+		K->guid[i] = K->ident[i] = S.nd[i].guid;
+		K->type[i] = S.nd[i].type;
+		K->np[i] = S.nd[i].np;
+		K->dim[i] = -1;
+		K->desc[i] = strdup(S.nd[i].desc);
+		if (!K->desc[i])
+			OOM();
+		K->poff[i + 1] = K->poff[i] + K->np[i];
+	}
+	for (i = 1; i < K->nn; i++)
+		if (K->guid[i] <= K->guid[i - 1])
+			NO("GUID 0x%016" PRIx64 " is in the range hdor keeps for missing devices", K->guid[i - 1]);
+	if (kns_alloc_slots(K))
+		OOM();
+	for (l = 0; l < S.nlk; l++) {
+		const hslink_t *x = &S.lk[l];
+		K->peer[K->poff[x->a] + x->pa] = x->b;
+		K->pport[K->poff[x->a] + x->pa] = x->pb;
+		K->peer[K->poff[x->b] + x->pb] = x->a;
+		K->pport[K->poff[x->b] + x->pb] = x->pa;
+	}
+	ok = 1;
+#undef NO
+#undef AMBIG
+#undef OOM
+out:
+	free(cnt);
+	free(stamp);
+	free(uf);
+	free(cls);
+	free(val);
+	free(cm);
+	free(pc);
+	free(pt_of);
+	free(line_grp);
+	free(ph_sw);
+	free(ph_r);
+	free(sw_node);
+	free(ca_node);
+	free(keys);
+	free(S.nd);
+	free(S.lk);
+	free(S.used);
+	if (!ok) {
+		kns_free(K);
+		return NULL;
+	}
+	return K;
+}
+
+
+/* ---------------- 14.4 where the files are, reading them at start, remembering */
+
+static int same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* hdor.conf beside the opensm.conf OpenSM was started with (-F; OpenSM's default is
+ * /etc/opensm/opensm.conf), else /etc/opensm/hdor.conf; the state in OpenSM's cache directory */
+static void kns_paths(hdor_ctx_t *ctx)
+{
+	const char *cf = ctx->osm->subn.opt.config_file, *cache = getenv("OSM_CACHE_DIR");
+	const char *slash = cf ? strrchr(cf, '/') : NULL;
+	char cand[4096];
+
+	ctx->conf_path[0] = '\0';
+	if (cf && *cf) {
+		if (slash)
+			snprintf(cand, sizeof(cand), "%.*s/%s", (int)(slash - cf), cf, HDOR_CONF_NAME);
+		else
+			snprintf(cand, sizeof(cand), "%s", HDOR_CONF_NAME);
+		/* (an opensm.conf itself called hdor.conf is OpenSM's, not a description) */
+		if (access(cand, F_OK) == 0 && !same_file(cand, cf))
+			snprintf(ctx->conf_path, sizeof(ctx->conf_path), "%s", cand);
+	}
+	if (!ctx->conf_path[0] && access(HDOR_CONF_DIR "/" HDOR_CONF_NAME, F_OK) == 0)
+		snprintf(ctx->conf_path, sizeof(ctx->conf_path), "%s", HDOR_CONF_DIR "/" HDOR_CONF_NAME);
+	if (!cache || !*cache)
+		cache = OSM_DEFAULT_CACHE_DIR;
+	snprintf(ctx->state_path, sizeof(ctx->state_path), "%s/%s", cache, HDOR_STATE_NAME);
+}
+
+static void log_error(hdor_ctx_t *ctx, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void log_error(hdor_ctx_t *ctx, int code, const char *fmt, ...)
+{
+	char msg[1200];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	OSM_LOG(&ctx->osm->log, OSM_LOG_ERROR, "ERR HD%02X: hdor: %s\n", code, msg);
+}
+
+/* at the first pass: the KNS of hdor.conf, else the remembered one */
+static void kns_load(hdor_ctx_t *ctx)
+{
+	hdor_kns_t *K = NULL;
+	int rc;
+
+	ctx->loaded = 1;
+	kns_paths(ctx);
+	if (ctx->conf_path[0]) {
+		rc = kns_read(ctx, ctx->conf_path, K_CONF, &K);
+		if (rc < 0) {
+			if (ctx->code == HD_NOMEM) {
+				ctx->loaded = 0;	/* try again at the next pass */
+				return;
+			}
+			log_error(ctx, ctx->code, "%s; hdor declines until it is fixed or removed (and OpenSM restarted)",
+				  ctx->reason);
+			snprintf(ctx->conf_bad, sizeof(ctx->conf_bad), "%s", ctx->reason);
+			return;
+		}
+		if (rc == 0) {
+			ctx->kns = K;
+			ctx->kns_dirty = 1;	/* remembered too (a restart without hdor.conf knows it) */
+			OSM_LOG(&ctx->osm->log, OSM_LOG_INFO, "hdor: the KNS is described by %s: k=%u n=%u, %u devices\n",
+				ctx->conf_path, K->k, K->n, K->nn);
+			return;
+		}
+	}
+	rc = kns_read(ctx, ctx->state_path, K_STATE, &K);
+	if (rc < 0) {
+		if (ctx->code == HD_NOMEM)
+			ctx->loaded = 0;
+		else
+			log_error(ctx, HD_STATE_BAD, "the remembered state is ignored: %s", ctx->reason);
+		return;
+	}
+	if (rc == 0) {
+		ctx->kns = K;
+		OSM_LOG(&ctx->osm->log, OSM_LOG_INFO, "hdor: remembered KNS read from %s: k=%u n=%u, %u devices\n",
+			ctx->state_path, K->k, K->n, K->nn);
+	}
+}
+
+/* two KNS with the same devices, cables, LIDs and coordinates (the file would not change) */
+static int kns_same(const hdor_kns_t *A, const hdor_kns_t *B)
+{
+	uint32_t ns;
+	if (!A || !B || A->nn != B->nn || A->k != B->k || A->n != B->n || A->s != B->s)
+		return 0;
+	ns = A->poff[A->nn];
+	return ns == B->poff[B->nn] && !memcmp(A->guid, B->guid, A->nn * sizeof(uint64_t)) &&
+	    !memcmp(A->ident, B->ident, A->nn * sizeof(uint64_t)) && !memcmp(A->np, B->np, A->nn) &&
+	    !memcmp(A->peer, B->peer, ns * sizeof(int)) && !memcmp(A->pport, B->pport, ns) &&
+	    !memcmp(A->plid, B->plid, ns * sizeof(uint16_t)) && !memcmp(A->plmc, B->plmc, ns) &&
+	    !memcmp(A->coord, B->coord, (size_t)A->nn * A->n) && !memcmp(A->dim, B->dim, A->nn * sizeof(int));
+}
+
+/* the KNS hdor now knows is K (the old one is freed); remembered on disk after the pass */
+static void kns_adopt(hdor_ctx_t *ctx, hdor_kns_t *K)
+{
+	if (ctx->kns != K) {
+		if (!kns_same(ctx->kns, K))
+			ctx->kns_dirty = 1;
+		kns_free(ctx->kns);
+		ctx->kns = K;
+	}
+}
+
+/* after a pass that configured tables: write the remembered state when the KNS changed, and
+ * hdor.conf when a device of it was replaced */
+static void kns_persist(hdor_ctx_t *ctx)
+{
+	if (ctx->conf_dirty && ctx->kns && ctx->conf_path[0]) {
+		ctx->conf_dirty = 0;
+		if (kns_write(ctx->kns, ctx->conf_path, "the KNS for the hdor routing engine, updated by hdor after a "
+			      "replacement (was= names the device a new one replaced)"))
+			log_error(ctx, HD_STATE_IO, "cannot update %s: %s (hdor finds the replacement again at the next "
+				  "start)", ctx->conf_path, strerror(errno));
+		else
+			OSM_LOG(&ctx->osm->log, OSM_LOG_INFO, "hdor: %s updated (a replaced device)\n", ctx->conf_path);
+	}
+	if (!ctx->kns_dirty || !ctx->kns || !ctx->state_path[0])
+		return;
+	ctx->kns_dirty = 0;
+	if (kns_write(ctx->kns, ctx->state_path, "the KNS the hdor routing engine remembers (hdor reads it at "
+		      "start when there is no hdor.conf; delete it to forget)"))
+		log_error(ctx, HD_STATE_IO, "cannot write %s: %s (a restart will not know this KNS)",
+			  ctx->state_path, strerror(errno));
+}
+
+/* descriptions of the phantoms of a KNS identified at first sight, by their coordinates */
+static void phantom_descs(hdor_kns_t *K)
+{
+	uint32_t i;
+	for (i = 0; i < K->nn; i++) {
+		char buf[96], *c = buf;
+		unsigned e, first = 1;
+		if (K->guid[i] < HDOR_PHANTOM)
+			continue;
+		c += snprintf(c, 40, "missing %s%s", K->role[i] == R_ROUTER ? "router" : K->role[i] == R_SWITCH ?
+			      "switch" : "HCA", K->role[i] == R_SWITCH ? " dim=" : " ");
+		if (K->role[i] == R_SWITCH)
+			c += snprintf(c, 8, "%d ", K->dim[i]);
+		*c++ = '[';
+		for (e = K->n; e-- > 0;) {
+			if (K->role[i] == R_SWITCH && (int)e == K->dim[i])
+				continue;
+			c += snprintf(c, 8, first ? "%u" : ",%u", K->coord[(size_t)i * K->n + e]);
+			first = 0;
+		}
+		*c++ = ']';
+		*c = '\0';
+		free(K->desc[i]);
+		K->desc[i] = strdup(buf);	/* NULL (out of memory) prints as "" */
+		if (!K->desc[i])
+			K->desc[i] = calloc(1, 1);
+	}
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* 14. engine callbacks                                                                       */
 
 static uint64_t usec_since(const struct timespec *t0)
 {
@@ -3339,27 +5212,104 @@ static uint64_t usec_since(const struct timespec *t0)
 	    (uint64_t)((t1.tv_nsec - t0->tv_nsec) / 1000);
 }
 
-/* a degraded KNS against the remembered one: 1 (ctx->deg ready), 0 (no remembered KNS or
- * nothing failed: route it as a complete KNS), -1 (not a degraded KNS / declined: ctx->reason) */
+/* the fabric against the KNS hdor knows (ctx->kns; its tables built first when it came from a
+ * file, again when the LIDs moved): 1 routed by the degraded pass (ctx->deg ready; also a
+ * complete fabric of a KNS from elsewhere or with a replaced device: nothing failed), 0 route it
+ * as a complete KNS (none known, or the one of the last complete pass complete again), -1 not
+ * that KNS (ctx->reason), -2 that KNS but declined (ctx->reason) */
 static int degraded_pass(hdor_ctx_t *ctx)
 {
-	hdor_deg_t *D;
-	int m;
+	hdor_deg_t *D = NULL;
+	int m = 2, tries;
+
 	if (!ctx->kns)
 		return 0;
-	D = xcalloc(1, sizeof(*D));
-	if (!D)
-		return decline(ctx, "out of memory");
-	D->K = ctx->kns;
-	m = deg_match(ctx, D);
-	if (m == 1 && deg_route(ctx, D))
-		m = -1;
-	if (m == 1) {
-		ctx->deg = D;
-		return 1;
+	for (tries = 0; tries < 2 && m == 2; tries++) {
+		deg_free(D);
+		D = NULL;
+		if (!ctx->kns->lft || tries) {
+			hdor_kns_t *K;
+			if (!ctx->kns->lft && kns_place(ctx))
+				return -2;
+			K = kns_build(ctx, ctx->kns, 0);
+			if (!K)
+				return ctx->code == HD_NOMEM ? -2 : -1;
+			kns_adopt(ctx, K);
+			if (tries)
+				snprintf(ctx->note + strlen(ctx->note), sizeof(ctx->note) - strlen(ctx->note),
+					 ": the fault-free tables recomputed for the LIDs of now");
+		}
+		D = xcalloc(1, sizeof(*D));
+		if (!D)
+			return decline(ctx, "out of memory"), -2;
+		D->K = ctx->kns;
+		m = deg_match(ctx, D);
 	}
-	deg_free(D);
-	return m;
+	if (m == 2)
+		m = declinec(ctx, HD_NOT_KNS, "the LIDs keep moving (%s)", ctx->note);
+	if (m == 0 && ctx->kns->origin == K_PASS && !ctx->kns->replaced) {
+		deg_free(D);
+		return 0;
+	}
+	if (m < 0) {
+		deg_free(D);
+		return ctx->code == HD_NOMEM ? -2 : -1;
+	}
+	if (deg_route(ctx, D)) {
+		deg_free(D);
+		return -2;
+	}
+	ctx->deg = D;
+	return 1;
+}
+
+/* one INFO line: hdor declines this pass and why (an error line for out of memory) */
+static void log_decline(hdor_ctx_t *ctx)
+{
+	if (ctx->code == HD_NOMEM)
+		log_error(ctx, HD_NOMEM, "out of memory; hdor declines this pass, OpenSM falls back to the next routing engine");
+	else
+		OSM_LOG(&ctx->osm->log, OSM_LOG_INFO, "hdor: declined (HD%02X): %s; OpenSM falls back to the next routing engine\n",
+			ctx->code ? ctx->code : HD_NOT_KNS, ctx->reason);
+}
+
+/* no KNS known fits: identify the fabric at first sight and route it against that KNS: 1, or -1
+ * (ctx->reason: why not) */
+static int sight_pass(hdor_ctx_t *ctx)
+{
+	hdor_pass_t *P = xcalloc(1, sizeof(*P));
+	hdor_kns_t *Kfs = NULL, *K = NULL, *old;
+	unsigned nr, ns, nl;
+	int rc;
+
+	if (!P)
+		return decline(ctx, "out of memory");
+	if (!collect(ctx, P) && !structure(ctx, P))
+		Kfs = first_sight(ctx, P, &nr, &ns, &nl);
+	pass_free(P);
+	if (!Kfs)
+		return -1;
+	K = kns_build(ctx, Kfs, 1);
+	kns_free(Kfs);
+	if (!K) {
+		if (ctx->code != HD_NOMEM)
+			ctx->code = HD_FIRST_SIGHT;
+		return -1;
+	}
+	phantom_descs(K);
+	old = ctx->kns;
+	ctx->kns = K;
+	rc = degraded_pass(ctx);
+	if (rc != 1) {
+		ctx->kns = old;	/* keep what was known */
+		kns_free(K);
+		return -1;
+	}
+	kns_free(old);
+	ctx->kns_dirty = 1;
+	snprintf(ctx->note, sizeof(ctx->note), "identified at first sight: %u router(s), %u indirect switch(es), "
+		 "%u router cable(s) missing", nr, ns, nl);
+	return 1;
 }
 
 /* decide and analyse this pass: 1 degraded (ctx->deg), 0 complete (ctx->pass ready), -1 declined
@@ -3367,10 +5317,10 @@ static int degraded_pass(hdor_ctx_t *ctx)
 static int prepare(hdor_ctx_t *ctx)
 {
 	osm_opensm_t *osm = ctx->osm;
-	char why[sizeof(ctx->reason)];
+	char why[sizeof(ctx->reason)], why2[sizeof(ctx->reason)];
 	hdor_pass_t *P;
 	struct timespec t0;
-	int rc;
+	int rc, origin;
 
 	pass_free(ctx->pass);	/* never reuse anything from an earlier pass */
 	ctx->pass = NULL;
@@ -3378,26 +5328,71 @@ static int prepare(hdor_ctx_t *ctx)
 	ctx->deg = NULL;
 	ctx->passes++;
 	ctx->reason[0] = '\0';
+	ctx->note[0] = '\0';
+	ctx->code = 0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (osm->subn.opt.use_ucast_cache && ctx->passes == 1)
-		OSM_LOG(&osm->log, OSM_LOG_ERROR, "hdor: use_ucast_cache (-A) is on: after a failure OpenSM may "
-			"reuse cached tables without calling hdor (no detours, no path SLs); turn it off\n");
+		log_error(ctx, HD_UCAST_CACHE, "use_ucast_cache (-A) is on: after a failure OpenSM may reuse cached "
+			  "tables without calling hdor (no detours, no path SLs); turn it off");
+	if (!ctx->loaded)
+		kns_load(ctx);
+	if (ctx->conf_bad[0]) {
+		declinec(ctx, HD_CONF_INVALID, "%s is not usable: %s", ctx->conf_path, ctx->conf_bad);
+		log_decline(ctx);
+		return -1;
+	}
+	origin = ctx->kns ? ctx->kns->origin : K_PASS;
 	rc = degraded_pass(ctx);
 	if (rc == 1) {
 		ctx->deg_t0 = t0;
+		if (!ctx->note[0] && ctx->kns->origin == K_SIGHT)
+			snprintf(ctx->note, sizeof(ctx->note), "the KNS identified at first sight");
+		else if (!ctx->note[0] && ctx->kns->origin != K_PASS)
+			snprintf(ctx->note, sizeof(ctx->note), "the KNS of %.400s", ctx->kns->origin == K_CONF ?
+				 ctx->conf_path : ctx->state_path);
 		return 1;
+	}
+	if (rc == -2 || (rc == -1 && origin == K_CONF)) {
+		if (rc == -1 && origin == K_CONF && ctx->code != HD_NOMEM) {
+			snprintf(why, sizeof(why), "%s", ctx->reason);
+			if (ctx->code == HD_CONF_INVALID)
+				declinec(ctx, HD_CONF_INVALID, "%s does not describe a KNS: %s", ctx->conf_path, why);
+			else
+				declinec(ctx, HD_CONF_MISMATCH, "the fabric is not the KNS of %s: %s", ctx->conf_path, why);
+		}
+		log_decline(ctx);
+		return -1;
 	}
 	snprintf(why, sizeof(why), "%s", rc < 0 ? ctx->reason : "");
 	P = xcalloc(1, sizeof(*P));
 	if (!P) {
-		OSM_LOG(&osm->log, OSM_LOG_ERROR, "hdor: out of memory\n");
+		decline(ctx, "out of memory");
+		log_decline(ctx);
 		return -1;
 	}
 	P->t0 = t0;
 	if (analyse(ctx, P)) {
-		/* a fabric that fails as a degraded KNS and as a complete one: the first reason */
-		OSM_LOG(&osm->log, OSM_LOG_ERROR, "hdor: not a KNS fabric: %s\n", rc < 0 ? why : ctx->reason);
 		pass_free(P);
+		if (ctx->code == HD_NOMEM) {
+			log_decline(ctx);
+			return -1;
+		}
+		snprintf(why2, sizeof(why2), "%s", ctx->reason);
+		if (sight_pass(ctx) == 1) {
+			ctx->deg_t0 = t0;
+			return 1;
+		}
+		if (ctx->code != HD_NOMEM) {
+			char sight[sizeof(ctx->reason)];
+			int code = ctx->code == HD_FIRST_SIGHT ? HD_FIRST_SIGHT : HD_NOT_KNS;
+			snprintf(sight, sizeof(sight), "%s", ctx->reason);
+			if (rc < 0)
+				declinec(ctx, code, "not the remembered KNS (%s); not a complete KNS (%s); not identified at first sight (%s)",
+					 why, why2, sight);
+			else
+				declinec(ctx, code, "%s; not identified at first sight (%s)", why2, sight);
+		}
+		log_decline(ctx);
 		return -1;
 	}
 	P->us_analysis = usec_since(&P->t0);
@@ -3455,23 +5450,31 @@ static int degraded_tables(hdor_ctx_t *ctx)
 {
 	osm_opensm_t *osm = ctx->osm;
 	hdor_deg_t *D = ctx->deg;
-	char path[4096];
+	char path[4096], what[700];
 	uint64_t t_route = usec_since(&ctx->deg_t0), t1;
+	int failed = D->dead_links || D->dead_nodes;
 
 	ctx->deg = NULL;
 	deg_write_tables(D);
-	qos_publish(ctx, D->qos);
-	D->qos = NULL;
+	qos_publish(ctx, failed ? D->qos : NULL);
+	if (failed)
+		D->qos = NULL;
 	t1 = usec_since(&ctx->deg_t0);
 	if (write_dump_degraded(ctx, D, path, sizeof(path)))
-		OSM_LOG(&osm->log, OSM_LOG_ERROR, "hdor: cannot write %s: %s\n", path, strerror(errno));
+		log_error(ctx, HD_DUMP_IO, "cannot write %s: %s", path, strerror(errno));
+	if (failed)
+		snprintf(what, sizeof(what), "degraded KNS: %u failed link(s), %u failed node(s); %u VL(s) used of %u the ports offer, SLs 0-%u; %u pair(s) detoured, extra links max %u mean %.3f%s%s",
+			 D->dead_links, D->dead_nodes, D->vls, D->vlcap, ctx->qos ? ctx->qos->maxsl : 0,
+			 D->detoured, D->extra_max, D->extra_mean, ctx->note[0] ? "; " : "", ctx->note);
+	else
+		snprintf(what, sizeof(what), "complete KNS%s%s", ctx->note[0] ? ", " : "", ctx->note);
 	OSM_LOG(&osm->log, OSM_LOG_INFO,
-		"hdor: routed k=%u n=%u s=%u: %u switches, %u LIDs, %" PRIu64 " us (pass %lu; degraded KNS: %u failed link(s), %u failed node(s); %u VL(s) used of %u the ports offer, SLs 0-%u; %u pair(s) detoured, extra links max %u mean %.3f; analysis and routing %" PRIu64 " us, %s hop matrices %" PRIu64 " us, dump %" PRIu64 " us)\n",
+		"hdor: routed k=%u n=%u s=%u: %u switches, %u LIDs, %" PRIu64 " us (pass %lu; %s; analysis and routing %" PRIu64 " us, %s hop matrices %" PRIu64 " us, dump %" PRIu64 " us)\n",
 		D->K->k, D->K->n, D->K->s, D->nrouters + D->nswitches, D->nowned, usec_since(&ctx->deg_t0),
-		ctx->passes, D->dead_links, D->dead_nodes, D->vls, D->vlcap, ctx->qos ? ctx->qos->maxsl : 0,
-		D->detoured, D->extra_max, D->extra_mean, t_route - D->us_hops, D->own_hops ? "own" : "OpenSM's",
+		ctx->passes, what, t_route - D->us_hops, D->own_hops ? "own" : "OpenSM's",
 		D->us_hops, usec_since(&ctx->deg_t0) - t1);
 	deg_free(D);
+	kns_persist(ctx);
 	return 0;
 }
 
@@ -3505,7 +5508,7 @@ static int hdor_build_fwd_tables(void *context)
 		P->us_tables = usec_since(&P->t0) - t;
 		t += P->us_tables;
 		if (write_dump(ctx, P, path, sizeof(path)))
-			OSM_LOG(&osm->log, OSM_LOG_ERROR, "hdor: cannot write %s: %s\n", path, strerror(errno));
+			log_error(ctx, HD_DUMP_IO, "cannot write %s: %s", path, strerror(errno));
 		P->us_dump = usec_since(&P->t0) - t;
 	}
 	OSM_LOG(&osm->log, OSM_LOG_INFO,
@@ -3514,14 +5517,16 @@ static int hdor_build_fwd_tables(void *context)
 		P->k, P->n, P->s, P->nsw, P->nlids, usec_since(&P->t0), ctx->passes, P->us_analysis,
 		P->own_hops ? "own" : "OpenSM's", P->us_hops, P->us_tables, P->us_dump);
 	/* remember this complete KNS for the passes after a failure (docs/hdor.md section 6) */
-	K = kns_remember(ctx, P);
-	if (!K)
-		OSM_LOG(&osm->log, OSM_LOG_ERROR, "hdor: out of memory: the KNS is not remembered; "
-			"a later failure will be declined\n");
-	kns_free(ctx->kns);
-	ctx->kns = K;
+	K = kns_remember(ctx, P, NULL);
+	if (!K) {
+		log_error(ctx, HD_NOMEM, "out of memory: the KNS is not remembered; a later failure will be declined");
+		kns_free(ctx->kns);
+		ctx->kns = NULL;
+	} else
+		kns_adopt(ctx, K);
 	qos_publish(ctx, NULL);
 	pass_free(P);
+	kns_persist(ctx);
 	return 0;
 }
 
@@ -3566,7 +5571,7 @@ static void hdor_fill_engine(osm_routing_engine_t *re, hdor_ctx_t *ctx)
 
 #ifdef HDOR_INTREE
 /* ------------------------------------------------------------------------------------------ */
-/* in-tree variant: listed in static_routing_modules[] of osm_opensm.c                        */
+/* 15. in-tree variant: listed in static_routing_modules[] of osm_opensm.c                    */
 
 int osm_ucast_hdor_setup(struct osm_routing_engine *re, osm_opensm_t *osm);
 int osm_ucast_hdor_setup(struct osm_routing_engine *re, osm_opensm_t *osm)
@@ -3588,7 +5593,7 @@ int osm_ucast_hdor_setup(struct osm_routing_engine *re, osm_opensm_t *osm)
 
 #else
 /* ------------------------------------------------------------------------------------------ */
-/* plugin variant: an event plugin whose create() registers the external routing engine       */
+/* 16. plugin variant: an event plugin whose create() registers the engine                    */
 
 static int hdor_setup(osm_routing_engine_t *re, osm_opensm_t *osm)
 {
@@ -3622,7 +5627,7 @@ static void *hdor_create(osm_opensm_t *osm)
 	st = osm_register_external_routing_engine(osm, &mod, ctx);
 	if (st != CL_SUCCESS) {
 		OSM_LOG(&osm->log, OSM_LOG_ERROR,
-			"hdor: cannot register the routing engine (status %d)\n", (int)st);
+			"ERR HD08: hdor: cannot register the routing engine (status %d)\n", (int)st);
 		free(ctx);
 		return NULL;
 	}

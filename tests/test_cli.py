@@ -25,9 +25,12 @@ def test_topo_kns_writes_plan(tmp_path):
     r = ibtool("topo", "kns", "--k", "6", "--n", "2", "--radix", "8", "--out", out, "--json", check=0)
     s = json.loads(r.stdout)
     assert s["roles"] == {"router": 36, "hca": 36, "switch": 12}
-    assert sorted(p.name for p in out.iterdir()) == ["fabric.json", "node-name-map", "opensm.conf", "topology.net"]
+    assert sorted(p.name for p in out.iterdir()) == ["fabric.json", "hdor.conf", "node-name-map", "opensm.conf",
+                                                     "root-guids", "topology.net"]
     conf = (out / "opensm.conf").read_text()
-    assert "routing_engine hdor,minhop" in conf and "event_plugin_name hdor" in conf
+    assert "routing_engine hdor,nue" in conf and "event_plugin_name hdor" in conf
+    assert "root_guid_file root-guids\n" in conf and "qos TRUE" in conf  # relative: a plan can be moved
+    assert "hdor-kns 1 k=6 n=2 s=1 routers=36 switches=12 hcas=36 links=108" in (out / "hdor.conf").read_text()
     assert len((out / "node-name-map").read_text().splitlines()) == 1 + 84
 
 

@@ -126,7 +126,16 @@ def test_plugin_install_plan(tmp_path):
     ibtool("topo", "kns", "--k", 3, "--n", 2, "--out", plan, check=0)
     root = tmp_path / "root"
     r = ibtool("plugin", "install", "--plan", plan, "--destdir", root, "--dry-run", check=0)
-    assert "  added 'qos TRUE'" in r.stdout and "  added 'routing_engine hdor,minhop'" in r.stdout
+    assert "  added 'qos TRUE'" in r.stdout and "  added 'routing_engine hdor,nue'" in r.stdout
+    # the plan's description goes beside the conf, where hdor reads it
+    assert f"would install {root / 'etc/opensm/hdor.conf'} (from {plan / 'hdor.conf'}: KNS k=3 n=2 s=1" in r.stdout
+    ibtool("plugin", "install", "--plan", plan, "--engines", "hdor,updn", "--destdir", root, check=0)
+    etc = root / "etc/opensm"
+    assert (etc / "hdor.conf").read_bytes() == (plan / "hdor.conf").read_bytes()
+    # updn's roots from the description, beside it (the plan's own root-guids name the same two)
+    assert "\nroot_guid_file /etc/opensm/hdor-root-guids\n" in (etc / "opensm.conf").read_text()
+    assert (etc / "hdor-root-guids").read_text() == (plan / "root-guids").read_text()
+    (etc / "opensm.conf").unlink()
     with open(plan / "opensm.conf", "a") as fh:
         fh.write("sm_sl 16\n")
     msg = one_error(ibtool("plugin", "install", "--plan", plan, "--destdir", root, "--dry-run"))

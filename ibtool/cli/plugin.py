@@ -128,6 +128,35 @@ def update_conf(text: str, engines: list[str], plugin: str = "hdor",
     return "\n".join(lines) + "\n", changes
 
 
+def _small_file(path: Path, data: bytes, what: str, says: str, pre: str, dry_run: bool) -> None:
+    """Write a small file of the install unless it already holds `data`; say which."""
+    if _read(path, what) == data:
+        click.echo(f"unchanged {path}")
+        return
+    click.echo(f"{pre}write {path}: {says}")
+    if not dry_run:
+        _write(path, data)
+
+
+def _updn_roots(kc, path) -> bytes:
+    """The roots of updn after hdor (as `ibtool topo kns` names them): the router at [0,...,0] and
+    the indirect switch on its lowest switch port, next to each other."""
+    by = kc.by_guid()
+    r0 = next((x for x in kc.nodes if x.role == "router" and not any(x.coords)), None)
+    if r0 is None:
+        raise InputError("--kns-conf: no router at [0,...,0] for updn's roots", path=str(path))
+    ends = sorted((pa, b) for a, pa, b, pb in kc.links if a == r0.guid and by[b].role == "switch")
+    ends += sorted((pb, a) for a, pa, b, pb in kc.links if b == r0.guid and by[a].role == "switch")
+    if not ends:
+        raise InputError(f"--kns-conf: router {r0.guid:#018x} has no indirect switch for updn's roots", path=str(path))
+    return f"0x{r0.guid:016x}\n0x{min(ends)[1]:016x}\n".encode()
+
+
+def _set(options: list[tuple[str, str]], key: str, val: str) -> list[tuple[str, str]]:
+    """`options` with `key` set to `val` (replacing any value it had)."""
+    return [o for o in options if o[0] != key] + [(key, val)]
+
+
 def plan_options(plan: Path) -> tuple[list[str], list[tuple[str, str]]]:
     """A plan's routing_engine and its other opensm.conf options, each checked, the files it names
     made absolute against the plan (it names them relative to itself, so it can be moved)."""
@@ -154,7 +183,8 @@ def group():
     \b
     ibtool plugin build                       # make -C opensm_plugin -> opensm_plugin/libhdor.so
     ibtool plugin install --dry-run           # show what would change
-    ibtool plugin install                     # /usr/lib/<triplet>/libhdor.so + /etc/opensm/opensm.conf
+    ibtool plugin install --plan cellia       # /usr/lib/<triplet>/libhdor.so + /etc/opensm/opensm.conf
+                                              # (the plan's options) + /etc/opensm/hdor.conf
     systemctl restart opensm                  # Debian's unit reads /etc/opensm/opensm.conf
     """
 
@@ -181,29 +211,41 @@ def build_cmd(intree):
 @click.option("--conf", type=click.Path(path_type=Path), default=DEFAULT_CONF, show_default=True,
               help="opensm.conf to create or update (Debian's opensm.service reads /etc/opensm/opensm.conf).")
 @click.option("--engines", default=None,
-              help="routing_engine list written into the conf (OpenSM tries them in order). "
-                   "Default: the --plan's, else hdor,minhop.")
+              help="routing_engine list written into the conf (OpenSM tries them in order; after hdor an engine "
+                   "without credit loops on a KNS: nue, or updn with its roots taken from the description; "
+                   "docs/plugin.md \"The fallback\"). Default: the --plan's, else hdor,nue.")
 @click.option("--plan", type=click.Path(path_type=Path),
               help="A KNS plan directory (`ibtool topo kns`): its opensm.conf options (qos TRUE, and the "
                    "files any engine reads, made absolute: a plan names them relative to itself) go into "
-                   "the conf too, and its routing_engine unless --engines is given.")
+                   "the conf too, its routing_engine unless --engines is given, and its hdor.conf unless "
+                   "--kns-conf is given.")
 @click.option("--destdir", type=click.Path(path_type=Path),
               help="Stage every file under this root (packaging); ldconfig is not run.")
+@click.option("--kns-conf", "kns_conf", type=click.Path(path_type=Path),
+              help="A KNS description (hdor.conf, from `ibtool route hdor --kns-conf` or the plan of `ibtool topo "
+                   "kns`) to install beside --conf, where hdor reads it.")
 @click.option("--dry-run", is_flag=True, help="Print what would change; change nothing.")
-def install_cmd(prefix, conf, engines, plan, destdir, dry_run):
+def install_cmd(prefix, conf, engines, plan, destdir, kns_conf, dry_run):
     """Install libhdor.so where Debian's opensm finds it and enable it in opensm.conf.
 
     OpenSM dlopens lib<name>.so by bare name, so the library must be on the loader's default path
     (or in a directory registered with ldconfig); `event_plugin_name` exists only in the config file.
+    With --kns-conf (or a --plan's hdor.conf) the KNS description goes beside the conf
+    (/etc/opensm/hdor.conf): hdor then knows the KNS at its first sweep even when cables or
+    switches are missing (docs/plugin.md).
 
     \b
     Examples:
       ibtool plugin install --dry-run                       # show what would change
-      ibtool plugin install --plan cellia                   # and the plan's options (qos TRUE)
+      ibtool plugin install --plan cellia                   # the plan's engines, options, hdor.conf
+      ibtool plugin install --engines hdor,updn --kns-conf hdor.conf   # a description of the real fabric
       ibtool plugin install --destdir pkg --prefix /opt/ibtool   # staged for a package
     """
     plan_engines, extra = plan_options(plan) if plan else (None, [])
-    names = opensm.parse_engines(engines, "--engines") if engines is not None else plan_engines or ["hdor", "minhop"]
+    names = opensm.parse_engines(engines, "--engines") if engines is not None else plan_engines or ["hdor", "nue"]
+    if kns_conf is None and plan is not None:  # the plan's description (`ibtool topo kns` writes one)
+        own = (plan if plan.is_dir() else plan.parent) / "hdor.conf"
+        kns_conf = own if own.is_file() else None
     if "hdor" not in names:
         raise InputError(f"--engines {','.join(names)!r} does not list hdor" if engines is not None or not plan
                          else f"--plan {plan}: its routing_engine {','.join(names)} does not list hdor "
@@ -211,6 +253,7 @@ def install_cmd(prefix, conf, engines, plan, destdir, dry_run):
     if names[-1] == "hdor":
         click.echo("note: hdor is last in routing_engine; a fabric hdor declines then gets OpenSM's "
                    "default minhop", err=True)
+
     src = PLUGIN_DIR / LIB
     if not dry_run:
         _make(quiet=True)  # no-op when up to date
@@ -229,6 +272,17 @@ def install_cmd(prefix, conf, engines, plan, destdir, dry_run):
         old = old_bytes.decode() if old_bytes is not None else None
     except UnicodeDecodeError:
         raise InputError(f"--conf {cpath}: not a text file (not UTF-8); is it an opensm.conf?") from None
+    desc = roots = None
+    if kns_conf is not None:  # a description hdor would refuse stops the install here, with its line
+        from ibtool.formats import hdor_conf
+        kc = hdor_conf.read(kns_conf)
+        cdir = (conf.resolve() if not conf.is_absolute() else conf).parent
+        desc = (_root(destdir, cdir / "hdor.conf"), _read(kns_conf, "--kns-conf"), kc)
+        # OpenSM programs hdor's SL2VL tables of a degraded KNS only with QoS on
+        extra = _set(extra, "qos", "TRUE")
+        if "updn" in names:  # updn finds no roots on a KNS by itself: from the description, beside it
+            roots = (_root(destdir, cdir / "hdor-root-guids"), _updn_roots(kc, kns_conf))
+            extra = _set(extra, "root_guid_file", str(cdir / "hdor-root-guids"))
     new, changes = update_conf(old or "", names, options=extra)
 
     # 1. the library
@@ -244,14 +298,7 @@ def install_cmd(prefix, conf, engines, plan, destdir, dry_run):
 
     # 2. loader path for --prefix
     if prefix:
-        ldconf = _root(destdir, LDCONF)
-        line = f"{libdir}\n".encode()
-        if _read(ldconf, "loader config") == line:
-            click.echo(f"unchanged {ldconf}")
-        else:
-            click.echo(f"{pre}write {ldconf}: {libdir}")
-            if not dry_run:
-                _write(ldconf, line)
+        _small_file(_root(destdir, LDCONF), f"{libdir}\n".encode(), "loader config", str(libdir), pre, dry_run)
     if destdir is None:
         click.echo(f"{pre}run ldconfig")
         if not dry_run:
@@ -277,6 +324,33 @@ def install_cmd(prefix, conf, engines, plan, destdir, dry_run):
                 _write(backup, old_bytes, mode)
                 click.echo(f"  saved the previous file as {backup}")
         _write(cpath, new.encode(), mode)
+    # 4. the KNS description, beside the conf, and updn's roots
+    if roots is not None:
+        rpath, data = roots
+        _small_file(rpath, data, "root GUID file", f"updn's roots {', '.join(data.decode().split())}", pre, dry_run)
+    if desc is not None:
+        dpath, data, kc = desc
+        roles = {r: sum(1 for x in kc.nodes if x.role == r) for r in ("router", "switch", "hca")}
+        what = (f"KNS k={kc.k} n={kc.n} s={kc.s}: {roles['router']} routers, {roles['switch']} switches, "
+                f"{roles['hca']} HCAs, {len(kc.links)} cables" + (", with LIDs" if any(x.lids for x in kc.nodes) else ""))
+        if _read(dpath, "installed description") == data:
+            click.echo(f"unchanged {dpath} ({what})")
+        else:
+            click.echo(f"{pre}install {dpath} (from {kns_conf}: {what})")
+            if dry_run:
+                shown = data.decode(errors="replace").splitlines()
+                for ln in shown[:12]:
+                    click.echo(f"  | {ln}")
+                if len(shown) > 12:
+                    click.echo(f"  | ... ({len(shown) - 12} more lines)")
+            else:
+                _write(dpath, data)
+    if names[names.index("hdor") + 1:][:1] in (["minhop"], ["dor"]):
+        click.echo(f"note: {names[names.index('hdor') + 1]} after hdor makes credit loops on a KNS hdor declines; "
+                   "nue does not (docs/plugin.md \"The fallback\")", err=True)
+    if "updn" in names and kns_conf is None and "root_guid_file" not in dict(extra):
+        click.echo("note: updn finds no roots on a KNS by itself: give --kns-conf (its roots are taken from the "
+                   "description) or a root_guid_file", err=True)
     if not dry_run and destdir is None:
         click.echo("restart OpenSM to load it (systemctl restart opensm); check its log for "
                    "'hdor tables configured on all switches'")

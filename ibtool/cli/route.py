@@ -71,9 +71,12 @@ def group():
               help="Write the SL2VL tables hdor programs (opensm-sl2vl.dump format; all VL 0 without faults).")
 @click.option("--path-sls", "path_sls_out", type=OutPath(),
               help="Write the SL of every HCA-to-HCA path (`saquery -p` format; all SL 0 without faults).")
+@click.option("--kns-conf", "kns_conf", type=OutPath(),
+              help="Also write the KNS description hdor.conf (docs/plugin.md) for the hdor engine on every SM "
+                   "host: only from a discovery of the complete KNS (refused, saying why, otherwise).")
 @allow_partial_option
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def hdor_cmd(fabric_path, out, dump, baseline_path, vls, sl2vl_out, path_sls_out, allow_partial, as_json):
+def hdor_cmd(fabric_path, out, dump, baseline_path, vls, sl2vl_out, path_sls_out, kns_conf, allow_partial, as_json):
     """Hybrid-DOR tables for a KNS fabric, as the hdor OpenSM engine computes them (docs/hdor.md).
 
     Writes every switch's table for every LID, with ` portguid` on each entry so OpenSM remaps
@@ -88,6 +91,10 @@ def hdor_cmd(fabric_path, out, dump, baseline_path, vls, sl2vl_out, path_sls_out
       ibtool route hdor --fabric run/ibnetdiscover.out --out hdor.lft --dump hdor.dump
       ibtool sim run kns/topology.net --engine file --conf lfts_file=$PWD/hdor.lft --out run2
     \b
+    The description the engine reads beside opensm.conf (from a discovery of the complete fabric):
+      ibtool route hdor --fabric run/ibnetdiscover.out --out hdor.lft --kns-conf hdor.conf
+      ibtool plugin install --kns-conf hdor.conf
+    \b
     After a cable failure (`sim run --fail`):
       ibtool sim run kns/topology.net --engine hdor --fail "R[1,1] 3" --out faults
       ibtool route hdor --fabric faults/step-1/ibnetdiscover.out \\
@@ -98,9 +105,15 @@ def hdor_cmd(fabric_path, out, dump, baseline_path, vls, sl2vl_out, path_sls_out
     from ibtool.formats import pathrecord, sl2vl
     from ibtool.routing import hdor
 
-    for path, option in ((out, "--out"), (dump, "--dump"), (sl2vl_out, "--sl2vl"), (path_sls_out, "--path-sls")):
+    for path, option in ((out, "--out"), (dump, "--dump"), (sl2vl_out, "--sl2vl"), (path_sls_out, "--path-sls"),
+                         (kns_conf, "--kns-conf")):
         if path:
             _output_file(path, option)
+    if kns_conf and baseline_path:
+        raise InputError("--kns-conf is written from a discovery of the complete KNS; --baseline says --fabric "
+                         "is a degraded one")
+    if kns_conf and allow_partial:
+        raise InputError("--kns-conf is written only from a complete discovery; --allow-partial accepts a partial one")
     say = (lambda m: None) if as_json else (lambda m: click.echo(f"  {m}", err=True))
     t0 = time.monotonic()
     f = _lid_fabric(fabric_path, "--fabric", allow_partial)
@@ -108,14 +121,26 @@ def hdor_cmd(fabric_path, out, dump, baseline_path, vls, sl2vl_out, path_sls_out
     base = None
     if f0 is not None:  # before any progress line: a bad baseline is a one-line error
         try:
-            base = (f0, hdor.compute(f0))
+            base = (f0, hdor.compute(f0, first_sight=False))
         except hdor.NotKNS as e:
             raise InputError(f"--baseline: not a complete KNS: {e.reason}", path=str(baseline_path)) from None
     say(f"read {f.num_nodes} nodes, {f.num_links} links from {fabric_path}")
     if base:
         say(f"baseline: KNS {base[1].k}-ary {base[1].n}-direct from {baseline_path}")
     t1 = time.monotonic()
-    r = hdor.compute(f, baseline=base, vls=vls)
+    if kns_conf:  # a description only of what is verified complete: before anything is written
+        from ibtool.routing import hdor_kns
+        try:
+            r = hdor.compute(f, first_sight=False)
+        except hdor.NotKNS as e:
+            raise InputError(f"--kns-conf: not a complete KNS: {e.reason} (a description is written only from "
+                             f"a discovery of the whole fabric)", path=str(fabric_path)) from None
+        odd = hdor_kns.irregular(f, r)
+        if odd:
+            raise InputError(f"--kns-conf: the discovery looks incomplete: {odd[0]} (is a cable or switch "
+                             f"missing? a description is written only from the whole fabric)", path=str(fabric_path))
+    else:
+        r = hdor.compute(f, baseline=base, vls=vls)
     t2 = time.monotonic()
     say(f"routed in {t2 - t1:.2f} s; writing {len(r.tables.lft)} tables x {r.tables.max_lid} LIDs")
     _write("--out", out, lambda: lft.write_file_engine(r.tables, out, hdor.port_guids(f)))
@@ -126,6 +151,12 @@ def hdor_cmd(fabric_path, out, dump, baseline_path, vls, sl2vl_out, path_sls_out
     if path_sls_out:
         sls = r.path_sls if r.path_sls is not None else _zero_sls(f)
         _write("--path-sls", path_sls_out, lambda: pathrecord.write(sls, path_sls_out))
+    if kns_conf:
+        from ibtool.formats import hdor_conf
+        from ibtool.routing import hdor_kns
+        conf = hdor_kns.describe(f, r, comment=f"the KNS for the hdor routing engine, written by `ibtool route hdor "
+                                               f"--kns-conf` from {fabric_path}")
+        _write("--kns-conf", kns_conf, lambda: hdor_conf.write(conf, kns_conf))
     t3 = time.monotonic()
     spread = r.spread_summary()
     nsl = len(set((r.path_sls or {0: 0}).values()))
@@ -136,12 +167,20 @@ def hdor_cmd(fabric_path, out, dump, baseline_path, vls, sl2vl_out, path_sls_out
                "sls": nsl, "extra_hops": r.extra_hops,
                "sl2vl_file": str(sl2vl_out) if sl2vl_out else None,
                "path_sls_file": str(path_sls_out) if path_sls_out else None,
+               "kns_conf": str(kns_conf) if kns_conf else None,
                "timings": {"read_s": round(t1 - t0, 3), "route_s": round(t2 - t1, 3), "write_s": round(t3 - t2, 3)}}
     if as_json:
         click.echo(json.dumps(summary, indent=2))
         return
     click.echo(f"hdor: KNS {r.k}-ary {r.n}-direct {r.s}-indirect: {len(r.routers)} routers, {len(r.switches)} "
                f"switches, {len(r.hcas)} HCAs, {r.lids} LIDs; LFT file {out}" + (f", dump {dump}" if dump else ""))
+    if kns_conf:
+        click.echo(f"description {kns_conf}: {len(r.routers) + len(r.switches) + len(r.hcas)} devices, "
+                   f"{f.num_links} cables" + (", with their LIDs" if f.port_lids else ""))
+    if r.faults.get("first_sight"):
+        m = r.faults["first_sight"]
+        click.echo(f"identified at first sight: {m['routers']} router(s), {m['switches']} indirect switch(es), "
+                   f"{m['cables']} router cable(s) missing")
     if r.faults:
         ex = r.extra_hops
         click.echo(f"degraded: {_faults_text(r.faults)}; {r.vls} VLs, {nsl} SLs; {ex.get('detoured', 0)} HCA pairs "

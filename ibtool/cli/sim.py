@@ -38,9 +38,12 @@ def _kv(ctx, param, values):
     return out
 
 
-def _plan(net, engine, opensm_config, log_flags) -> tuple[Path, list[str], str | None, int]:
+def _plan(net, engine, opensm_config, log_flags, hdor_conf=None
+          ) -> tuple[Path, list[str], str | None, int, Path | None]:
     """NET (a plan directory: its topology.net), --engine (default: the plan's opensm.conf beside
-    NET, with its options), the opensm.conf to start from, and --log-flags as a number."""
+    NET, with its options), the opensm.conf to start from, --log-flags as a number, and the KNS
+    description hdor reads (--hdor-conf FILE|none; default: the plan's hdor.conf beside NET when
+    hdor is one of the engines)."""
     net = Path(net)
     if net.is_dir():  # a plan directory: its topology.net (and so its opensm.conf)
         if not (net / "topology.net").is_file():
@@ -58,7 +61,23 @@ def _plan(net, engine, opensm_config, log_flags) -> tuple[Path, list[str], str |
         raise InputError(f"--log-flags: not a number: {log_flags!r}") from None
     if not 0 <= flags <= 0xFF:  # OpenSM's log flags are one byte (OSM_LOG_ERROR 0x01 .. OSM_LOG_SYS 0x80)
         raise InputError(f"--log-flags: {log_flags} is outside 0x00..0xff")
-    return net, engines, opensm_config, flags
+    if hdor_conf is None:
+        desc = net.with_name("hdor.conf") if "hdor" in engines else None
+        desc = desc if desc is not None and desc.is_file() else None
+    elif hdor_conf == "none":
+        desc = None
+    else:
+        desc = Path(hdor_conf)
+        if not desc.is_file():
+            raise InputError("--hdor-conf: no such file", path=str(hdor_conf))
+    return net, engines, opensm_config, flags, desc
+
+
+def hdor_conf_option(f):
+    return click.option("--hdor-conf", "hdor_conf", metavar="FILE|none",
+                        help="The KNS description hdor reads (copied beside every SM's opensm.conf; "
+                             "docs/plugin.md). Default: the plan's hdor.conf beside NET when hdor is one of the "
+                             "engines; 'none': no description (hdor identifies the KNS at first sight).")(f)
 
 
 @group.command(name="run")
@@ -93,9 +112,10 @@ def _plan(net, engine, opensm_config, log_flags) -> tuple[Path, list[str], str |
               help="N steps, each one more random switch cable or switch down (never the SM's switch, "
                    "never cutting the switches in two).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of --random-faults.")
+@hdor_conf_option
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json.")
 def run_cmd(net, engine, out, timeout, log_flags, conf_options, opensm_config, opensm_args, no_discover, path_sls,
-            faults, fail, random_faults, seed, as_json):
+            faults, fail, random_faults, seed, hdor_conf, as_json):
     """Bring NET up in ibsim, route it once with OpenSM, discover it (PLAN: a plan directory, its
     topology.net with its opensm.conf).
 
@@ -117,13 +137,13 @@ def run_cmd(net, engine, out, timeout, log_flags, conf_options, opensm_config, o
       ibtool sim run cellia/topology.net --engine hdor --out run
       ibtool sim run cellia/topology.net --engine dfsssp --path-sls --conf qos=TRUE --out run-dfsssp
     """
-    net, engines, opensm_config, flags = _plan(net, engine, opensm_config, log_flags)
+    net, engines, opensm_config, flags, plan_conf = _plan(net, engine, opensm_config, log_flags, hdor_conf)
     if faults or fail or random_faults:
         return _scenario(net, out, engines, timeout, faults, fail, random_faults, seed, as_json, path_sls, flags,
-                         opensm_config, conf_options)
+                         opensm_config, conf_options, plan_conf)
     opts = RunOptions(engines=engines, timeout=timeout, log_flags=flags, conf_options=conf_options,
                       conf_base=opensm_config, opensm_args=list(opensm_args), discover=not no_discover,
-                      path_sls=bool(path_sls))
+                      path_sls=bool(path_sls), hdor_conf=plan_conf)
     progress = None if as_json else (lambda m: click.echo(f"  {m}", err=True))
     s = run(net, out, opts, progress)
     if as_json:
@@ -137,6 +157,8 @@ def run_cmd(net, engine, out, timeout, log_flags, conf_options, opensm_config, o
         step = s.get("routing_step_s")
         click.echo(f"opensm {t.get('opensm_s')} s" + (f", routing step {step:.3f} s" if step is not None else "")
                    + f", total {t.get('total_s')} s; results in {out}")
+        if s.get("hdor_declined"):
+            click.echo(f"  hdor declined: {s['hdor_declined']}", err=True)
         if s.get("opensm_error"):
             click.echo(f"  {s['opensm_error']}", err=True)
         for e in s.get("errors", [])[:3]:
@@ -146,7 +168,7 @@ def run_cmd(net, engine, out, timeout, log_flags, conf_options, opensm_config, o
 
 
 def _scenario(net, out, engines, timeout, faults, fail, random_faults, seed, as_json, path_sls, flags, conf_base,
-              conf_options):
+              conf_options, hdor_conf):
     """`sim run` with faults: a live fabric, one OpenSM, a step at a time (ibtool.sim.faults)."""
     from ibtool.formats import ibnetdiscover
     from ibtool.sim import faults as fault_scenarios
@@ -166,7 +188,7 @@ def _scenario(net, out, engines, timeout, faults, fail, random_faults, seed, as_
         sc = fault_scenarios.random_scenario(plan, random_faults, seed)
     progress = None if as_json else (lambda m: click.echo(f"  {m}", err=True))
     s = fault_scenarios.run(Path(net), out, engines, sc, timeout, progress, path_sls=path_sls, log_flags=flags,
-                            conf_base=conf_base, conf_options=conf_options)
+                            conf_base=conf_base, conf_options=conf_options, hdor_conf=hdor_conf)
     if as_json:
         click.echo(json.dumps(s, indent=2))
     else:
@@ -243,9 +265,7 @@ def _print(d: dict) -> None:
               help="Extra opensm.conf option for every SM (repeatable), e.g. --conf sminfo_polling_timeout=1000.")
 @click.option("--opensm-config", type=click.Path(exists=True, dir_okay=False),
               help="An opensm.conf to start from; ibtool's keys are appended.")
-@click.option("--hdor-conf", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="A KNS description hdor reads (put beside every SM's opensm.conf). Default: the plan's "
-                   "hdor.conf beside NET, if there is one.")
+@hdor_conf_option
 @click.option("--log-flags", default="0x03", show_default=True, help="OpenSM -D flags (0x40: OpenSM's dump files).")
 @click.option("--timeout", default=300.0, show_default=True, type=float, callback=finite_seconds,
               help="Seconds to wait for ibsim and for each SM.")
@@ -271,13 +291,11 @@ def up_cmd(net, out, engine, sms, sm_on, sm_priority, conf_options, opensm_confi
     from ibtool.sim.live import LiveFabric
     from ibtool.sim.runner import _raise_interrupt
     import signal as _signal
-    net, engines, opensm_config, flags = _plan(net, engine, opensm_config, log_flags)
+    net, engines, opensm_config, flags, hdor_conf = _plan(net, engine, opensm_config, log_flags, hdor_conf)
     if not net.is_file():
         raise InputError("no such net file", path=str(net))
     if sms and sm_on and sms != len(sm_on):
         raise InputError(f"--sms {sms} but {len(sm_on)} --sm-on")
-    if hdor_conf is None and Path(net).with_name("hdor.conf").is_file():
-        hdor_conf = Path(net).with_name("hdor.conf")
     conf = list(conf_options)
     if any(e in fault_scenarios.SL_ENGINES for e in engines) and "qos" not in dict(conf):
         conf.append(("qos", "TRUE"))  # OpenSM calls update_sl2vl only with QoS on (docs/faults.md)

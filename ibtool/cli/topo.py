@@ -70,8 +70,8 @@ def _make_command(topo):
         if topo.places(fabric):  # built on a cabinet floor: record it (the others: placed when needed)
             from ibtool.layout import place
             layout = place(fabric, topo.layout)
-        files = write_plan(fabric, out, engines, topo.engine_files(fabric) if topo.engine_files else (), layout,
-                           build={"family": topo.name, "args": kw})
+        engine_files = list(topo.engine_files(fabric)) if topo.engine_files else []
+        files = write_plan(fabric, out, engines, engine_files, layout, build={"family": topo.name, "args": kw})
         s = fabric.summary()
         if as_json:
             click.echo(json.dumps({**s, "files": files, "seconds": round(time.monotonic() - t0, 3)}, indent=2))

@@ -382,9 +382,11 @@ def _before_faults(step0: Path, nnm, expect) -> dict | None:
     if (expect or ("hdor" if rundir.summary(step0).get("engine") == "hdor" else None)) != "hdor":
         return out
     try:
-        out["ref"] = (f0, hdor.compute(f0))
+        r0 = hdor.compute(f0)
     except hdor.NotKNS:
         return out  # each step then says why it has no reference
+    # degraded from the start: the later steps are routed against the KNS hdor completed it to
+    out["ref"] = (f0, r0) if r0.kns is None else (r0.kns[0], hdor.compute(r0.kns[0], first_sight=False))
     plan0 = step0 / rundir.EXPECTED
     if plan0.is_file():
         p0 = ibnetdiscover.read(plan0)
@@ -443,15 +445,21 @@ def _verify_run(run_dir: Path, plan, nnm, expect, permutations, say, before: dic
         from ibtool.formats import hdor_dump
         from ibtool.verify import coords
         say("coordinates")
+        desc = None
+        if (run_dir / "hdor.conf").is_file() and not before:  # the description hdor ran with (sim run --hdor-conf)
+            from ibtool.formats import hdor_conf
+            desc = hdor_conf.read(run_dir / "hdor.conf")
         c = coords.verify(f, hdor_dump.read(dump) if dump else None, p, to_plan,
-                          baseline=before and before["ref"], plan_baseline=before and before["plan"])
+                          baseline=before and before["ref"], plan_baseline=before and before["plan"], description=desc)
         ref = c.get("_reference")
         sections["coords"] = c
     if lfts.is_file():
+        base = (before["fabric"], before["tables"]) if before and expect == "hdor" else None
+        if base is None and expect == "hdor" and ref is not None and ref.kns is not None:
+            base = ref.kns  # degraded from the first sweep: the KNS hdor routed against (docs/hdor.md section 7)
         sections["routes"] = _routes(disc, lfts, sl, expect if expect == "hdor" else None,
                                      permutations, say, f=f, ref=ref, path_sls=psl,
-                                     engine=engine, baseline=(before["fabric"], before["tables"])
-                                     if before and expect == "hdor" else None)
+                                     engine=engine, baseline=base)
     else:
         raise InputError(f"no {rundir.LFTS} nor {rundir.OSM}/{rundir.OSM_LFTS}: no forwarding tables to verify",
                          path=str(run_dir))
@@ -469,8 +477,12 @@ def _verify_run(run_dir: Path, plan, nnm, expect, permutations, say, before: dic
         sections["run"] = {"ok": not failed, "collect": True, "failed": failed}
     elif summary:
         ok = summary.get("ok", summary.get("subnet_up")) is True and not summary.get("interrupted")
-        sections["run"] = {"ok": ok, "engine": engine, "subnet_up": summary.get("subnet_up"),
-                           "fallback": summary.get("fallback"), "interrupted": summary.get("interrupted", False)}
+        requested = summary.get("requested") or summary.get("engines") or []
+        declined = summary.get("hdor_declined") if "hdor" in requested and engine != "hdor" else None
+        sections["run"] = {"ok": ok and not declined, "engine": engine, "subnet_up": summary.get("subnet_up"),
+                           "fallback": summary.get("fallback"), "interrupted": summary.get("interrupted", False),
+                           "hdor_declined": (declined or "no reason logged") if "hdor" in requested and engine
+                           and engine != "hdor" else None}
     rep = report.build(inputs, sections)
     if skipped:
         rep["checks"].insert(0, {"name": "topology", "ok": True, "info": True, "summary": skipped})

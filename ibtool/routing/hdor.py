@@ -64,6 +64,7 @@ class HdorResult:
     path_sls: dict | None = None  # PathSLs (formats.pathrecord): (SLID, DLID) -> SL, every CA-to-CA pair
     faults: dict = field(default_factory=dict)  # failed links/nodes against the remembered KNS
     extra_hops: dict = field(default_factory=dict)  # CA-to-CA pairs whose path changed: count, max, mean links
+    kns: tuple | None = None  # degraded: (the complete KNS as a Fabric, its fault-free Tables) routed against
 
     def spread_summary(self) -> dict:
         """How evenly parallel router–group links share the LIDs (max - min per pair)."""
@@ -140,24 +141,52 @@ class _Group:
 
 # ------------------------------------------------------------------------------------ compute
 
-def compute(fabric: Fabric, baseline: tuple[Fabric, HdorResult] | None = None, vls: int = 8) -> HdorResult:
-    """Identify the KNS, assign dimensions and coordinates and fill every switch's LFT (docs/hdor.md).
+def compute(fabric: Fabric, baseline: tuple[Fabric, HdorResult] | None = None, vls: int = 8,
+            description=None, first_sight: bool = True) -> HdorResult:
+    """Identify the KNS, assign dimensions and coordinates and fill every switch's LFT (docs/hdor.md),
+    as the C engine does with what it knows (docs section 7; ibtool.routing.hdor_kns).
 
     baseline: (fabric, result) of the last complete KNS hdor routed (the C engine remembers it
     across sweeps). A fabric with failed elements against it is routed as a degraded KNS with
-    path SLs and SL2VL tables using at most `vls` VLs (docs/hdor.md "Fault tolerance")."""
-    if baseline is not None:  # the fault-tolerant part lives apart (it imports this module)
-        from ibtool.routing.hdor_faults import degraded
+    path SLs and SL2VL tables using at most `vls` VLs (docs/hdor.md "Fault tolerance").
+    description: a KNS description (ibtool.formats.hdor_conf.KnsConf): the fabric is routed
+    against that KNS, or declined when it is not that KNS degraded.
+    first_sight: a fabric that is neither is identified at first sight when its faults leave one
+    KNS possible (else NotKNS says why)."""
+    from ibtool.routing import hdor_kns  # the KNS from elsewhere lives apart (it imports this module)
+    if description is not None:
+        return hdor_kns.described(fabric, description, vls)
+    if baseline is not None:
         try:
-            res = degraded(fabric, baseline[0], baseline[1], vls)
-        except NotKNS as declined:  # not a degraded KNS: perhaps a complete (new) one
+            return hdor_kns.against(fabric, baseline[0], None, None, vls, br=baseline[1])
+        except NotKNS as declined:  # not a degraded KNS of it: perhaps a complete (new) one
+            if isinstance(declined, _Declined):
+                raise
             try:
                 return _complete(fabric)
             except NotKNS:
+                if first_sight:
+                    try:
+                        return hdor_kns.at_first_sight(fabric, vls)
+                    except NotKNS:
+                        pass
                 raise declined from None
-        if res is not None:
-            return res
-    return _complete(fabric)
+    try:
+        return _complete(fabric)
+    except NotKNS as e:
+        if not first_sight:
+            raise
+        try:
+            return hdor_kns.at_first_sight(fabric, vls)
+        except _Declined:
+            raise
+        except NotKNS as e2:
+            raise NotKNS(f"{e.reason}; not identified at first sight ({e2.reason})") from None
+
+
+class _Declined(NotKNS):
+    """The fabric is the KNS hdor knows, degraded, but the degraded pass declines it (VLs, SLs, a
+    detour the scheme does not allow): nothing else is tried, as in the C engine."""
 
 
 def _complete(fabric: Fabric) -> HdorResult:
@@ -192,7 +221,8 @@ class _Topology:
         return list(zip(self._nb_port[lo:hi], self._nb_peer[lo:hi]))
 
     # ----------------------------------------------------------------- 1. identification
-    def identify(self):
+    def structure(self):
+        """Routers, indirect switches, groups and their members; check 1."""
         f, types = self.f, self.types
         sn, sp = self.s_node, self.s_peer
         # slots are ordered by node then port already (CSR order)
@@ -251,6 +281,13 @@ class _Topology:
         self.groups = [_Group(sw, sorted(m, key=lambda i: f.guids[i]), {s: j for j, s in enumerate(sw)})
                        for sw, m in zip(glist, members)]
 
+    def identify(self):
+        """Roles, groups, members (structure) and the counts of checks 2-3."""
+        self.structure()
+        self.counts()
+
+    def counts(self):
+        f = self.f
         counts = [len(self.groups_of[r]) for r in self.routers]
         n = _mode(counts)
         for r, c in zip(self.routers, counts):
@@ -347,6 +384,37 @@ class _Topology:
                 pos[root] = p
             for i in range(len(self.routers)):
                 RC[i, d] = pos[uf.find(i)]
+        self._lines(RC, ridx)
+
+    def given(self, coords: dict[int, tuple], dims: dict[int, int]):
+        """Sections 2-3 replaced by given coordinates (router -> as written, most significant first)
+        and dimensions (indirect switch -> d): a description's, checked to be a KNS labelling."""
+        f, G, n = self.f, self.groups, self.n
+        for g in G:
+            ds = {dims.get(s) for s in g.switches}
+            if None in ds or len(ds) != 1:
+                raise NotKNS(f"the switches of the group of {_describe(f, g.switches[0])} do not have one "
+                             f"dimension of the description")
+            g.dim = ds.pop()
+        self.gdim = {}
+        for r in self.routers:
+            by = {}
+            for gi in self.groups_of[r]:
+                if G[gi].dim in by:
+                    raise NotKNS(f"{_describe(f, r, 'router')} is in two groups of dimension {G[gi].dim}")
+                by[G[gi].dim] = gi
+            self.gdim[r] = by
+        ridx = {r: i for i, r in enumerate(self.routers)}
+        RC = np.full((len(self.routers), n), -1, dtype=np.int64)
+        for r, i in ridx.items():
+            if r not in coords:
+                raise NotKNS(f"{_describe(f, r, 'router')} has no coordinates in the description")
+            RC[i] = coords[r][::-1]
+        self._lines(RC, ridx)
+
+    def _lines(self, RC, ridx):
+        """Routers at distinct points of [0,k)^n; each group's members one line of its dimension."""
+        f, G, k, n = self.f, self.groups, self.k, self.n
         code = RC @ (k ** np.arange(n, dtype=np.int64))
         if len(np.unique(code)) != len(self.routers):
             _, first, cnt = np.unique(code, return_index=True, return_counts=True)

@@ -24,10 +24,15 @@ from ibtool.fabric import CA, SWITCH, Fabric
 from ibtool.formats.lft import NO_ROUTE, Tables
 from ibtool.formats.pathrecord import PathSLs
 from ibtool.formats.sl2vl import SL2VL
-from ibtool.routing.hdor import HdorResult, NotKNS, _describe
+from ibtool.routing.hdor import HdorResult, NotKNS, _Declined, _describe
 
 INF = 1 << 30
 MAX_SLS = 16
+
+
+class LidsMoved(NotKNS):
+    """The fabric is the remembered KNS with failures, but its LIDs are not the remembered ones:
+    the fault-free tables are computed again for the LIDs of now (hdor_kns.against)."""
 
 
 def degraded(f: Fabric, bf: Fabric, br: HdorResult, vls: int = 8) -> HdorResult | None:
@@ -47,7 +52,7 @@ class _Degraded:
         for c in range(f.num_nodes):
             b = bf.by_guid(f.guids[c])
             if b is None or bf.types[b] != f.types[c]:
-                raise NotKNS(f"{_describe(f, c)} is not in the remembered KNS")
+                raise NotKNS(f"{_describe(f, c)} is not in the KNS")
             b2c[b] = c
         self.b2c = b2c
         dead_nodes = [b for b in range(bf.num_nodes) if b2c[b] < 0]
@@ -64,13 +69,12 @@ class _Degraded:
                 want = bf.peer(b, port)
                 if want is None or b2c[want[0]] != peer or want[1] != pport:
                     raise NotKNS(f"{_describe(f, c)} port {port} is cabled to {_describe(f, peer)} port {pport}, "
-                                 f"not as in the remembered KNS")
+                                 f"not as in the KNS")
         owners, bowners = f.lid_owners(), bf.lid_owners()
         for lid, (c, port) in owners.items():
             bo = bowners.get(lid)
             if bo is None or b2c[bo[0]] != c or bo[1] != port:
-                raise NotKNS(f"LID {lid} ({_describe(f, c)} port {port}) is not that port's LID in the "
-                             f"remembered KNS")
+                raise LidsMoved(f"LID {lid} ({_describe(f, c)} port {port}) moved")
         self.owners = owners
         self.faults = {"nodes": [bf.names[b] for b in dead_nodes],
                        "links": [f"{bf.names[bf.link_a[li]]}[{bf.link_pa[li]}]-{bf.names[bf.link_b[li]]}"
@@ -427,7 +431,7 @@ class _Degraded:
                 if x not in done:
                     if self._switch_dist(T)[self.row[x]] < 0:
                         continue  # cut off from the destination: no entry
-                    raise NotKNS(f"{_describe(self.f, self.b2c[x], 'router')} reaches LID {lid} only by a "
+                    raise _Declined(f"{_describe(self.f, self.b2c[x], 'router')} reaches LID {lid} only by a "
                                  f"route the scheme does not allow (a group connects them only down and up again)")
                 gi = via[x]
                 out[r] = (ig.get((gi, exit_of[gi])) or self._in_group(gi, exit_of[gi]))[1][x][1]
@@ -510,7 +514,7 @@ class _Degraded:
             tables.names[bf.guids[x]] = bf.names[x]
         vl_need, path_sls, sl2vl, extra = self._sls(tables)
         if vl_need > self.vls:
-            raise NotKNS(f"the failures need {vl_need} VLs, the ports offer {self.vls}")
+            raise _Declined(f"the failures need {vl_need} VLs, the ports offer {self.vls}")
         c = self.b2c
         role = ["hca" if f.types[i] == CA else "switch" for i in range(f.num_nodes)]
         for x in br.routers:
@@ -641,7 +645,7 @@ class _Degraded:
                 else:
                     break  # every entry agrees
             else:
-                raise NotKNS(f"the failures need more than {MAX_SLS} SLs (pair LID {int(s_lid[si[j]])} -> "
+                raise _Declined(f"the failures need more than {MAX_SLS} SLs (pair LID {int(s_lid[si[j]])} -> "
                              f"{int(d_lid[di[j]])})")
             entries[s_].update(need)
             sl[j] = s_

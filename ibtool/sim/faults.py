@@ -230,12 +230,13 @@ def _expected(plan: Fabric, down_links: set[int], down_nodes: set[int], sm_node:
 
 
 def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: float = 300,
-        progress=None, path_sls: bool | None = None, log_flags: int = 0x47, conf_base: str | None = None,
-        conf_options=()) -> dict:
+        progress=None, path_sls: bool | None = None, log_flags: int = 0x47, hdor_conf: Path | None = None,
+        conf_base: str | None = None, conf_options=()) -> dict:
     """path_sls: collect every HCA pair's PathRecord (its SL) at each step; default: when the engine
     programs SLs (SL_ENGINES). log_flags: OpenSM's -D (0x40 writes the SL2VL dump each step needs).
-    conf_base: an opensm.conf to start from (the plan's, with its engine's files); conf_options:
-    more (key, value) options (`sim run --conf`)."""
+    hdor_conf: the KNS description hdor reads (beside OpenSM's opensm.conf). conf_base: an
+    opensm.conf to start from (the plan's, with its engine's files); conf_options: more (key, value)
+    options (`sim run --conf`)."""
     say = progress or (lambda m: None)
     if path_sls is None:
         path_sls = any(e in SL_ENGINES for e in engines)
@@ -256,7 +257,7 @@ def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: f
     conf += list(conf_options)
     summary["opensm_conf"] = dict(conf)
     with LiveFabric(net, out / ".live", engines, timeout=timeout, opensm_args=["-D", hex(log_flags)],
-                    conf_options=conf, conf_base=conf_base) as lf:
+                    conf_options=conf, conf_base=conf_base, hdor_conf=hdor_conf) as lf:
         osm = lf.work / "osm"
 
         log = {"pos": 0, "engines": [], "up_after": False}
@@ -326,7 +327,7 @@ def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: f
                  "down": sorted(f"{plan.names[plan.link_a[li]]} {plan.link_pa[li]}" for li in down_links)
                  + sorted(plan.names[n] for n in down_nodes),
                  "engines": engines, "engine": engine, "subnet_up": state.subnet_up,
-                 "fallback": engine is not None and engine not in engines,
+                 "fallback": engine is not None and engine not in engines, "hdor_declined": state.hdor_declined,
                  "seconds_to_tables": waited, "timed_out": t_fault is not None and waited is None,
                  "routing_step_s": state.routing_step_s, "dump_fts_top_lid": top, "path_sls": paths,
                  "changes_counters": bool(step and step.errors), "counters": counters,

@@ -12,6 +12,7 @@ and failover, ``ibtool sim up``) uses this:
         children.run(["perfquery"], env=lf.env(), cwd=lf.scratch)   # or run one yourself (ibtool.children)
         lf.console('Unlink "S-0002c90200000001"[3]')       # an ibsim console command; returns its output
         lf.restart_opensm(["updn"])   # stop OpenSM, start it again with other engines, wait for them
+                                      # (OpenSM's cache directory survives, as on a host)
     # leaving the block stops OpenSM, then ibsim, whatever happened (Ctrl-C and SIGTERM included)
 
     # two SMs on two HCAs (master and standby by sm_priority); the master dies, the standby takes over
@@ -50,7 +51,9 @@ Interface:
 Files: SM 1 lives in ``work`` (``opensm-<k>-<engines>.conf|log|out``, OSM_TMP_DIR ``work/osm``,
 OSM_CACHE_DIR ``work/osm/cache``), SM n >= 2 in ``work/sm-<n>`` laid out the same. A cache
 directory is emptied when the fabric starts and kept across its SM's restarts, as a host's
-/var/cache/opensm. Each LiveFabric has its own IBSIM_SOCKNAME, so several can run at once.
+/var/cache/opensm (OpenSM's guid2lid and the KNS hdor remembers). Each SM's OpenSM is started
+with ``-F`` its own opensm.conf, so the ``hdor.conf`` beside it is the KNS description hdor reads
+(``hdor_conf=`` copies one beside every SM's; docs/plugin.md). Each LiveFabric has its own IBSIM_SOCKNAME, so several can run at once.
 
 Processes are known by pid and kernel start time, so a stop never signals a process that merely
 reuses a pid; a detached fabric's work directory is claimed as `sim run` claims its own (a live

@@ -57,7 +57,8 @@ def plan_engines(net: Path) -> list[str] | None:
 _TIME = re.compile(r"^\w{3} [ \d]\d (\d\d):(\d\d):(\d\d) (\d{6})")
 _CONFIGURED = re.compile(r"(\S+) tables configured on all switches")
 _BUILDING = re.compile(r"building routing with '([^']+)'")
-_ERR = re.compile(r"ERR [0-9A-F]{4}: .*")
+_ERR = re.compile(r"ERR (?:[0-9A-F]{4}|HD[0-9A-F]{2}): .*")  # OpenSM's codes, and hdor's (docs/plugin.md)
+_HDOR_DECLINED = re.compile(r"hdor: declined \((HD[0-9A-F]{2})\): (.*); OpenSM falls back to the next routing engine")
 
 
 def _seconds(line: str) -> float | None:
@@ -76,6 +77,7 @@ class Outcome:
     attempted: list[str]  # engines OpenSM started routing with, in order
     routing_step_s: float | None  # 'building routing with' (last) -> 'tables configured'
     errors: list[str]
+    hdor_declined: str | None = None  # hdor's last decline line: "HDxx: <reason>"
 
     @property
     def fallback(self) -> bool:
@@ -93,7 +95,7 @@ class Outcome:
     def as_dict(self) -> dict:
         return {"subnet_up": self.subnet_up, "engine": self.engine, "requested": self.requested,
                 "fallback": self.fallback, "declined": self.declined, "ok": self.ok,
-                "routing_step_s": self.routing_step_s, "errors": self.errors}
+                "routing_step_s": self.routing_step_s, "errors": self.errors, "hdor_declined": self.hdor_declined}
 
 
 def routing_outcome(log_text: str, requested: list[str] | None = None) -> Outcome:
@@ -103,9 +105,14 @@ def routing_outcome(log_text: str, requested: list[str] | None = None) -> Outcom
     pass_start = step = None
     errors: list[str] = []
     up = False
+    hdor_declined = None
     for line in log_text.splitlines():
         if "SUBNET UP" in line:
             up = True
+        m = _HDOR_DECLINED.search(line)
+        if m:  # (an INFO line: a decline is not an error of OpenSM's)
+            hdor_declined = f"{m.group(1)}: {m.group(2)}"
+            continue
         m = _BUILDING.search(line)
         if m:
             attempted.append(m.group(1))
@@ -118,10 +125,12 @@ def routing_outcome(log_text: str, requested: list[str] | None = None) -> Outcom
             t = _seconds(line)
             step = (t - pass_start) % 86400 if t is not None and pass_start is not None else None
             pass_start = None
+            if engine == "hdor":
+                hdor_declined = None  # routed again since
             continue
         m = _ERR.search(line)
         if m and len(errors) < 20:
             errors.append(m.group(0).strip())
     req = list(requested or [])
     req = [e for e in req if e != "no_fallback"]
-    return Outcome(up, engine, req, attempted, step, errors)
+    return Outcome(up, engine, req, attempted, step, errors, hdor_declined)

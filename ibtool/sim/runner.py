@@ -131,6 +131,7 @@ class RunOptions:
     plugin_dir: Path = opensm.PLUGIN_DIR
     discover: bool = True
     path_sls: bool = False  # keep OpenSM up as the SA and collect every HCA's PathRecords (their SLs)
+    hdor_conf: Path | None = None  # the KNS description hdor reads beside opensm.conf (docs/plugin.md)
 
 
 def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> dict:
@@ -144,6 +145,11 @@ def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> di
     require("ibnetdiscover", "infiniband-diags")
     require("dump_fts", "infiniband-diags")
     fabric = ibnetdiscover.read(net, both_ends=True)  # what ibsim would die on, said with file:line
+    hdor_conf = None
+    if opts.hdor_conf is not None:
+        from ibtool.formats import hdor_conf as kns_conf
+        kns_conf.read(opts.hdor_conf)  # a description hdor would refuse is refused here, with its line
+        hdor_conf = Path(opts.hdor_conf).read_bytes()
     env_extra = {}
     if any(e in opensm.PLUGIN_ENGINES for e in opts.engines):
         for e in opts.engines:
@@ -167,6 +173,9 @@ def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> di
     env_extra.update(OSM_TMP_DIR=str(osm_dir.resolve()), OSM_CACHE_DIR=str(cache.resolve()))
     conf = out / "opensm.conf"
     conf.write_text(conf_text)
+    (out / "hdor.conf").unlink(missing_ok=True)  # hdor reads hdor.conf beside the opensm.conf it runs with
+    if opts.hdor_conf is not None:
+        (out / "hdor.conf").write_bytes(hdor_conf)
     log = out / "opensm.log"
     log.unlink(missing_ok=True)
     summary: dict = {"net": str(net), "engines": opts.engines, "fabric": fabric.summary(), "timings": {}}

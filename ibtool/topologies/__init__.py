@@ -67,7 +67,8 @@ def need_ports(device: str, need: int, detail: str, radix: int, hint: str = "") 
 class EngineFile:
     """A file an OpenSM routing engine reads, written beside the plan and named in its opensm.conf
     by `key` (e.g. ftree's root_guid_file). With `filename` empty it is a plain option instead:
-    `key content` in opensm.conf and no file (e.g. torus-2QoS needs `qos TRUE`)."""
+    `key content` in opensm.conf and no file (e.g. torus-2QoS needs `qos TRUE`). With `key` empty
+    the engine finds the file by its place beside opensm.conf (hdor's hdor.conf): not named."""
     key: str
     filename: str
     content: str

@@ -26,13 +26,23 @@ from itertools import product
 
 from ibtool.errors import InputError
 from ibtool.fabric import Fabric
-from ibtool.topologies import EngineFile, Param, radix_param, topology
+from ibtool.topologies import EngineFile, Param, guid_list, radix_param, topology
 
 
 def kns_engine_files(f: Fabric) -> list[EngineFile]:
     """`qos TRUE`: OpenSM calls hdor's update_sl2vl hook (the SL2VL tables of a degraded KNS,
-    docs/hdor.md section 6) only with QoS on; a complete KNS routes identically either way."""
-    return [EngineFile("qos", "", "TRUE")]
+    docs/hdor.md section 6) only with QoS on; a complete KNS routes identically either way.
+    `root_guid_file`: roots for updn, for a plan routed `--engine hdor,updn` (the plan's engine
+    after hdor is nue, docs/plugin.md "The fallback"): R[0..0] and the indirect switch on its lowest
+    switch port, next to each other (up*/down* from one root, or two adjacent ones, reaches every
+    pair on one VL without a credit loop; every indirect switch a root would leave most pairs
+    without a route)."""
+    qos = [EngineFile("qos", "", "TRUE")]
+    r0 = next((x for x in range(f.num_nodes) if f.roles[x] == "router"), None)
+    s0 = next((y for _, y, _ in f.neighbors(r0) if f.roles[y] == "switch"), None) if r0 is not None else None
+    if s0 is None:  # (a fabric without the builder's roles)
+        return qos
+    return qos + [EngineFile("root_guid_file", "root-guids", guid_list(f, [r0, s0]))]
 
 
 def coord_name(prefix: str, coords) -> str:
@@ -51,7 +61,7 @@ def tree_arity(k: int, s: int) -> int:
     summary="k-ary n-direct s-indirect hybrid (routers on a k^n grid, one indirect network per line)",
     reference="paper 000, sections 2.2, 3.2, 3.4 (KNS on the CELLIA cluster)",
     example="ibtool topo kns --k 6 --n 2 --radix 8 --out cellia   # CELLIA: 36 HCAs, 36 routers + 12 switches",
-    engine="hdor,minhop",
+    engine="hdor,nue",  # after hdor, nue: no credit loop on a KNS hdor declines (docs/plugin.md)
     engine_files=kns_engine_files,
     layout="switch-rack",  # every switch in switch racks, as CELLIA was built (paper 000)
     params=[

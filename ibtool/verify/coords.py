@@ -157,16 +157,17 @@ def reference_vs_plan(plan: Fabric, plan_ref, fabric: Fabric, ref, to_plan: dict
 
 
 def verify(fabric: Fabric, dump=None, plan: Fabric | None = None, to_plan: dict[int, int] | None = None,
-           baseline=None, plan_baseline=None) -> dict:
+           baseline=None, plan_baseline=None, description=None) -> dict:
     """The 'coords' section of the report. baseline / plan_baseline: (fabric, hdor result) of the
-    complete KNS before a fault (step 0), for a degraded fabric / plan (docs/hdor.md section 6)."""
+    complete KNS before a fault (step 0), for a degraded fabric / plan (docs/hdor.md section 6);
+    description: the hdor.conf hdor ran with (docs section 7)."""
     from ibtool.routing import hdor
     from ibtool.routing.lids import assign_lids
     out: dict = {"ok": True}
     if not fabric.port_lids:  # coordinates do not depend on LIDs; the reference wants some
         assign_lids(fabric)
     try:
-        ref = hdor.compute(fabric, baseline=baseline)
+        ref = hdor.compute(fabric, baseline=baseline, description=description)
     except hdor.NotKNS as e:
         return {"ok": False, "error": f"the discovered fabric is not a KNS: {e.reason}"}
     out.update({"k": ref.k, "n": ref.n, "s": ref.s, "routers": len(ref.routers), "switches": len(ref.switches),

@@ -163,6 +163,9 @@ def _checks(name: str, s: dict) -> list[dict]:
         return [{"name": "run", "ok": bool(s.get("ok")),
                  "summary": "collected from a live fabric (ibtool collect)"
                             + (f"; not collected: {', '.join(s['failed'])}" if s.get("failed") else "")}]
+    if name == "run" and s.get("hdor_declined"):  # hdor asked for, another engine's tables: a failure
+        why = s["hdor_declined"].split(": ", 1)[-1]
+        return [{"name": "run", "ok": False, "summary": f"hdor declined: {why}; tables by {s.get('engine')}"}]
     if name == "run":
         return [{"name": "run", "ok": bool(s.get("ok")),
                  "summary": f"subnet {'up' if s.get('subnet_up') else 'NOT up'}, tables configured by "

@@ -68,6 +68,9 @@ def test_round_trip_gives_the_same_plan(cellia, tmp_path):
     r = ibtool("cabling", "import", d / "pkg" / "cables.csv", "--out", tmp_path / "again", check=0)
     assert "108 cables" in r.stdout
     assert (tmp_path / "again" / "topology.net").read_bytes() == (d / "plan" / "topology.net").read_bytes()
+    # hdor's description and the engine's options come back too (the plan's opensm.conf names hdor)
+    for name in ("hdor.conf", "opensm.conf", "root-guids"):
+        assert (tmp_path / "again" / name).read_text() == (d / "plan" / name).read_text(), name
     # the layout the package was made from, written by the same writer
     f = kns(6, 2, radix=8)
     want = place(f, "switch-rack", {"hcas_per_cabinet": 25})
@@ -79,7 +82,7 @@ def test_round_trip_gives_the_same_plan(cellia, tmp_path):
     # and the rebuilt plan gives the same package again
     ibtool("cabling", tmp_path / "again", "--out", tmp_path / "pkg2", check=0)
     assert (tmp_path / "pkg2" / "cables.csv").read_text() == (d / "pkg" / "cables.csv").read_text()
-    assert "routing_engine hdor,minhop" in (tmp_path / "again" / "opensm.conf").read_text()
+    assert "routing_engine hdor,nue" in (tmp_path / "again" / "opensm.conf").read_text()
 
 
 def test_edited_sheet_renames_a_rack_and_moves_a_switch(cellia, tmp_path):

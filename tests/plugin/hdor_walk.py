@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 import re
 import subprocess
+import time
 from collections import deque
 from pathlib import Path
 
@@ -30,6 +31,27 @@ def libhdor() -> Path:
     so = PLUGIN / "libhdor.so"
     assert so.is_file()
     return so
+
+
+CONFIGURED = re.compile(r"(\S+) tables configured on all switches")
+
+
+def settle(read_log, before: int, timeout: float = 120, quiet: float = 3) -> str:
+    """Wait until OpenSM (its log text from `read_log()`) configured tables more than `before`
+    times, reached SUBNET UP (its dumps are written just before) and stayed quiet for `quiet` s;
+    the engine that configured the last tables."""
+    deadline = time.monotonic() + timeout
+    while True:
+        text = read_log()
+        found = CONFIGURED.findall(text)
+        last = max(m.end() for m in CONFIGURED.finditer(text)) if found else 0
+        if len(found) > before and "SUBNET UP" in text[last:]:
+            time.sleep(quiet)
+            if len(CONFIGURED.findall(read_log())) == len(found):
+                return found[-1]
+            continue
+        assert time.monotonic() < deadline, f"no new tables within {timeout} s:\n{text[-3000:]}"
+        time.sleep(0.2)
 
 
 def read_hdor_dump(path: Path) -> dict:
@@ -206,9 +228,10 @@ def assert_acyclic(edges: dict) -> None:
     assert seen == len(indeg), f"channel dependency graph has a cycle ({len(indeg) - seen} channels on cycles)"
 
 
-def rebuild(f: Fabric, seed: int | None = None, drop_link=None) -> Fabric:
+def rebuild(f: Fabric, seed: int | None = None, drop_link=None, guids: bool = False) -> Fabric:
     """A copy of `f` with the same names, GUIDs and cables; with `seed`, node order and every
-    switch's port numbers shuffled; `drop_link(name_a, name_b)` -> True leaves that cable out."""
+    switch's port numbers shuffled (and with `guids`, the GUIDs dealt anew, as a real fabric's
+    would be); `drop_link(name_a, name_b)` -> True leaves that cable out."""
     rnd = random.Random(seed)
     order = list(range(f.num_nodes))
     pmap = {}
@@ -219,11 +242,14 @@ def rebuild(f: Fabric, seed: int | None = None, drop_link=None) -> Fabric:
             if f.types[i] == SWITCH:
                 rnd.shuffle(ports)
             pmap[i] = dict(zip(range(1, f.nports[i] + 1), ports))
+    dealt = list(f.guids)
+    if guids and seed is not None:
+        rnd.shuffle(dealt)
     g = Fabric(f.name + ("-shuffled" if seed is not None else "-copy"))
     g.params = dict(f.params)
     new = {}
     for i in order:
-        new[i] = g.add_node(f.types[i], f.names[i], f.nports[i], f.roles[i], dict(f.labels[i]), guid=f.guids[i])
+        new[i] = g.add_node(f.types[i], f.names[i], f.nports[i], f.roles[i], dict(f.labels[i]), guid=dealt[i])
     links = list(range(f.num_links))
     if seed is not None:
         rnd.shuffle(links)

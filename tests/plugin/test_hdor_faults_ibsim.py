@@ -11,13 +11,12 @@ tables back."""
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 from hdor_digests import check as check_digests, current_test, of_run
-from hdor_walk import libhdor  # noqa: F401
+from hdor_walk import CONFIGURED, libhdor, settle  # noqa: F401
 from support import ibtool
 
 from ibtool.formats import ibnetdiscover, lft, pathrecord, sl2vl
@@ -28,7 +27,6 @@ from ibtool.mad import path_sls
 
 pytestmark = [pytest.mark.ibsim, pytest.mark.usefixtures("libhdor")]
 
-CONFIGURED = re.compile(r"(\S+) tables configured on all switches")
 ROUTED = re.compile(r"hdor: routed k=\d+ n=\d+ s=\d+: .*")
 DECLINE = re.compile(r"hdor: not a KNS fabric: (.+)")
 
@@ -74,18 +72,7 @@ class Scenario:
     def settle(self, before: int, timeout: float = 120):
         """Wait until OpenSM configured tables again (more than `before` times), reached SUBNET UP
         (the dumps are written just before) and stayed quiet for 3 s."""
-        deadline = time.monotonic() + timeout
-        while True:
-            text = self.log()
-            n = len(CONFIGURED.findall(text))
-            last = max(m.end() for m in CONFIGURED.finditer(text)) if n else 0
-            if n > before and "SUBNET UP" in text[last:]:
-                time.sleep(3)
-                if len(CONFIGURED.findall(self.log())) == n:
-                    return
-                continue
-            assert time.monotonic() < deadline, f"no new tables within {timeout} s:\n{text[-3000:]}"
-            time.sleep(0.2)
+        settle(self.log, before, timeout)
 
     def discover(self):
         self.n += 1
@@ -248,7 +235,10 @@ def test_degraded_hop_matrices_equal_opensm_min_hop(tmp_path, monkeypatch):
         (tmp_path / who).mkdir()
         with Scenario(tmp_path / who, "--k", "4", "--n", "2", "--s", "2", "--radix", "8") as sc:
             sc.step(down=[router_links(sc.plan, "R[0,1]")[0], "S[0,0,1,1]"], sls=False)
-            assert "degraded KNS" in ROUTED.findall(sc.log())[-1] and f"{who} hop matrices" in ROUTED.findall(sc.log())[-1]
+            line = ROUTED.findall(sc.log())[-1]
+            assert "degraded KNS" in line and f"{who} hop matrices" in line
+            assert re.search(r"analysis and routing \d+ us: .*structure \d+ us, affected entries \d+ us, detours \d+ us, "
+                             r"SL/VL \d+ us; .*LFT fill \d+ us, dump \d+ us.*; peak allocation [\d.]+ MiB\)$", line), line
             mats.append(lid_matrix(sc.osm / "opensm-lid-matrix.dump"))
             lfts.append((sc.osm / "opensm-lfts.dump").read_text())
     assert len(mats[0]) > 0 and mats[0] == mats[1]

@@ -47,7 +47,7 @@ def test_intree_routes_kns_with_R_hdor(intree_opensm, tmp_path):
     assert rc == 0, log[-3000:]
     assert "hdor tables configured on all switches" in log
     assert "hdor: routed k=4 n=2 s=1: 24 switches, 56 LIDs" in log
-    assert "not a KNS fabric" not in log
+    assert "hdor: declined" not in log
     assert "Loading plugin" not in log and "registered external routing engine" not in log
     res = check_routes(run)
     assert res["hca_paths"] == 32 * 31
@@ -62,5 +62,5 @@ def test_intree_declines_fat_tree(intree_opensm, tmp_path):
     rc, log, _ = run_opensm(net, tmp_path / "run", str(intree_opensm), "", args=["-R", "hdor,minhop"],
                             discover=False)
     assert rc == 0
-    assert "hdor: not a KNS fabric: 4 routers, but k^n = 4^2" in log
+    assert "hdor: declined (HD10): 4 routers, but k^n = 4^2" in log
     assert "minhop tables configured on all switches" in log

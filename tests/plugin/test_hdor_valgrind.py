@@ -6,6 +6,7 @@ osm_subn_set_default_opt, a MAD in the vendor layer); those are not hdor's and a
 from __future__ import annotations
 
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -110,7 +111,7 @@ def test_valgrind_declining_passes_no_hdor_errors_or_leaks(tmp_path):
     net = tmp_path / "ft.net"
     ibnetdiscover.write(f, net)
     log, vg = sweeps(net, tmp_path, f, "event_plugin_name hdor\nrouting_engine hdor,minhop\n", 2,
-                     "hdor: not a KNS fabric")
+                     "hdor: declined (HD")
     assert "minhop tables configured on all switches" in log
     assert "LEAK SUMMARY" in vg
     assert hdor_problems(vg) == []
@@ -120,7 +121,11 @@ def test_valgrind_failures_and_recoveries_no_hdor_errors_or_leaks(tmp_path, monk
     """One OpenSM under valgrind keeps running while a cable, an indirect switch and a router fail
     and come back (ibsim's console): every pass is hdor's (complete, degraded, complete again),
     OpenSM never crashes, and no memory error or leak involves hdor's code, after 7 sweeps that
-    remembered, replaced and freed the KNS and published and retired path-SL tables."""
+    remembered, replaced and freed the KNS and published and retired path-SL tables. Then, a
+    cable down, OpenSM is started again three times (docs/hdor.md section 7): with its cache (the
+    remembered KNS read from disk), with an empty cache (identified at first sight: a cold degraded
+    start), and with an empty cache and hdor.conf beside its opensm.conf (the description read);
+    each run is checked the same way."""
     from ibtool.sim import faults
     from ibtool.sim.live import LiveFabric
 
@@ -131,7 +136,7 @@ def test_valgrind_failures_and_recoveries_no_hdor_errors_or_leaks(tmp_path, monk
     wrapper = tmp_path / "bin" / "opensm"  # LiveFabric starts `opensm` from PATH: run it under valgrind
     wrapper.parent.mkdir()
     wrapper.write_text("#!/bin/sh\nexec valgrind --leak-check=full --keep-debuginfo=yes --num-callers=40 "
-                       f"--log-file={vg} /usr/sbin/opensm \"$@\"\n")
+                       f"--log-file={vg}.%p /usr/sbin/opensm \"$@\"\n")  # one report per OpenSM
     wrapper.chmod(0o755)
     monkeypatch.setenv("PATH", f"{wrapper.parent}:/usr/bin:/bin:/usr/sbin:/sbin")
     ids = [ibnetdiscover.node_id(f, i) for i in range(f.num_nodes)]
@@ -162,15 +167,38 @@ def test_valgrind_failures_and_recoveries_no_hdor_errors_or_leaks(tmp_path, monk
             assert configured() > before, f"no hdor tables after {cmd} {spec}"
         lf._opensm.send_signal(signal.SIGTERM)  # let valgrind finish its leak check (stop() kills after 3 s)
         rc = lf._opensm.wait(timeout=300)
-    log = lf.opensm_log.read_text(errors="replace")
-    text = vg.read_text(errors="replace")
-    assert rc == 0, (rc, text[-3000:])
-    assert "ERROR SUMMARY" in text and "LEAK SUMMARY" in text, text[-2000:]
-    degraded = re.findall(r"hdor: routed k=3 n=2 s=1: .*degraded KNS", log)
-    complete = re.findall(r"hdor: routed k=3 n=2 s=1: \d+ switches, \d+ LIDs, \d+ us \(pass \d+; analysis", log)
-    assert len(degraded) >= 4 and len(complete) >= 3, (len(degraded), len(complete))
-    assert "not a KNS fabric" not in log
-    assert hdor_problems(text) == []
+        log = lf.opensm_log.read_text(errors="replace")
+        degraded = re.findall(r"hdor: routed k=3 n=2 s=1: .*degraded KNS", log)
+        complete = re.findall(r"hdor: routed k=3 n=2 s=1: \d+ switches, \d+ LIDs, \d+ us \(pass \d+; analysis", log)
+        assert len(degraded) >= 4 and len(complete) >= 3, (len(degraded), len(complete))
+        assert "hdor: declined" not in log
+        assert rc == 0, rc
+        lf._opensm = None
+        # starts with a cable down: the remembered KNS, then first sight, then a description
+        assert (lf.work / "osm" / "cache" / "hdor-kns.conf").is_file()
+        shutil.copyfile(lf.work / "osm" / "cache" / "hdor-kns.conf", tmp_path / "described.conf")
+        lf.console(f"Unlink {where(cable)}")
+        for how, want in (("cache", "the KNS of"), ("empty cache", "identified at first sight"),
+                          ("description", "the KNS of")):
+            if how != "cache":
+                for x in (lf.work / "osm" / "cache").iterdir():
+                    x.unlink()
+            if how == "description":
+                shutil.copyfile(tmp_path / "described.conf", lf.work / "hdor.conf")
+            out = lf.restart_opensm(["hdor"])
+            assert out["engine"] == "hdor", (how, out)
+            log = lf.opensm_log.read_text(errors="replace")
+            line = re.findall(r"hdor: routed k=3 n=2 s=1: .*degraded KNS.*", log)
+            assert line and want in line[0], (how, line)
+            lf._opensm.send_signal(signal.SIGTERM)
+            assert lf._opensm.wait(timeout=300) == 0, how
+            lf._opensm = None
+    reports = sorted(tmp_path.glob("valgrind.txt.*"))
+    assert len(reports) == 4, reports
+    for r in reports:
+        text = r.read_text(errors="replace")
+        assert "ERROR SUMMARY" in text and "LEAK SUMMARY" in text, (r, text[-2000:])
+        assert hdor_problems(text) == [], r
 
 
 def test_record_parser_finds_an_hdor_leak():

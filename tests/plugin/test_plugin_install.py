@@ -18,9 +18,9 @@ pytestmark = pytest.mark.usefixtures("libhdor")
 
 
 def test_update_conf_adds_keys_to_empty():
-    text, changes = update_conf("", ["hdor", "minhop"])
-    assert "event_plugin_name hdor\n" in text and "routing_engine hdor,minhop\n" in text
-    assert changes == ["added 'event_plugin_name hdor'", "added 'routing_engine hdor,minhop'"]
+    text, changes = update_conf("", ["hdor", "nue"])
+    assert "event_plugin_name hdor\n" in text and "routing_engine hdor,nue\n" in text
+    assert changes == ["added 'event_plugin_name hdor'", "added 'routing_engine hdor,nue'"]
 
 
 def test_update_conf_rewrites_in_place_and_keeps_other_plugins():
@@ -165,3 +165,32 @@ def test_layout_guard_refuses_a_misbuilt_plugin(tmp_path):
                             "event_plugin_name hdor\nrouting_engine hdor,minhop\n",
                             env={"LD_LIBRARY_PATH": str(PLUGIN)}, discover=False)
     assert "hdor tables configured on all switches" in log and "refusing" not in p.stderr.decode()
+
+
+def test_install_kns_conf_beside_the_conf_with_the_safe_fallback(tmp_path):
+    """--kns-conf: the description beside opensm.conf (where hdor reads it), qos TRUE, routing_engine
+    hdor,nue by default, and with --engines hdor,updn updn's roots taken from it (the plan's own
+    roots); --dry-run prints it and writes nothing; a description hdor would refuse stops the install
+    before any change."""
+    plan = tmp_path / "plan"
+    ibtool("topo", "kns", "--k", "3", "--n", "2", "--radix", "8", "--out", plan, check=0)
+    root = tmp_path / "root"
+    dry = ibtool("plugin", "install", "--destdir", root, "--kns-conf", plan / "hdor.conf", "--dry-run", check=0)
+    assert f"would install {root}/etc/opensm/hdor.conf (from {plan / 'hdor.conf'}: KNS k=3 n=2 s=1: 9 routers, " \
+           "6 switches, 9 HCAs, 27 cables)" in dry.stdout
+    assert "  | hdor-kns 1 k=3 n=2 s=1" in dry.stdout and not root.exists()
+    ibtool("plugin", "install", "--destdir", root, "--kns-conf", plan / "hdor.conf", check=0)
+    assert (root / "etc/opensm/hdor.conf").read_bytes() == (plan / "hdor.conf").read_bytes()
+    conf = (root / "etc/opensm/opensm.conf").read_text()
+    assert "routing_engine hdor,nue\n" in conf and "qos TRUE\n" in conf and "root_guid_file" not in conf
+    ibtool("plugin", "install", "--destdir", root, "--kns-conf", plan / "hdor.conf", "--engines", "hdor,updn",
+           check=0)
+    conf = (root / "etc/opensm/opensm.conf").read_text()
+    assert "routing_engine hdor,updn\n" in conf and "root_guid_file /etc/opensm/hdor-root-guids\n" in conf
+    assert (root / "etc/opensm/hdor-root-guids").read_text() == (plan / "root-guids").read_text()
+    bad = tmp_path / "bad.conf"
+    bad.write_text((plan / "hdor.conf").read_text().replace("ports=8 [0,0]", "ports=8 [0,7]", 1))
+    root2 = tmp_path / "root2"
+    r = ibtool("plugin", "install", "--destdir", root2, "--kns-conf", bad, check=2)
+    assert r.stderr.strip().startswith(f"ibtool: error: {bad}:") and "coordinate 7 is not below k = 3" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and not root2.exists()

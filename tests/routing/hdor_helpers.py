@@ -206,3 +206,40 @@ def oracle(f: Fabric, res) -> dict[int, np.ndarray]:
             row[L] = C[j % len(C)]
         out[f.guids[W]] = row
     return out
+
+
+def shuffled(f, seed, ports=True, guids=False):
+    """A copy of f with its nodes in another order, every port renumbered (ports) and the GUIDs
+    dealt anew (guids): (the copy, the port map). LIDs are not copied."""
+    rnd = random.Random(seed)
+    order = list(range(f.num_nodes))
+    rnd.shuffle(order)
+    port_map = None
+    if ports:
+        port_map = {}
+        for i in range(f.num_nodes):
+            ps = list(range(1, f.nports[i] + 1))
+            rnd.shuffle(ps)
+            port_map[i] = dict(zip(range(1, f.nports[i] + 1), ps))
+    guid_map = None
+    if guids:
+        gs = list(f.guids)
+        rnd.shuffle(gs)
+        guid_map = dict(zip(range(f.num_nodes), gs))
+    return rebuild(f, node_order=order, port_map=port_map, guid_map=guid_map), port_map
+
+
+
+def degrade(f, nodes=(), links=()):
+    """The fabric with nodes (and their HCAs, which discovery no longer sees) and links removed;
+    surviving ports keep their LIDs, as OpenSM keeps them."""
+    nodes = set(nodes)
+    for x in list(nodes):
+        if f.roles[x] == "router":
+            nodes |= {p for _, p, _ in f.neighbors(x) if f.types[p] == CA}
+    g = rebuild(f, drop_nodes=nodes, drop_links=links)
+    for (x, port), v in f.port_lids.items():
+        y = g.by_guid(f.guids[x])
+        if y is not None:
+            g.port_lids[(y, port)] = v
+    return g

@@ -6,7 +6,7 @@ import random
 import numpy as np
 import pytest
 
-from hdor_helpers import kns_with_lids, oracle, rebuild, switch_dist, walk
+from hdor_helpers import kns_with_lids, oracle, rebuild, shuffled, switch_dist, walk
 from ibtool.errors import InputError
 from ibtool.fabric import CA, SWITCH, Fabric
 from ibtool.formats import ibnetdiscover
@@ -161,31 +161,12 @@ def test_lmc_routes_every_lid_of_a_range():
     assert row[base] != row[base + 1]
 
 
-def _shuffled(f, seed, ports=True, guids=False):
-    rnd = random.Random(seed)
-    order = list(range(f.num_nodes))
-    rnd.shuffle(order)
-    port_map = None
-    if ports:
-        port_map = {}
-        for i in range(f.num_nodes):
-            ps = list(range(1, f.nports[i] + 1))
-            rnd.shuffle(ps)
-            port_map[i] = dict(zip(range(1, f.nports[i] + 1), ps))
-    guid_map = None
-    if guids:
-        gs = list(f.guids)
-        rnd.shuffle(gs)
-        guid_map = dict(zip(range(f.num_nodes), gs))
-    return rebuild(f, node_order=order, port_map=port_map, guid_map=guid_map), port_map
-
-
 @pytest.mark.parametrize("shape", [SHAPES[0], SHAPES[3], SHAPES[7]], ids=[IDS[0], IDS[3], IDS[7]])
 def test_independent_of_port_and_node_order(tmp_path, shape):
     """Shuffle the node records and renumber every port: same coordinates, the same next hops."""
     f = fabric_of(shape)
     r = hdor.compute(f)
-    g, port_map = _shuffled(f, seed=7)
+    g, port_map = shuffled(f, seed=7)
     ibnetdiscover.write(g, tmp_path / "shuffled.net")
     g = ibnetdiscover.read(tmp_path / "shuffled.net")
     assign_lids(g)  # by GUID: the same LIDs as f
@@ -226,7 +207,7 @@ def test_guid_relabelling_gives_a_hamming_automorphism():
     """New GUIDs change which router is [0,0] and how axes are numbered, but the coordinates stay a
     KNS labelling: they map to the planned ones by a dimension permutation and per-axis relabelling."""
     f = fabric_of((4, 3, 1, 1, 1, 36))
-    g, _ = _shuffled(f, seed=3, ports=False, guids=True)
+    g, _ = shuffled(f, seed=3, ports=False, guids=True)
     assign_lids(g)
     r = hdor.compute(g)
     n, k = 3, 4
@@ -264,17 +245,18 @@ def fat_tree():
     return f
 
 
-def declined(f: Fabric) -> hdor.NotKNS:
-    """The NotKNS hdor raises for `f` (LIDs assigned first); fails the test when hdor routes it."""
+def declined(f: Fabric, first_sight: bool = False) -> hdor.NotKNS:
+    """The NotKNS hdor raises for `f` (LIDs assigned first) as a complete KNS (sections 1-3; with
+    first_sight, also at first sight, section 7); fails the test when hdor routes it."""
     assign_lids(f)
     with pytest.raises(hdor.NotKNS) as e:
-        hdor.compute(f)
+        hdor.compute(f, first_sight=first_sight)
     return e.value
 
 
 def test_declines_fat_tree():
-    e = declined(fat_tree())
-    assert "k^n = 16 routers; found 4" in e.reason
+    e = declined(fat_tree(), first_sight=True)
+    assert "k^n = 16 routers; found 4" in e.reason and "share routers" in e.reason  # at first sight too
     assert str(e).startswith("hdor: not a KNS fabric: ")
     assert e.exit_code == 1 and "\n" not in str(e)
 
@@ -317,7 +299,7 @@ def test_declines_groups_that_are_not_a_grid():
         s = f.add_switch(f"S{gi}", 8)
         for m in members:
             f.add_link(R[m], s)
-    reason = declined(f).reason
+    reason = declined(f, first_sight=True).reason
     assert "dimension" in reason or "hyperplane" in reason
 
 

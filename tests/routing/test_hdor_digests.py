@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hdor_digests import check, of_result, of_tables
-from hdor_helpers import kns_with_lids, rebuild
-from test_hdor import SHAPES, _shuffled
-from test_hdor_faults import degrade, indirect, router_switch_links, routers, split_tree
+from hdor_helpers import degrade, kns_with_lids, rebuild, shuffled
+from test_hdor import SHAPES
+from test_hdor_faults import indirect, router_switch_links, routers, split_tree
 
 from ibtool.fabric import SWITCH
 from ibtool.formats import ibnetdiscover, lft
@@ -44,14 +44,14 @@ def complete_cases():
     yield "k3n2-lmc1", lambda: kns_with_lids(3, 2, lmc=1)
     yield "k8n3", lambda: kns_with_lids(8, 3)
     for i in (0, 3, 7):
-        def shuffled(shape=SHAPES[i]):
-            g, _ = _shuffled(kns_with_lids(*shape[:5], radix=shape[5]), seed=7)
+        def reordered(shape=SHAPES[i]):
+            g, _ = shuffled(kns_with_lids(*shape[:5], radix=shape[5]), seed=7)
             assign_lids(g)
             return g
-        yield f"{sid(SHAPES[i])}-shuffled7", shuffled
+        yield f"{sid(SHAPES[i])}-shuffled7", reordered
 
     def relabelled():
-        g, _ = _shuffled(kns_with_lids(4, 3), seed=3, ports=False, guids=True)
+        g, _ = shuffled(kns_with_lids(4, 3), seed=3, ports=False, guids=True)
         assign_lids(g)
         return g
     yield "k4n3-guids3", relabelled

@@ -12,7 +12,7 @@ from collections import deque
 from pathlib import Path
 
 import pytest
-from hdor_helpers import kns_with_lids, rebuild, walk
+from hdor_helpers import degrade, kns_with_lids, walk
 from support import ibtool
 
 from ibtool.fabric import CA, SWITCH
@@ -32,21 +32,6 @@ def base(request):
     k, n, s = SHAPES[request.param]
     f = kns_with_lids(k, n, s)
     return request.param, f, hdor.compute(f)
-
-
-def degrade(f, nodes=(), links=()):
-    """The fabric with nodes (and their HCAs, which discovery no longer sees) and links removed;
-    surviving ports keep their LIDs, as OpenSM keeps them."""
-    nodes = set(nodes)
-    for x in list(nodes):
-        if f.roles[x] == "router":
-            nodes |= {p for _, p, _ in f.neighbors(x) if f.types[p] == CA}
-    g = rebuild(f, drop_nodes=nodes, drop_links=links)
-    for (x, port), v in f.port_lids.items():
-        y = g.by_guid(f.guids[x])
-        if y is not None:
-            g.port_lids[(y, port)] = v
-    return g
 
 
 def split_tree(f):
@@ -294,7 +279,7 @@ def test_declines_a_cable_not_in_the_remembered_kns():
     other = next(x for x in indirect(f) if x != b)
     free = next(p for p in range(1, f.nports[other] + 1) if f.peer(other, p) is None)
     g.add_link(ga, g.by_guid(f.guids[other]), f.link_pa[li], free)
-    with pytest.raises(hdor.NotKNS, match=r"is cabled to .* not as in the remembered KNS"):
+    with pytest.raises(hdor.NotKNS, match=r"is cabled to .* not as in the KNS"):
         hdor.compute(g, baseline=(f, r0))
     assert gb is not None
 
@@ -345,11 +330,19 @@ def test_parallel_link_failure_stays_on_one_vl():
             assert res.vls == 1 and res.extra_hops["max"] == 0 and res.extra_hops["detoured"] > 0
 
 
-def test_degraded_without_a_remembered_kns_is_declined():
+def test_degraded_without_a_remembered_kns():
+    """Without a remembered KNS a missing cable is identified at first sight (docs/hdor.md section
+    7): the same tables and SLs as against the remembered KNS, since the cable decides nothing;
+    without first sight it is declined as before."""
     f = kns_with_lids(4, 2)
     g = degrade(f, links=router_switch_links(f)[:1])
     with pytest.raises(hdor.NotKNS):
-        hdor.compute(g)
+        hdor.compute(g, first_sight=False)
+    fs = hdor.compute(g)
+    ref = hdor.compute(g, baseline=(f, hdor.compute(f)))
+    assert fs.faults["first_sight"] == {"routers": 0, "switches": 0, "cables": 1}
+    assert hdor.compare_tables(fs.tables, ref.tables) == [] and fs.path_sls == ref.path_sls
+    assert fs.coords == ref.coords and fs.vls == ref.vls == 2
 
 
 def test_every_link_inside_the_trees():
@@ -364,17 +357,25 @@ def test_every_link_inside_the_trees():
         assert check(f, r0, g, res) > 0
 
 
-def test_declines_a_moved_lid_or_an_unknown_node():
+def test_a_moved_lid_recomputes_the_fault_free_tables_an_unknown_node_declines():
+    """A LID that moved (a restart that lost guid2lid): the remembered KNS's fault-free tables are
+    computed again for the LIDs of now (docs section 7), as a long-running hdor with these LIDs
+    from the start would have them; an unknown device is not a fault."""
     f = kns_with_lids(3, 2)
     r0 = hdor.compute(f)
     g = degrade(f, links=router_switch_links(f)[:1])
     (c, p), (_, lmc) = next((k, v) for k, v in g.port_lids.items() if g.types[k[0]] == CA)
     g.port_lids[(c, p)] = (max(g.lid_owners()) + 1, lmc)
-    with pytest.raises(hdor.NotKNS, match=r"is not that port's LID in the remembered KNS"):
-        hdor.compute(g, baseline=(f, r0))
+    got = hdor.compute(g, baseline=(f, r0))
+    f2 = degrade(f)  # the complete KNS with g's LIDs
+    f2.port_lids = {(f2.by_guid(g.guids[x]), q): v for (x, q), v in g.port_lids.items()}
+    f2.port_lids.update({(y, q): v for (y, q), v in f.port_lids.items() if g.by_guid(f.guids[y]) is None})
+    want = hdor.compute(g, baseline=(f2, hdor.compute(f2)))
+    assert got.faults["links"] and hdor.compare_tables(got.tables, want.tables) == []
+    assert got.path_sls == want.path_sls and got.sl2vl == want.sl2vl
     g = degrade(f, links=router_switch_links(f)[:1])
     g.add_node(CA, "stranger", 1, "hca", guid=0x1234)
-    with pytest.raises(hdor.NotKNS, match=r"'stranger' is not in the remembered KNS"):
+    with pytest.raises(hdor.NotKNS, match=r"'stranger' is not in the KNS"):
         hdor.compute(g, baseline=(f, r0))
 
 
