@@ -59,12 +59,14 @@ def cables(k: int, n: int, count: int, seed: int) -> list[str]:
     return sorted(random.Random(seed).sample(out, count))
 
 
-def scenario_run(net: Path, engine: str, steps: list[dict], out: Path) -> dict:
+def scenario_run(net: Path, engine: str, steps: list[dict], out: Path, path_sls: bool = False,
+                 log_flags: str = "0x07") -> dict:
     sc = out.with_suffix(".yaml")
     out.parent.mkdir(parents=True, exist_ok=True)
     sc.write_text(yaml.safe_dump({"sweep_interval": 2, "settle": 900, "steps": steps}))
     p = subprocess.run([*IBTOOL, "sim", "run", str(net), "--engine", engine, "--faults", str(sc), "--out", str(out),
-                        "--no-path-sls", "--log-flags", "0x07", "--timeout", "1200", "--json"],
+                        "--path-sls" if path_sls else "--no-path-sls", "--log-flags", log_flags, "--timeout", "1200",
+                        "--json"],
                        capture_output=True, text=True, cwd=ROOT, timeout=7200, check=False)
     try:
         return json.loads((out / "summary.json").read_text())

@@ -95,11 +95,12 @@ def sim_run(net: Path, engine: str, out: Path, extra: list[str] = (), timeout: i
             "dump_fts_s": s.get("timings", {}).get("dump_fts_s")}
 
 
-def plan(out: Path, k: int, n: int, radix: int = 36) -> Path:
-    d = out / "plans" / f"kns-{k}-{n}"
+def plan(out: Path, k: int, n: int, radix: int = 36, hcas: int = 1) -> Path:
+    d = out / "plans" / (f"kns-{k}-{n}" + (f"-h{hcas}" if hcas > 1 else ""))
     if not (d / "topology.net").exists():
         subprocess.run([*IBTOOL, "topo", "kns", "--k", str(k), "--n", str(n), "--radix", str(radix),
-                        "--out", str(d), "--force"], check=True, cwd=ROOT, capture_output=True)
+                        "--hcas-per-router", str(hcas), "--out", str(d), "--force"], check=True, cwd=ROOT,
+                       capture_output=True)
     return d / "topology.net"
 
 

@@ -51,6 +51,7 @@
 #include <syslog.h>
 #include <stdarg.h>
 #include <unistd.h>
+#include <malloc.h>
 #include <sys/stat.h>
 
 #include <complib/cl_qmap.h>
@@ -170,7 +171,6 @@ typedef struct hdor_pass {
 	int ready;		/* analysis done, tables may be written */
 	int own_hops;		/* this pass filled the hop matrices itself */
 	struct timespec t0;
-	uint64_t us_analysis, us_hops, us_tables, us_dump;
 } hdor_pass_t;
 
 typedef struct hdor_kns hdor_kns_t;
@@ -197,7 +197,29 @@ typedef struct hdor_ctx {
 	char state_path[4096];	/* the remembered state: OSM_CACHE_DIR/hdor-kns.conf */
 	char conf_bad[600];	/* why hdor.conf cannot be used ("" when it can) */
 	char note[512];		/* what this pass learnt about the KNS, for its summary line */
+	/* where this pass's time and memory went (its summary line; docs/plugin.md "Log lines") */
+	struct timespec ph_t;	/* end of the last phase */
+	uint64_t ph[16];	/* us per phase (PH_*) */
+	size_t mem0, mem_peak;	/* heap in use at the start of the pass, and the most seen since */
 } hdor_ctx_t;
+
+/* the phases of a pass, in the order of its summary line */
+enum {
+	PH_KNS,			/* the remembered KNS: state or hdor.conf read, compared, first sight */
+	PH_IDENT,		/* complete: nodes and links, identification (docs section 1) */
+	PH_COORDS,		/* dimensions, coordinates, in-group distances (docs sections 2-4) */
+	PH_SETS,		/* candidate port sets and LID targets */
+	PH_STRUCT,		/* degraded: groups and levels, the fault-free tables as the start */
+	PH_AFFECTED,		/* the entries whose fault-free route touches a failure */
+	PH_DETOURS,		/* their new routes (docs section 6) */
+	PH_SLVL,		/* path SLs, SL2VL rows, their publication to the SA hooks */
+	PH_HOPS,		/* OpenSM's hop matrices */
+	PH_OSM,			/* OpenSM between the two callbacks (not hdor's) */
+	PH_LFT,			/* the new LFTs written into OpenSM's switches */
+	PH_DUMP,		/* opensm-hdor.dump */
+	PH_STATE,		/* the KNS remembered, its state file */
+	PH_N
+};
 
 /* message codes (docs/plugin.md "Log lines"): errors are logged as "ERR HDxx: ...", a decline
  * as one INFO line "hdor: declined (HDxx): <reason>; ..." */
@@ -246,6 +268,69 @@ static void *xcalloc(size_t n, size_t sz)
 	if (!n)
 		n = 1;
 	return calloc(n, sz);
+}
+
+/* the process's heap in use (arenas and mmapped blocks): sampled at the end of every phase, its
+ * growth over the pass is the pass's peak allocation (OpenSM's other threads allocate little
+ * while it routes) */
+static size_t heap_in_use(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+	return mi.uordblks + mi.hblkhd;
+}
+
+static void ph_start(hdor_ctx_t *ctx, const struct timespec *t0)
+{
+	ctx->ph_t = *t0;
+	memset(ctx->ph, 0, sizeof(ctx->ph));
+	ctx->mem0 = ctx->mem_peak = heap_in_use();
+}
+
+/* the time since the last phase ended goes to phase id (no memory sample: cheap enough to call
+ * per LID) */
+static void ph_lap(hdor_ctx_t *ctx, int id)
+{
+	struct timespec t1;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ctx->ph[id] += (uint64_t)(t1.tv_sec - ctx->ph_t.tv_sec) * 1000000000ULL + (uint64_t)t1.tv_nsec -
+	    (uint64_t)ctx->ph_t.tv_nsec;
+	ctx->ph_t = t1;
+}
+
+/* phase id ends: its time, and a sample of the heap */
+static void ph_mark(hdor_ctx_t *ctx, int id)
+{
+	size_t m = heap_in_use();
+	ph_lap(ctx, id);
+	if (m > ctx->mem_peak)
+		ctx->mem_peak = m;
+}
+
+/* "name N us, ..." of phases from..to (those that ran: a phase of 0 ns is left out) */
+static size_t ph_text(const hdor_ctx_t *ctx, char *buf, size_t sz, int from, int to, const char *hops)
+{
+	static const char *names[PH_N] = { "remembered KNS", "identification", "coordinates", "candidate sets",
+		"structure", "affected entries", "detours", "SL/VL", "hop matrices", "OpenSM between the callbacks",
+		"LFT fill", "dump", "state" };
+	size_t len = 0;
+	int i;
+	buf[0] = '\0';
+	for (i = from; i <= to && len < sz; i++) {
+		if (!ctx->ph[i] && i != PH_HOPS)	/* the hop matrices always: whose they are */
+			continue;
+		len += (size_t)snprintf(buf + len, sz - len, "%s%s%s %" PRIu64 " us", len ? ", " : "",
+					i == PH_HOPS ? hops : "", names[i], ctx->ph[i] / 1000);
+	}
+	return len;
+}
+
+static uint64_t ph_sum(const hdor_ctx_t *ctx, int from, int to)
+{
+	uint64_t t = 0;
+	int i;
+	for (i = from; i <= to; i++)
+		t += ctx->ph[i];
+	return t / 1000;
 }
 
 static const char *ndesc(osm_node_t *node)
@@ -1237,9 +1322,15 @@ static int lid_targets(hdor_ctx_t *ctx, hdor_pass_t *P)
 
 static int analyse(hdor_ctx_t *ctx, hdor_pass_t *P)
 {
-	if (collect(ctx, P) || identify(ctx, P) || dims_and_coords(ctx, P) ||
-	    group_distances(ctx, P) || candidate_sets(ctx, P) || lid_targets(ctx, P))
+	if (collect(ctx, P) || identify(ctx, P))
 		return -1;
+	ph_mark(ctx, PH_IDENT);
+	if (dims_and_coords(ctx, P) || group_distances(ctx, P))
+		return -1;
+	ph_mark(ctx, PH_COORDS);
+	if (candidate_sets(ctx, P) || lid_targets(ctx, P))
+		return -1;
+	ph_mark(ctx, PH_SETS);
 	P->ready = 1;
 	return 0;
 }
@@ -1834,7 +1925,6 @@ struct hdor_deg {
 	uint32_t nrouters, nswitches, nhcas;
 	uint32_t dead_nodes, dead_links;
 	int own_hops;
-	uint64_t us_hops;
 };
 
 static void free_all(void **p, size_t n)
@@ -3413,6 +3503,7 @@ static int deg_route(hdor_ctx_t *ctx, hdor_deg_t *D)
 		for (lid = 0; lid < D->nl; lid++)
 			DTAB(D, K->row[i], lid) = D->onode[lid] >= 0 ? t0(K, (int)i, lid) : OSM_NO_PATH;
 	}
+	ph_mark(ctx, PH_STRUCT);
 	for (lid = 1; lid < D->nl; lid++) {
 		int any = 0;
 		if (D->onode[lid] < 0)
@@ -3423,6 +3514,7 @@ static int deg_route(hdor_ctx_t *ctx, hdor_deg_t *D)
 				D->has[K->row[i]] = 0;
 				any = 1;
 			}
+		ph_lap(ctx, PH_AFFECTED);
 		if (!any)
 			continue;
 		if (route_lid(ctx, D, lid, heap))
@@ -3441,7 +3533,9 @@ static int deg_route(hdor_ctx_t *ctx, hdor_deg_t *D)
 			}
 			DTAB(D, r, lid) = (uint8_t)port;
 		}
+		ph_lap(ctx, PH_DETOURS);
 	}
+	ph_mark(ctx, PH_DETOURS);
 	if (D->dead_nodes || D->dead_links) {
 		if (deg_sls(ctx, D))
 			goto out;
@@ -3458,6 +3552,7 @@ static int deg_route(hdor_ctx_t *ctx, hdor_deg_t *D)
 			 "qos TRUE (off)", D->vls);
 		goto out;
 	}
+	ph_mark(ctx, PH_SLVL);
 	for (i = 0; i < nn; i++) {
 		if (!D->cur[i])
 			continue;
@@ -5212,6 +5307,7 @@ static uint64_t usec_since(const struct timespec *t0)
 	    (uint64_t)((t1.tv_nsec - t0->tv_nsec) / 1000);
 }
 
+
 /* the fabric against the KNS hdor knows (ctx->kns; its tables built first when it came from a
  * file, again when the LIDs moved): 1 routed by the degraded pass (ctx->deg ready; also a
  * complete fabric of a KNS from elsewhere or with a replaced device: nothing failed), 0 route it
@@ -5255,6 +5351,7 @@ static int degraded_pass(hdor_ctx_t *ctx)
 		deg_free(D);
 		return ctx->code == HD_NOMEM ? -2 : -1;
 	}
+	ph_mark(ctx, PH_KNS);
 	if (deg_route(ctx, D)) {
 		deg_free(D);
 		return -2;
@@ -5331,6 +5428,7 @@ static int prepare(hdor_ctx_t *ctx)
 	ctx->note[0] = '\0';
 	ctx->code = 0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ph_start(ctx, &t0);
 	if (osm->subn.opt.use_ucast_cache && ctx->passes == 1)
 		log_error(ctx, HD_UCAST_CACHE, "use_ucast_cache (-A) is on: after a failure OpenSM may reuse cached "
 			  "tables without calling hdor (no detours, no path SLs); turn it off");
@@ -5371,6 +5469,7 @@ static int prepare(hdor_ctx_t *ctx)
 		return -1;
 	}
 	P->t0 = t0;
+	ph_mark(ctx, PH_KNS);
 	if (analyse(ctx, P)) {
 		pass_free(P);
 		if (ctx->code == HD_NOMEM) {
@@ -5395,7 +5494,6 @@ static int prepare(hdor_ctx_t *ctx)
 		log_decline(ctx);
 		return -1;
 	}
-	P->us_analysis = usec_since(&P->t0);
 	ctx->pass = P;
 	return 0;
 }
@@ -5418,10 +5516,10 @@ static int hdor_build_lid_matrices(void *context)
 	if (rc == 1) {
 		/* degraded: the hop matrices over the working links (OpenSM's own when that fails) */
 		hdor_deg_t *D = ctx->deg;
-		uint64_t t = usec_since(&ctx->deg_t0);
-		if (!getenv("HDOR_OPENSM_HOPS") && deg_fill_hops(D) == 0) {
+		int hr = getenv("HDOR_OPENSM_HOPS") ? 1 : deg_fill_hops(D);
+		ph_mark(ctx, PH_HOPS);
+		if (hr == 0) {
 			D->own_hops = 1;
-			D->us_hops = usec_since(&ctx->deg_t0) - t;
 			return 0;
 		}
 		return 1;
@@ -5430,7 +5528,7 @@ static int hdor_build_lid_matrices(void *context)
 	if (!getenv("HDOR_OPENSM_HOPS")) {
 		int closed = closed_form_ok(P);
 		int hr = closed ? fill_hops(P) : fill_hops_bfs(P);
-		P->us_hops = usec_since(&P->t0) - P->us_analysis;
+		ph_mark(ctx, PH_HOPS);
 		if (hr == 0) {
 			P->own_hops = 1;
 			OSM_LOG(&osm->log, OSM_LOG_VERBOSE,
@@ -5450,18 +5548,24 @@ static int degraded_tables(hdor_ctx_t *ctx)
 {
 	osm_opensm_t *osm = ctx->osm;
 	hdor_deg_t *D = ctx->deg;
-	char path[4096], what[700];
-	uint64_t t_route = usec_since(&ctx->deg_t0), t1;
+	char path[4096], what[700], ana[400], rest[400];
 	int failed = D->dead_links || D->dead_nodes;
 
 	ctx->deg = NULL;
+	ph_lap(ctx, PH_OSM);
 	deg_write_tables(D);
+	ph_mark(ctx, PH_LFT);
 	qos_publish(ctx, failed ? D->qos : NULL);
 	if (failed)
 		D->qos = NULL;
-	t1 = usec_since(&ctx->deg_t0);
+	ph_lap(ctx, PH_SLVL);
 	if (write_dump_degraded(ctx, D, path, sizeof(path)))
 		log_error(ctx, HD_DUMP_IO, "cannot write %s: %s", path, strerror(errno));
+	ph_mark(ctx, PH_DUMP);
+	kns_persist(ctx);
+	ph_mark(ctx, PH_STATE);
+	ph_text(ctx, ana, sizeof(ana), PH_KNS, PH_SLVL, "");
+	ph_text(ctx, rest, sizeof(rest), PH_HOPS, PH_STATE, D->own_hops ? "own " : "OpenSM's ");
 	if (failed)
 		snprintf(what, sizeof(what), "degraded KNS: %u failed link(s), %u failed node(s); %u VL(s) used of %u the ports offer, SLs 0-%u; %u pair(s) detoured, extra links max %u mean %.3f%s%s",
 			 D->dead_links, D->dead_nodes, D->vls, D->vlcap, ctx->qos ? ctx->qos->maxsl : 0,
@@ -5469,12 +5573,11 @@ static int degraded_tables(hdor_ctx_t *ctx)
 	else
 		snprintf(what, sizeof(what), "complete KNS%s%s", ctx->note[0] ? ", " : "", ctx->note);
 	OSM_LOG(&osm->log, OSM_LOG_INFO,
-		"hdor: routed k=%u n=%u s=%u: %u switches, %u LIDs, %" PRIu64 " us (pass %lu; %s; analysis and routing %" PRIu64 " us, %s hop matrices %" PRIu64 " us, dump %" PRIu64 " us)\n",
+		"hdor: routed k=%u n=%u s=%u: %u switches, %u LIDs, %" PRIu64 " us (pass %lu; %s; analysis and routing %" PRIu64 " us: %s; %s; peak allocation %.1f MiB)\n",
 		D->K->k, D->K->n, D->K->s, D->nrouters + D->nswitches, D->nowned, usec_since(&ctx->deg_t0),
-		ctx->passes, what, t_route - D->us_hops, D->own_hops ? "own" : "OpenSM's",
-		D->us_hops, usec_since(&ctx->deg_t0) - t1);
+		ctx->passes, what, ph_sum(ctx, PH_KNS, PH_SLVL), ana, rest,
+		(double)(ctx->mem_peak - ctx->mem0) / 1048576.0);
 	deg_free(D);
-	kns_persist(ctx);
 	return 0;
 }
 
@@ -5501,21 +5604,13 @@ static int hdor_build_fwd_tables(void *context)
 		return degraded_tables(ctx);
 	P = ctx->pass;
 	ctx->pass = NULL;
-	{
-		uint64_t t = usec_since(&P->t0);
-		for (w = 0; w < P->nsw; w++)
-			route_switch(P, w);
-		P->us_tables = usec_since(&P->t0) - t;
-		t += P->us_tables;
-		if (write_dump(ctx, P, path, sizeof(path)))
-			log_error(ctx, HD_DUMP_IO, "cannot write %s: %s", path, strerror(errno));
-		P->us_dump = usec_since(&P->t0) - t;
-	}
-	OSM_LOG(&osm->log, OSM_LOG_INFO,
-		"hdor: routed k=%u n=%u s=%u: %d switches, %u LIDs, %" PRIu64 " us (pass %lu; analysis %" PRIu64
-		" us, %s hop matrices %" PRIu64 " us, tables %" PRIu64 " us, dump %" PRIu64 " us)\n",
-		P->k, P->n, P->s, P->nsw, P->nlids, usec_since(&P->t0), ctx->passes, P->us_analysis,
-		P->own_hops ? "own" : "OpenSM's", P->us_hops, P->us_tables, P->us_dump);
+	ph_lap(ctx, PH_OSM);
+	for (w = 0; w < P->nsw; w++)
+		route_switch(P, w);
+	ph_mark(ctx, PH_LFT);
+	if (write_dump(ctx, P, path, sizeof(path)))
+		log_error(ctx, HD_DUMP_IO, "cannot write %s: %s", path, strerror(errno));
+	ph_mark(ctx, PH_DUMP);
 	/* remember this complete KNS for the passes after a failure (docs/hdor.md section 6) */
 	K = kns_remember(ctx, P, NULL);
 	if (!K) {
@@ -5525,8 +5620,19 @@ static int hdor_build_fwd_tables(void *context)
 	} else
 		kns_adopt(ctx, K);
 	qos_publish(ctx, NULL);
-	pass_free(P);
 	kns_persist(ctx);
+	ph_mark(ctx, PH_STATE);
+	{
+		char ana[400], rest[400];
+		ph_text(ctx, ana, sizeof(ana), PH_KNS, PH_SETS, "");
+		ph_text(ctx, rest, sizeof(rest), PH_HOPS, PH_STATE, P->own_hops ? "own " : "OpenSM's ");
+		OSM_LOG(&osm->log, OSM_LOG_INFO,
+			"hdor: routed k=%u n=%u s=%u: %d switches, %u LIDs, %" PRIu64 " us (pass %lu; analysis %" PRIu64
+			" us: %s; %s; peak allocation %.1f MiB)\n",
+			P->k, P->n, P->s, P->nsw, P->nlids, usec_since(&P->t0), ctx->passes, ph_sum(ctx, PH_KNS, PH_SETS),
+			ana, rest, (double)(ctx->mem_peak - ctx->mem0) / 1048576.0);
+	}
+	pass_free(P);
 	return 0;
 }
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from hdor_digests import check as check_digests, current_test, of_run
 from hdor_walk import CONFIGURED, libhdor, settle  # noqa: F401
 from support import ibtool
 
@@ -55,6 +56,7 @@ class Scenario:
         # a complete KNS with `qos TRUE` (and the SL hooks set): the tables of docs/hdor.md section 4
         assert hdor.compare_tables(self.tables0, self.base.tables) == []
         assert (self.osm / "opensm-hdor.dump").read_text().splitlines() == hdor.dump_lines(self.base, self.fab0)
+        self.digests()
         return self
 
     def __exit__(self, *exc):
@@ -103,7 +105,12 @@ class Scenario:
         self.check_sl2vl(ref)
         if sls:
             self.check_path_sls(ref, fab)
+        self.digests()
         return ref
+
+    def digests(self):
+        """This step's tables, dump and SL2VL rows are what they were before issue 28."""
+        check_digests(f"c/{current_test()}#{self.n}", of_run(self.osm))
 
     def check_sl2vl(self, ref: hdor.HdorResult):
         """Every SL2VL table OpenSM programmed is the reference's (rows it does not list: VL 0;
@@ -228,7 +235,10 @@ def test_degraded_hop_matrices_equal_opensm_min_hop(tmp_path, monkeypatch):
         (tmp_path / who).mkdir()
         with Scenario(tmp_path / who, "--k", "4", "--n", "2", "--s", "2", "--radix", "8") as sc:
             sc.step(down=[router_links(sc.plan, "R[0,1]")[0], "S[0,0,1,1]"], sls=False)
-            assert "degraded KNS" in ROUTED.findall(sc.log())[-1] and f"{who} hop matrices" in ROUTED.findall(sc.log())[-1]
+            line = ROUTED.findall(sc.log())[-1]
+            assert "degraded KNS" in line and f"{who} hop matrices" in line
+            assert re.search(r"analysis and routing \d+ us: .*structure \d+ us, affected entries \d+ us, detours \d+ us, "
+                             r"SL/VL \d+ us; .*LFT fill \d+ us, dump \d+ us.*; peak allocation [\d.]+ MiB\)$", line), line
             mats.append(lid_matrix(sc.osm / "opensm-lid-matrix.dump"))
             lfts.append((sc.osm / "opensm-lfts.dump").read_text())
     assert len(mats[0]) > 0 and mats[0] == mats[1]

@@ -8,6 +8,7 @@ import subprocess
 
 import pytest
 
+from hdor_digests import check as check_digests, current_test, of_run
 from hdor_walk import PLUGIN, ROOT, check_routes, run_opensm
 from ibtool.formats import ibnetdiscover
 from ibtool.topologies.kns import kns
@@ -50,6 +51,7 @@ def test_intree_routes_kns_with_R_hdor(intree_opensm, tmp_path):
     assert "Loading plugin" not in log and "registered external routing engine" not in log
     res = check_routes(run)
     assert res["hca_paths"] == 32 * 31
+    check_digests(f"c/{current_test()}", of_run(run / "osm"))  # the tables before issue 28
 
 
 def test_intree_declines_fat_tree(intree_opensm, tmp_path):

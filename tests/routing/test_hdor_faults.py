@@ -34,6 +34,15 @@ def base(request):
     return request.param, f, hdor.compute(f)
 
 
+def split_tree(f):
+    """KNS 4-ary 2-direct 2-indirect with column 3's dimension-1 tree split in two (and R[3,3]'s
+    dimension-0 leaf gone): test_a_tree_split_in_two_is_two_groups explains it."""
+    name = {f.names[x]: x for x in range(f.num_nodes)}
+    cut = [li for li in range(f.num_links)
+           if {f.names[f.link_a[li]], f.names[f.link_b[li]]} == {"S[1,3,0,0]", "S[1,3,1,1]"}]
+    return degrade(f, nodes=[name["S[1,3,1,0]"], name["S[0,3,0,1]"]], links=cut)
+
+
 def router_switch_links(f, role=None):
     role = role or f.roles
     return [li for li in range(f.num_links) if {role[f.link_a[li]], role[f.link_b[li]]} == {"router", "switch"}]
@@ -377,9 +386,7 @@ def test_a_tree_split_in_two_is_two_groups():
     f = kns_with_lids(4, 2, 2)
     r0 = hdor.compute(f)
     name = {f.names[x]: x for x in range(f.num_nodes)}
-    cut = [li for li in range(f.num_links)
-           if {f.names[f.link_a[li]], f.names[f.link_b[li]]} == {"S[1,3,0,0]", "S[1,3,1,1]"}]
-    g = degrade(f, nodes=[name["S[1,3,1,0]"], name["S[0,3,0,1]"]], links=cut)
+    g = split_tree(f)
     res = hdor.compute(g, baseline=(f, r0))
     check(f, r0, g, res)
     rows = res.tables.lft[f.guids[name["R[3,3]"]]]
