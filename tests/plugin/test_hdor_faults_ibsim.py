@@ -28,7 +28,7 @@ from ibtool.mad import path_sls
 pytestmark = [pytest.mark.ibsim, pytest.mark.usefixtures("libhdor")]
 
 ROUTED = re.compile(r"hdor: routed k=\d+ n=\d+ s=\d+: .*")
-DECLINE = re.compile(r"hdor: not a KNS fabric: (.+)")
+DECLINE = re.compile(r"hdor: declined \(HD[0-9A-F]{2}\): (.+?); OpenSM falls back")
 
 
 class Scenario:

@@ -173,7 +173,7 @@ def test_valgrind_failures_and_recoveries_no_hdor_errors_or_leaks(tmp_path, monk
         assert len(degraded) >= 4 and len(complete) >= 3, (len(degraded), len(complete))
         assert "hdor: declined" not in log
         assert rc == 0, rc
-        lf._opensm = None
+        lf.sm_stop(1)  # it has exited (valgrind's report written): forget it
         # starts with a cable down: the remembered KNS, then first sight, then a description
         assert (lf.work / "osm" / "cache" / "hdor-kns.conf").is_file()
         shutil.copyfile(lf.work / "osm" / "cache" / "hdor-kns.conf", tmp_path / "described.conf")
@@ -192,7 +192,7 @@ def test_valgrind_failures_and_recoveries_no_hdor_errors_or_leaks(tmp_path, monk
             assert line and want in line[0], (how, line)
             lf._opensm.send_signal(signal.SIGTERM)
             assert lf._opensm.wait(timeout=300) == 0, how
-            lf._opensm = None
+            lf.sm_stop(1)  # it has exited (valgrind's report written): forget it
     reports = sorted(tmp_path.glob("valgrind.txt.*"))
     assert len(reports) == 4, reports
     for r in reports:
