@@ -471,6 +471,8 @@ def set_cmd(run, down, up, counters, raw, wait, timeout, as_json):
         if fault_scenarios.target(plan, spec, "--counter")[1] is None:
             raise InputError(f"--counter {spec!r}: name a port ('DEVICE PORT')")
     cmds = [c for c, *_ in fault_scenarios.commands(plan, step, "--down/--up/--counter")] + list(raw)
+    if down or up or raw:
+        lf.wait_quiet()  # not under a sweep: a cable changed under one can stall OpenSM on umad2sim
     master = lf.master()
     before = lf.configured_count(master.n) if master else 0
     done = []

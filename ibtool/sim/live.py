@@ -515,6 +515,23 @@ class LiveFabric:
             time.sleep(0.1)
         return self._outcome(sm, exited=not sm.running)
 
+    def wait_quiet(self, secs: float = 3.0, timeout: float = 20.0) -> bool:
+        """Wait until no running SM's log grew for `secs` (a sweep in progress is over; at most
+        `timeout` s); False if they kept growing. A cable unlinked under a sweep (e.g. the master's
+        after a standby announced itself) left OpenSM with a directed-route SMP lost in umad2sim:
+        no new tables for minutes, ERR 5401 at its exit."""
+        deadline = time.monotonic() + timeout
+        sizes, since = None, time.monotonic()
+        while time.monotonic() < deadline:
+            now = [Path(sm.log).stat().st_size if sm.log and Path(sm.log).exists() else 0
+                   for sm in self.sms if sm.running]
+            if now != sizes:
+                sizes, since = now, time.monotonic()
+            elif time.monotonic() - since >= secs:
+                return True
+            time.sleep(0.2)
+        return False
+
     def configured_count(self, n: int) -> int:
         """How many times SM n has configured tables so far (for wait_routed)."""
         log = self.sm(n).log
