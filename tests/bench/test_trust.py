@@ -42,6 +42,15 @@ def local_inventory(tmp_path: Path, **hpcc) -> dict:
             "benchmarks": {"hpcc": {"params": dict(HPCC_PARAMS), "nprocs": 2, "timeout": 120, **hpcc}}}
 
 
+def kns_inventory(tmp_path: Path) -> Path:
+    """A local inventory whose campaign brings up KNS 3^2 in ibsim under each engine, routes verified."""
+    ibtool("topo", "kns", "--k", "3", "--n", "2", "--radix", "8", "--out", tmp_path / "kns", check=0)
+    data = local_inventory(tmp_path)
+    data["sm"] = {"fabric": str(tmp_path / "kns" / "topology.net"), "workdir": str(tmp_path / "osm"),
+                  "verify_routes": True, "timeout": 120}
+    return write_yaml(tmp_path / "inv.yaml", data)
+
+
 def marked(prefix: str = "") -> list[str]:
     """Processes of this machine carrying a bench run's mark (what `ps` over ssh would show: both
     inventory hosts are this machine)."""
@@ -241,11 +250,7 @@ def test_5_a_failed_launch_stores_mpiruns_own_stderr(sshd, tmp_path):
 
 @pytest.mark.ibsim
 def test_4_6_11_campaign_on_an_emulated_fabric(tmp_path):
-    ibtool("topo", "kns", "--k", "3", "--n", "2", "--radix", "8", "--out", tmp_path / "kns", check=0)
-    data = local_inventory(tmp_path)
-    data["sm"] = {"fabric": str(tmp_path / "kns" / "topology.net"), "workdir": str(tmp_path / "osm"),
-                  "verify_routes": True, "timeout": 120}
-    inv = write_yaml(tmp_path / "inv.yaml", data)
+    inv = kns_inventory(tmp_path)
     out = tmp_path / "camp"
     p = ibtool("bench", "run", "-i", inv, "-b", "hpcc", "-e", "updn,dfsssp", "-o", out, "--no-progress", check=1)
     assert "engine updn: OpenSM fell back: minhop configured the tables, not updn" in p.stderr
@@ -491,11 +496,7 @@ def test_2_interrupt_cancels_the_slurm_job(slurm, tmp_path):
 def test_an_engine_whose_tables_have_a_credit_loop_is_said_so(tmp_path):
     """minhop on a KNS routes (no fallback) but closes a credit loop on VL0: its runs fail with that,
     not with "routing engine minhop not in effect" (issue 24)."""
-    ibtool("topo", "kns", "--k", "3", "--n", "2", "--radix", "8", "--out", tmp_path / "kns", check=0)
-    data = local_inventory(tmp_path)
-    data["sm"] = {"fabric": str(tmp_path / "kns" / "topology.net"), "workdir": str(tmp_path / "osm"),
-                  "verify_routes": True, "timeout": 120}
-    inv = write_yaml(tmp_path / "inv.yaml", data)
+    inv = kns_inventory(tmp_path)
     out = tmp_path / "camp"
     ibtool("bench", "run", "-i", inv, "-b", "hpcc", "-e", "minhop", "-o", out, "--no-progress", check=1)
     run = runs(out)["minhop--hpcc--linear--r1"]
