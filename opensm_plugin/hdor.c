@@ -1347,24 +1347,67 @@ static inline void set_hop(uint8_t *row, uint8_t port, unsigned h, uint8_t *best
 		*best = (uint8_t)h;
 }
 
+/* one row of fill_hops: switch w (coordinates cw, dimension fw, -1 for a router; its switch
+ * neighbours nport/nidx) toward switch d; mm: the dimensions fixed in both that differ */
+static void hop_row(uint8_t *row, unsigned np, int w, int d, int fw, int fd, const uint8_t *cd,
+		    unsigned mm, const uint8_t *nport, const int *nidx, unsigned nn,
+		    const uint8_t *const *pc, const int *pf)
+{
+	unsigned h0 = (unsigned)__builtin_popcount(mm), i;
+	uint8_t best = w == d ? 0 : OSM_NO_PATH;
+
+	memset(row, OSM_NO_PATH, np);
+	/* like OpenSM's relaxation, the own LID also gets the ports' hop counts (there and
+	 * back), with 0 as the minimum */
+	for (i = 0; i < nn; i++) {
+		int x = nidx[i];
+		unsigned h, dist;
+		if (fw < 0) {
+			/* neighbour: indirect switch of dimension pf[x] with W's coordinates */
+			h = (unsigned)__builtin_popcount(mm & ~(1u << pf[x]));
+			dist = (x == d) ? 0 : 2 * h + 1 + (fd >= 0);
+		} else {
+			/* neighbour: router of W's line, coordinate pc[x][fw] in W's dimension */
+			h = h0 + (fd != fw && pc[x][fw] != cd[fw]);
+			dist = 2 * h + (fd >= 0);
+		}
+		set_hop(row, nport[i], 1 + dist, &best);
+	}
+	row[0] = best;
+}
+
 /* fills sw->hops for every switch LID as OpenSM's min-hop matrix would (every port toward a
  * switch neighbour, the minimum in port 0, 0 for the own LID); returns 0, or -1 on allocation
  * failure (OpenSM then builds the matrices).  Only for a pure s = 1 KNS (closed_form_ok): a
  * router's switch neighbours are the indirect switches of its lines and an indirect switch's
  * neighbours are the routers of its line, so per (switch, target) one pass over the dimensions
  * gives every port's count: between two distinct switches, 2 * (dimensions fixed in both that
- * differ) + (number of indirect endpoints). */
+ * differ) + (number of indirect endpoints).
+ * A switch's row depends on the target only through a few numbers (a router: the differing
+ * dimensions and whether the target is indirect; an indirect switch: their count, the target's
+ * kind and coordinate in its dimension), so rows are copied from per-switch templates: the
+ * phase writes 20-24 M rows on KNS 16^3 and is bound by that. */
 static int fill_hops(hdor_pass_t *P)
 {
-	unsigned n = P->n, e;
+	unsigned n = P->n, e, np_max = 1, nkeys;
 	int w, d, ret = -1;
 	uint32_t l;
 	const uint8_t **pc = xcalloc(P->nsw, sizeof(*pc));
 	int *pf = xcalloc(P->nsw, sizeof(int));
 	uint8_t *nport = xcalloc(P->nlinks, 1);
 	int *nidx = xcalloc(P->nlinks, sizeof(int));
+	uint8_t *tmpl = NULL, *tset = NULL;
+	int rkeys = n <= 8;	/* a router's keys: 2^(n+1) */
 
-	if (!pc || !pf || !nport || !nidx)
+	for (w = 0; w < P->nsw; w++)
+		if (P->sw[w].sw->num_ports > np_max)
+			np_max = P->sw[w].sw->num_ports;
+	nkeys = (n + 1) * (1 + 2 * P->k);
+	if (rkeys && nkeys < (2u << n))
+		nkeys = 2u << n;
+	tmpl = malloc((size_t)nkeys * np_max);
+	tset = malloc(nkeys);
+	if (!pc || !pf || !nport || !nidx || !tmpl || !tset)
 		goto out;
 	for (w = 0; w < P->nsw; w++) {
 		if (P->sw[w].router >= 0) {
@@ -1378,7 +1421,7 @@ static int fill_hops(hdor_pass_t *P)
 	for (w = 0; w < P->nsw; w++) {
 		osm_switch_t *sw = P->sw[w].sw;
 		hsw_t *W = &P->sw[w];
-		unsigned np = sw->num_ports, nn = 0, i;
+		unsigned np = sw->num_ports, nn = 0;
 		const uint8_t *cw = pc[w];
 		int fw = pf[w];
 		if (!sw->hops || sw->num_hops <= sw->max_lid_ho)
@@ -1390,12 +1433,13 @@ static int fill_hops(hdor_pass_t *P)
 			nport[nn] = lk->port;
 			nidx[nn++] = lk->idx;
 		}
+		memset(tset, 0, nkeys);
 		for (d = 0; d < P->nsw; d++) {
 			uint16_t lid = P->sw[d].base_lid;
 			const uint8_t *cd = pc[d];
-			int fd = pf[d];
-			unsigned mm = 0, h0;
-			uint8_t *row, best;
+			int fd = pf[d], key;
+			unsigned mm = 0;
+			uint8_t *row;
 			if (!lid || lid > sw->max_lid_ho)
 				continue;
 			row = sw->hops[lid];
@@ -1405,29 +1449,27 @@ static int fill_hops(hdor_pass_t *P)
 					goto out;
 				sw->hops[lid] = row;
 			}
-			memset(row, OSM_NO_PATH, np);
-			/* like OpenSM's relaxation, the own LID also gets the ports' hop counts
-			 * (there and back), with 0 as the minimum */
-			best = w == d ? 0 : OSM_NO_PATH;
 			for (e = 0; e < n; e++)
 				if ((int)e != fd && (int)e != fw && cw[e] != cd[e])
 					mm |= 1u << e;
-			h0 = (unsigned)__builtin_popcount(mm);
-			for (i = 0; i < nn; i++) {
-				int x = nidx[i];
-				unsigned h, dist;
-				if (fw < 0) {
-					/* neighbour: indirect switch of dimension pf[x] with W's coordinates */
-					h = (unsigned)__builtin_popcount(mm & ~(1u << pf[x]));
-					dist = (x == d) ? 0 : 2 * h + 1 + (fd >= 0);
-				} else {
-					/* neighbour: router of W's line, coordinate pc[x][fw] in W's dimension */
-					h = h0 + (fd != fw && pc[x][fw] != cd[fw]);
-					dist = 2 * h + (fd >= 0);
-				}
-				set_hop(row, nport[i], 1 + dist, &best);
+			/* the template's key; -1: the own row, or a router's neighbour (computed) */
+			if (w == d)
+				key = -1;
+			else if (fw < 0)
+				key = !rkeys || (fd >= 0 && !mm) ? -1 : (int)(2 * mm + (fd >= 0));
+			else if (fd == fw)
+				key = __builtin_popcount(mm);
+			else
+				key = (int)(n + 1 + (2u * __builtin_popcount(mm) + (fd >= 0)) * P->k + cd[fw]);
+			if (key < 0) {
+				hop_row(row, np, w, d, fw, fd, cd, mm, nport, nidx, nn, pc, pf);
+				continue;
 			}
-			row[0] = best;
+			if (!tset[key]) {
+				hop_row(tmpl + (size_t)key * np_max, np, w, d, fw, fd, cd, mm, nport, nidx, nn, pc, pf);
+				tset[key] = 1;
+			}
+			memcpy(row, tmpl + (size_t)key * np_max, np);
 		}
 	}
 	ret = 0;
@@ -1436,6 +1478,8 @@ out:
 	free(pf);
 	free(nport);
 	free(nidx);
+	free(tmpl);
+	free(tset);
 	return ret;
 }
 
@@ -1596,11 +1640,13 @@ static unsigned same_dim_member(const hdor_pass_t *P, int w, int D)
 	return best;
 }
 
-static void route_switch(hdor_pass_t *P, int w)
+/* ck: a router's coordinates packed 8 bits a dimension (n <= 8; else NULL): the first differing
+ * dimension of two routers is then one count of trailing zeros.  counts: scratch, 256 */
+static void route_switch(hdor_pass_t *P, int w, const uint64_t *ck, uint32_t *counts)
 {
 	hsw_t *W = &P->sw[w];
 	osm_switch_t *sw = W->sw;
-	unsigned n = P->n, k = P->k, e;
+	unsigned n = P->n, k = P->k, e, p;
 	uint32_t lid, top = lft_top(sw);
 	uint8_t *lft = sw->new_lft;
 
@@ -1618,7 +1664,10 @@ static void route_switch(hdor_pass_t *P, int w)
 				const uint8_t *tc;
 				if (t->idx == r)
 					port = t->port;
-				else {
+				else if (ck) {
+					e = (unsigned)__builtin_ctzll(ck[r] ^ ck[t->idx]) >> 3;
+					port = pick(P, rs[e * k + ((ck[t->idx] >> (8 * e)) & 0xff)]);
+				} else {
 					tc = P->coord + (size_t)t->idx * n;
 					for (e = 0; c[e] == tc[e]; e++) ;
 					port = pick(P, rs[e * k + tc[e]]);
@@ -1639,8 +1688,7 @@ static void route_switch(hdor_pass_t *P, int w)
 			} else
 				continue;
 			lft[lid] = port;
-			if (port != OSM_NO_PATH)
-				osm_switch_count_path(sw, port);
+			counts[port]++;
 		}
 	} else {
 		int g = W->group;
@@ -1665,10 +1713,28 @@ static void route_switch(hdor_pass_t *P, int w)
 			} else
 				continue;
 			lft[lid] = port;
-			if (port != OSM_NO_PATH)
-				osm_switch_count_path(sw, port);
+			counts[port]++;
 		}
 	}
+	/* the port profiles count the paths (as osm_switch_count_path, once per port) */
+	for (p = 0; p < sw->num_ports; p++)
+		sw->p_prof[p].num_paths += counts[p];
+	memset(counts, 0, 256 * sizeof(*counts));
+}
+
+/* every switch's new_lft */
+static void route_all(hdor_pass_t *P)
+{
+	uint32_t counts[256] = { 0 };
+	uint64_t *ck = P->n <= 8 ? xcalloc((size_t)P->nr + 1, sizeof(uint64_t)) : NULL;
+	unsigned e;
+	int r, w;
+	for (r = 0; ck && r < P->nr; r++)
+		for (e = 0; e < P->n; e++)
+			ck[r] |= (uint64_t)P->coord[(size_t)r * P->n + e] << (8 * e);
+	for (w = 0; w < P->nsw; w++)
+		route_switch(P, w, ck, counts);
+	free(ck);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -2319,16 +2385,27 @@ static hdor_kns_t *kns_remember(hdor_ctx_t *ctx, hdor_pass_t *P, const hdor_kns_
 		}
 	}
 	memset(K->lft, OSM_NO_PATH, (size_t)K->nrow * K->nlid);
-	for (w = 0; w < P->nsw; w++) {
-		osm_switch_t *sw = P->sw[w].sw;
-		int r = K->row[sw2b[w]];
-		uint32_t top;
-		if (!sw)
-			continue;
-		top = lft_top(sw);
-		for (lid = 1; lid < K->nlid && lid <= top; lid++)
-			if (P->lt[lid].kind != T_NONE)
-				KLFT(K, r, lid) = sw->new_lft[lid];
+	{
+		/* a transpose (switch-major new_lft -> LID-major lft) by blocks of rows and LIDs:
+		 * entry by entry it is a cache miss per entry (0.5-1 s on KNS 16^3) */
+		int *wof = q, r0, r;	/* scratch: row -> switch */
+		uint32_t l0, top[64];
+		for (w = 0; w < P->nsw; w++)
+			wof[K->row[sw2b[w]]] = w;
+		for (r0 = 0; r0 < K->nrow; r0 += 64) {
+			int r1 = r0 + 64 < K->nrow ? r0 + 64 : K->nrow;
+			for (r = r0; r < r1; r++)
+				top[r - r0] = P->sw[wof[r]].sw ? lft_top(P->sw[wof[r]].sw) : 0;
+			for (l0 = 1; l0 < K->nlid; l0 += 64) {
+				uint32_t l1 = l0 + 64 < K->nlid ? l0 + 64 : K->nlid;
+				for (r = r0; r < r1; r++) {
+					const uint8_t *src = P->sw[wof[r]].sw ? P->sw[wof[r]].sw->new_lft : NULL;
+					for (lid = l0; src && lid < l1 && lid <= top[r - r0]; lid++)
+						if (P->lt[lid].kind != T_NONE)
+							KLFT(K, r, lid) = src[lid];
+				}
+			}
+		}
 	}
 	ok = 1;
 out:
@@ -4088,8 +4165,7 @@ static hdor_kns_t *kns_build(hdor_ctx_t *ctx, const hdor_kns_t *Kin, int compute
 			decline(ctx, "out of memory");
 			goto out;
 		}
-	for (w = 0; w < P->nsw; w++)
-		route_switch(P, w);
+	route_all(P);
 	K = kns_remember(ctx, P, Kin);
 	if (!K)
 		decline(ctx, "out of memory");
@@ -5588,7 +5664,6 @@ static int hdor_build_fwd_tables(void *context)
 	hdor_pass_t *P;
 	hdor_kns_t *K;
 	char path[4096];
-	int w;
 
 	if (!ctx || !hdor_layout_ok(ctx->osm)) {
 		hdor_layout_complain();
@@ -5605,8 +5680,7 @@ static int hdor_build_fwd_tables(void *context)
 	P = ctx->pass;
 	ctx->pass = NULL;
 	ph_lap(ctx, PH_OSM);
-	for (w = 0; w < P->nsw; w++)
-		route_switch(P, w);
+	route_all(P);
 	ph_mark(ctx, PH_LFT);
 	if (write_dump(ctx, P, path, sizeof(path)))
 		log_error(ctx, HD_DUMP_IO, "cannot write %s: %s", path, strerror(errno));
