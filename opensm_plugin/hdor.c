@@ -1640,9 +1640,11 @@ static unsigned same_dim_member(const hdor_pass_t *P, int w, int D)
 	return best;
 }
 
-/* ck: a router's coordinates packed 8 bits a dimension (n <= 8; else NULL): the first differing
- * dimension of two routers is then one count of trailing zeros.  counts: scratch, 256 */
-static void route_switch(hdor_pass_t *P, int w, const uint64_t *ck, uint32_t *counts)
+/* ck: a router's coordinates packed 8 bits a dimension (n <= 8; else NULL), lk: the same by LID
+ * (its target router's): the first differing dimension of two routers is then one count of
+ * trailing zeros.  counts: scratch, 4 x 256 (four histograms: one counter incremented entry after
+ * entry is a chain of dependent stores) */
+static void route_switch(hdor_pass_t *P, int w, const uint64_t *ck, const uint64_t *lk, uint32_t *counts)
 {
 	hsw_t *W = &P->sw[w];
 	osm_switch_t *sw = W->sw;
@@ -1657,6 +1659,13 @@ static void route_switch(hdor_pass_t *P, int w, const uint64_t *ck, uint32_t *co
 		int r = W->router;
 		const uint8_t *c = P->coord + (size_t)r * n;
 		const int *rs = P->rset + (size_t)r * n * k;
+		/* the port of each (dimension, coordinate) whose set has one port (no spreading
+		 * counter to step); 0x100: pick from the set */
+		uint16_t one[HDOR_MAX_N * 256];
+		for (e = 0; e < n * k; e++) {
+			int id = rs[e];
+			one[e] = id >= 0 && P->sets[id].np == 1 ? P->pool[P->sets[id].poff] : 0x100;
+		}
 		for (lid = 1; lid <= top; lid++) {
 			const ltgt_t *t = &P->lt[lid];
 			uint8_t port;
@@ -1665,8 +1674,10 @@ static void route_switch(hdor_pass_t *P, int w, const uint64_t *ck, uint32_t *co
 				if (t->idx == r)
 					port = t->port;
 				else if (ck) {
-					e = (unsigned)__builtin_ctzll(ck[r] ^ ck[t->idx]) >> 3;
-					port = pick(P, rs[e * k + ((ck[t->idx] >> (8 * e)) & 0xff)]);
+					unsigned i;
+					e = (unsigned)__builtin_ctzll(ck[r] ^ lk[lid]) >> 3;
+					i = e * k + ((lk[lid] >> (8 * e)) & 0xff);
+					port = one[i] < 0x100 ? (uint8_t)one[i] : pick(P, rs[i]);
 				} else {
 					tc = P->coord + (size_t)t->idx * n;
 					for (e = 0; c[e] == tc[e]; e++) ;
@@ -1688,7 +1699,7 @@ static void route_switch(hdor_pass_t *P, int w, const uint64_t *ck, uint32_t *co
 			} else
 				continue;
 			lft[lid] = port;
-			counts[port]++;
+			counts[(lid & 3) << 8 | port]++;
 		}
 	} else {
 		int g = W->group;
@@ -1713,28 +1724,37 @@ static void route_switch(hdor_pass_t *P, int w, const uint64_t *ck, uint32_t *co
 			} else
 				continue;
 			lft[lid] = port;
-			counts[port]++;
+			counts[(lid & 3) << 8 | port]++;
 		}
 	}
 	/* the port profiles count the paths (as osm_switch_count_path, once per port) */
 	for (p = 0; p < sw->num_ports; p++)
-		sw->p_prof[p].num_paths += counts[p];
-	memset(counts, 0, 256 * sizeof(*counts));
+		sw->p_prof[p].num_paths += counts[p] + counts[256 + p] + counts[512 + p] + counts[768 + p];
+	memset(counts, 0, 1024 * sizeof(*counts));
 }
 
 /* every switch's new_lft */
 static void route_all(hdor_pass_t *P)
 {
-	uint32_t counts[256] = { 0 };
+	uint32_t counts[1024] = { 0 }, lid;
 	uint64_t *ck = P->n <= 8 ? xcalloc((size_t)P->nr + 1, sizeof(uint64_t)) : NULL;
+	uint64_t *lk = ck ? xcalloc((size_t)P->max_lid + 1, sizeof(uint64_t)) : NULL;
 	unsigned e;
 	int r, w;
+	if (!lk) {
+		free(ck);
+		ck = NULL;
+	}
 	for (r = 0; ck && r < P->nr; r++)
 		for (e = 0; e < P->n; e++)
 			ck[r] |= (uint64_t)P->coord[(size_t)r * P->n + e] << (8 * e);
+	for (lid = 1; lk && lid <= P->max_lid; lid++)
+		if (P->lt[lid].kind == T_ROUTER)
+			lk[lid] = ck[P->lt[lid].idx];
 	for (w = 0; w < P->nsw; w++)
-		route_switch(P, w, ck, counts);
+		route_switch(P, w, ck, lk, counts);
 	free(ck);
+	free(lk);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -1978,6 +1998,13 @@ struct hdor_deg {
 	uint32_t *ncnt, *capcnt;
 	/* per LID scratch (base nodes) */
 	int *bln, *bv, *fdim, *via, *fixln, *fixlist, *exitof, *dist, *q, *ffl, *ffx;
+	/* the live switches, routers, indirect switches (index order) and this LID's affected
+	 * switches: the per-LID loops go over these, not over every node */
+	int *lsw, *lrt, *lis, *alist;
+	uint32_t nlsw, nlrt, nlis, nalist;
+	/* route_lid's groups and routers (G, R) of this LID: lists and marks */
+	int *glist, *rlist, *gst, *rst, stamp;
+	uint32_t ngl, nrl;
 	uint32_t *ffs;
 	uint8_t *done, *fixed;
 	pmask_t *cand;
@@ -2057,7 +2084,8 @@ static void deg_free(hdor_deg_t *D)
 			D->cnt, D->ncnt, D->capcnt, D->ig, D->cur, D->ok, D->onode, D->oport, D->tab,
 			D->aff, D->gof, D->glocal, D->gdim, D->gsoff, D->gsw, D->gmoff, D->gmem,
 			D->rgoff, D->rgl, D->bln, D->bv, D->fdim, D->via, D->fixln, D->fixlist, D->ffl,
-			D->ffx, D->ffs, D->exitof, D->dist, D->q, D->done, D->fixed, D->cand, D->has
+			D->ffx, D->ffs, D->exitof, D->dist, D->q, D->done, D->fixed, D->cand, D->has,
+			D->lsw, D->lrt, D->lis, D->alist, D->glist, D->rlist, D->gst, D->rst
 		};
 		free_all(all, sizeof(all) / sizeof(all[0]));
 	}
@@ -2761,10 +2789,11 @@ static inline uint8_t t0(const hdor_kns_t *K, int b, uint32_t lid)
 static int affected(hdor_deg_t *D, int b, uint32_t lid, int depth)
 {
 	const hdor_kns_t *K = D->K;
-	uint8_t *a = &D->aff[(size_t)lid * K->nrow + K->row[b]], port = t0(K, b, lid);
+	uint8_t *a = &D->aff[(size_t)lid * K->nrow + K->row[b]], port;
 	int r;
 	if (*a)
 		return *a == 2;
+	port = t0(K, b, lid);
 	if (port == OSM_NO_PATH)
 		r = 1;		/* owned now, no fault-free entry */
 	else if (port == 0)
@@ -3036,7 +3065,7 @@ static int route_lid(hdor_ctx_t *ctx, hdor_deg_t *D, uint32_t lid, hheap_t *heap
 {
 	const hdor_kns_t *K = D->K;
 	int c = D->onode[lid], T, fin, x, nh = 0, g;
-	uint32_t i, fcnt[HDOR_MAX_HOPS + 3], nf, fp = 0;
+	uint32_t i, j, fcnt[HDOR_MAX_HOPS + 3], nf, fp = 0;
 
 	if (K->type[c] == N_CA) {
 		if (!works(D, c, D->oport[lid]))
@@ -3047,34 +3076,69 @@ static int route_lid(hdor_ctx_t *ctx, hdor_deg_t *D, uint32_t lid, hheap_t *heap
 		T = c;
 		fin = 0;
 	} else {
-		for (i = 0; i < K->nn; i++)
-			if (D->cur[i] && K->type[i] == N_SWITCH && affected(D, (int)i, lid, 0))
-				bfs_rule(D, c, (int)i);
+		for (i = 0; i < D->nalist; i++)
+			bfs_rule(D, c, D->alist[i]);
 		return 0;
 	}
-	for (g = 0; g < D->ng; g++)
-		D->exitof[g] = -1;
-	for (i = 0; i < K->nn; i++) {
+	/* Only what the affected entries depend on is computed (work proportional to what the
+	 * failures touch, not to the fabric): the groups of the affected switches (G), the
+	 * routers of those groups, T and the affected routers (R).  A router outside R is never
+	 * relaxed (it is fixed, or in no group of G); a group outside G leads to no affected
+	 * entry.  Marks: gst[g] / rst[x] == stamp. */
+	D->stamp++;
+	D->ngl = D->nrl = 0;
+#define HDOR_ADD_R(y) do { if (D->rst[y] != D->stamp) { D->rst[y] = D->stamp; D->rlist[D->nrl++] = (y); } } while (0)
+#define HDOR_ADD_G(h) do { if (D->gst[h] != D->stamp) { D->gst[h] = D->stamp; D->glist[D->ngl++] = (h); } } while (0)
+	HDOR_ADD_R(T);
+	for (j = 0; j < D->nalist; j++) {
+		int y = D->alist[j];
+		uint32_t a;
+		if (K->role[y] == R_ROUTER) {
+			HDOR_ADD_R(y);
+			for (a = D->rgoff[y]; a < D->rgoff[y + 1]; a++)
+				HDOR_ADD_G(D->rgl[a]);
+		} else if (D->gof[y] >= 0)
+			HDOR_ADD_G(D->gof[y]);
+	}
+	for (j = 0; j < D->ngl; j++) {
+		uint32_t m;
+		g = D->glist[j];
+		for (m = D->gmoff[g]; m < D->gmoff[g + 1]; m++)
+			HDOR_ADD_R(D->gmem[m]);
+	}
+#undef HDOR_ADD_R
+#undef HDOR_ADD_G
+	qsort(D->rlist, D->nrl, sizeof(int), cmp_int);	/* GUID order, as the fabric's */
+	for (j = 0; j < D->nrl; j++) {
+		i = (uint32_t)D->rlist[j];
 		D->bln[i] = HDOR_INF;
 		D->done[i] = D->fixed[i] = 0;
 		D->via[i] = -1;
 	}
-	/* unaffected entries: routers' fault-free routes, exits of groups (routers, then switches) */
-	for (i = 0; i < K->nn; i++) {
+	/* unaffected entries: routers' fault-free routes, exits of groups (routers, then switches;
+	 * a group's last unaffected switch in GUID order gives its exit) */
+	for (j = 0; j < D->nrl; j++) {
 		int len, ex, d0;
-		if (!D->cur[i] || K->role[i] != R_ROUTER || affected(D, (int)i, lid, 0))
+		i = (uint32_t)D->rlist[j];
+		if (affected(D, (int)i, lid, 0))
 			continue;
 		fault_free_route(D, (int)i, lid, &len, &ex, &d0);
 		D->fixed[i] = 1;
 		D->fixln[i] = len;
 		D->fdim[i] = d0;
 	}
-	for (i = 0; i < K->nn; i++) {
-		int len, ex, d0;
-		if (!D->cur[i] || K->role[i] != R_SWITCH || affected(D, (int)i, lid, 0))
-			continue;
-		fault_free_route(D, (int)i, lid, &len, &ex, &d0);
-		D->exitof[D->gof[i]] = ex;
+	for (j = 0; j < D->ngl; j++) {
+		uint32_t a;
+		g = D->glist[j];
+		D->exitof[g] = -1;
+		for (a = D->gsoff[g]; a < D->gsoff[g + 1]; a++) {
+			int len, ex, d0;
+			i = (uint32_t)D->gsw[a];
+			if (affected(D, (int)i, lid, 0))
+				continue;
+			fault_free_route(D, (int)i, lid, &len, &ex, &d0);
+			D->exitof[g] = ex;
+		}
 	}
 	/* Dijkstra over routers from T: key (links, violations, GUID) */
 	D->bln[T] = 0;
@@ -3084,8 +3148,8 @@ static int route_lid(hdor_ctx_t *ctx, hdor_deg_t *D, uint32_t lid, hheap_t *heap
 	/* the fixed routers' keys (links, 0, GUID) never change: a counting sort by links (routers
 	 * visited in GUID order) gives them in key order, and only relaxed routers use the heap */
 	memset(fcnt, 0, sizeof(fcnt));
-	for (i = 0; i < K->nn; i++)
-		if (D->fixed[i] && (int)i != T) {
+	for (j = 0; j < D->nrl; j++)
+		if (D->fixed[i = (uint32_t)D->rlist[j]] && (int)i != T) {
 			D->bln[i] = D->fixln[i];
 			D->bv[i] = 0;
 			fcnt[D->fixln[i] + 2]++;	/* fixln is -1 .. HDOR_MAX_HOPS */
@@ -3093,8 +3157,8 @@ static int route_lid(hdor_ctx_t *ctx, hdor_deg_t *D, uint32_t lid, hheap_t *heap
 	for (i = 1; i < HDOR_MAX_HOPS + 3; i++)
 		fcnt[i] += fcnt[i - 1];
 	nf = fcnt[HDOR_MAX_HOPS + 2];
-	for (i = 0; i < K->nn; i++)
-		if (D->fixed[i] && (int)i != T)
+	for (j = 0; j < D->nrl; j++)
+		if (D->fixed[i = (uint32_t)D->rlist[j]] && (int)i != T)
 			D->fixlist[fcnt[D->fixln[i] + 1]++] = (int)i;
 	while (nh || fp < nf) {
 		hheap_t e;
@@ -3116,7 +3180,7 @@ static int route_lid(hdor_ctx_t *ctx, hdor_deg_t *D, uint32_t lid, hheap_t *heap
 			int gi = D->rgl[a], e_dim = D->gdim[gi], turn, any = 0;
 			uint32_t m, nm = D->gmoff[gi + 1] - D->gmoff[gi], s;
 			hig_t *h;
-			if (D->exitof[gi] >= 0 && D->exitof[gi] != X)
+			if (D->gst[gi] != D->stamp || (D->exitof[gi] >= 0 && D->exitof[gi] != X))
 				continue;
 			h = in_group(D, gi, X);
 			if (!h)
@@ -3144,11 +3208,9 @@ static int route_lid(hdor_ctx_t *ctx, hdor_deg_t *D, uint32_t lid, hheap_t *heap
 		}
 	}
 	/* candidates of the affected rows */
-	for (i = 0; i < K->nn; i++) {
+	for (j = 0; j < D->nalist; j++) {
 		int r;
-		x = (int)i;
-		if (!D->cur[x] || K->type[x] != N_SWITCH || !affected(D, x, lid, 0))
-			continue;
+		x = D->alist[j];
 		r = K->row[x];
 		memset(&D->cand[r], 0, sizeof(pmask_t));
 		D->has[r] = 0;
@@ -3180,9 +3242,9 @@ static int route_lid(hdor_ctx_t *ctx, hdor_deg_t *D, uint32_t lid, hheap_t *heap
 				D->has[r] = 2;	/* orphan: the BFS rule, below */
 		}
 	}
-	for (i = 0; i < K->nn; i++)
-		if (D->cur[i] && K->type[i] == N_SWITCH && affected(D, (int)i, lid, 0) && D->has[K->row[i]] == 2)
-			bfs_rule(D, T, (int)i);
+	for (j = 0; j < D->nalist; j++)
+		if (D->has[K->row[D->alist[j]]] == 2)
+			bfs_rule(D, T, D->alist[j]);
 	return 0;
 }
 
@@ -3564,42 +3626,59 @@ static int deg_route(hdor_ctx_t *ctx, hdor_deg_t *D)
 	D->cnt = xcalloc(K->nrow, sizeof(*D->cnt));
 	D->ncnt = xcalloc(K->nrow, sizeof(uint32_t));
 	D->capcnt = xcalloc(K->nrow, sizeof(uint32_t));
+	D->lsw = xcalloc(K->nrow + 1, sizeof(int));
+	D->lrt = xcalloc(K->nrow + 1, sizeof(int));
+	D->lis = xcalloc(K->nrow + 1, sizeof(int));
+	D->alist = xcalloc(K->nrow + 1, sizeof(int));
+	D->glist = xcalloc(D->ng + 1, sizeof(int));
+	D->gst = xcalloc(D->ng + 1, sizeof(int));
+	D->rlist = xcalloc(nn + 1, sizeof(int));
+	D->rst = xcalloc(nn + 1, sizeof(int));
 	/* each group relaxes each member once: pushes <= memberships + fixed routers + T */
 	heap = xcalloc((size_t)D->rgoff[nn] + nn + 64, sizeof(*heap));
 	if (!D->tab || !D->aff || !D->bln || !D->bv || !D->fdim || !D->via || !D->fixln || !D->exitof ||
 	    !D->fixlist || !D->ffl || !D->ffx || !D->ffs || !D->dist || !D->q || !D->done || !D->fixed || !D->cand || !D->has || !D->cnt || !D->ncnt ||
-	    !D->capcnt || !heap) {
+	    !D->capcnt || !heap || !D->lsw || !D->lrt || !D->lis || !D->alist ||
+	    !D->glist || !D->gst || !D->rlist || !D->rst) {
 		decline(ctx, "out of memory");
 		goto out;
 	}
 	D->dist_target = -1;
-	/* start from the fault-free tables; LIDs without an owner now get no entry */
-	for (i = 0; i < nn; i++) {
-		if (K->type[i] != N_SWITCH)
-			continue;
-		for (lid = 0; lid < D->nl; lid++)
-			DTAB(D, K->row[i], lid) = D->onode[lid] >= 0 ? t0(K, (int)i, lid) : OSM_NO_PATH;
-	}
+	for (i = 0; i < nn; i++)
+		if (D->cur[i] && K->type[i] == N_SWITCH) {
+			D->lsw[D->nlsw++] = (int)i;
+			if (K->role[i] == R_ROUTER)
+				D->lrt[D->nlrt++] = (int)i;
+			else if (K->role[i] == R_SWITCH)
+				D->lis[D->nlis++] = (int)i;
+		}
+	/* start from the fault-free tables (the same layout: one LID's row at a time); LIDs
+	 * without an owner now get no entry */
+	for (lid = 0; lid < D->nl; lid++)
+		if (D->onode[lid] >= 0 && lid < K->nlid)
+			memcpy(&DTAB(D, 0, lid), &KLFT(K, 0, lid), K->nrow);
+		else
+			memset(&DTAB(D, 0, lid), OSM_NO_PATH, K->nrow);
 	ph_mark(ctx, PH_STRUCT);
 	for (lid = 1; lid < D->nl; lid++) {
-		int any = 0;
+		uint32_t j;
 		if (D->onode[lid] < 0)
 			continue;
-		for (i = 0; i < nn; i++)
-			if (D->cur[i] && K->type[i] == N_SWITCH && affected(D, (int)i, lid, 0)) {
+		D->nalist = 0;
+		for (j = 0; j < D->nlsw; j++)
+			if (affected(D, (i = (uint32_t)D->lsw[j]), lid, 0)) {
 				DTAB(D, K->row[i], lid) = OSM_NO_PATH;
 				D->has[K->row[i]] = 0;
-				any = 1;
+				D->alist[D->nalist++] = (int)i;
 			}
 		ph_lap(ctx, PH_AFFECTED);
-		if (!any)
+		if (!D->nalist)
 			continue;
 		if (route_lid(ctx, D, lid, heap))
 			goto out;
-		for (i = 0; i < nn; i++) {
+		for (j = 0; j < D->nalist; j++) {
 			int r, port;
-			if (!D->cur[i] || K->type[i] != N_SWITCH || !affected(D, (int)i, lid, 0))
-				continue;
+			i = (uint32_t)D->alist[j];
 			r = K->row[i];
 			if (D->has[r] != 1 || mask_empty(&D->cand[r]))
 				continue;
@@ -3715,20 +3794,53 @@ static int write_dump_degraded(hdor_ctx_t *ctx, hdor_deg_t *D, char *path, size_
 static void deg_write_tables(hdor_deg_t *D)
 {
 	const hdor_kns_t *K = D->K;
-	uint32_t i, lid;
-	for (i = 0; i < K->nn; i++) {
-		osm_switch_t *sw;
-		uint32_t top;
-		if (!D->cur[i] || K->type[i] != N_SWITCH || !(sw = D->cur[i]->sw))
-			continue;
-		top = lft_top(sw);
-		for (lid = 1; lid <= top && lid < D->nl; lid++) {
-			uint8_t port = DTAB(D, K->row[i], lid);
-			sw->new_lft[lid] = port;
-			if (port != OSM_NO_PATH)
-				osm_switch_count_path(sw, port);
+	uint32_t i, lid, l0, j, nsw = 0, *top = NULL, counts[4 * 256] = { 0 };
+	osm_switch_t **sw = NULL;
+	int *row = NULL;
+	unsigned p;
+
+	sw = calloc(K->nrow + 1, sizeof(*sw));
+	row = calloc(K->nrow + 1, sizeof(int));
+	top = calloc(K->nrow + 1, sizeof(uint32_t));
+	if (!sw || !row || !top) {
+		/* out of memory: entry by entry */
+		for (i = 0; i < K->nn; i++) {
+			osm_switch_t *s1;
+			if (!D->cur[i] || K->type[i] != N_SWITCH || !(s1 = D->cur[i]->sw))
+				continue;
+			for (lid = 1; lid <= lft_top(s1) && lid < D->nl; lid++) {
+				s1->new_lft[lid] = DTAB(D, K->row[i], lid);
+				if (s1->new_lft[lid] != OSM_NO_PATH)
+					osm_switch_count_path(s1, s1->new_lft[lid]);
+			}
 		}
 	}
+	for (i = 0; sw && row && top && i < K->nn; i++)
+		if (D->cur[i] && K->type[i] == N_SWITCH && D->cur[i]->sw) {
+			sw[nsw] = D->cur[i]->sw;
+			row[nsw] = K->row[i];
+			top[nsw] = lft_top(sw[nsw]);
+			if (top[nsw] >= D->nl)
+				top[nsw] = D->nl ? D->nl - 1 : 0;
+			nsw++;
+		}
+	/* a transpose (LID-major DTAB -> switch-major new_lft) by blocks of 64 LIDs: entry by
+	 * entry it is a cache miss per entry */
+	for (l0 = 1; l0 < D->nl; l0 += 64)
+		for (j = 0; j < nsw; j++)
+			for (lid = l0; lid < l0 + 64 && lid <= top[j]; lid++)
+				sw[j]->new_lft[lid] = DTAB(D, row[j], lid);
+	for (j = 0; j < nsw; j++) {
+		/* the port profiles' path counts (as osm_switch_count_path; four histograms) */
+		for (lid = 1; lid <= top[j]; lid++)
+			counts[(lid & 3) << 8 | sw[j]->new_lft[lid]]++;
+		for (p = 0; p < sw[j]->num_ports && p < OSM_NO_PATH; p++)
+			sw[j]->p_prof[p].num_paths += counts[p] + counts[256 + p] + counts[512 + p] + counts[768 + p];
+		memset(counts, 0, sizeof(counts));
+	}
+	free(sw);
+	free(row);
+	free(top);
 }
 
 /* the hop matrices of a degraded KNS: fill_hops_graph over the surviving switches and working
