@@ -43,8 +43,13 @@ SMALL = {
 # for each of ~1,500 calls. The entry point itself (exit on a closed pipe, signals, tracebacks of a
 # real process) is tested by tests/test_cli.py through real processes, and `make test-full` runs
 # every call as a real process (IBTOOL_TESTS_PROCESS=1 alone does that too).
-IN_PROCESS = {"topo", "route", "verify", "analyze", "cabling"}
+IN_PROCESS = {"topo", "route", "verify", "analyze", "cabling", "bench parse", "bench list", "bench compare",
+              "bench report"}
 PROCESS = FULL or os.environ.get("IBTOOL_TESTS_PROCESS") == "1"
+
+
+def in_process(args: list[str]) -> bool:
+    return bool(args) and (args[0] in IN_PROCESS or " ".join(args[:2]) in IN_PROCESS)
 
 
 def _invoke(args: list[str], env: dict | None) -> subprocess.CompletedProcess:
@@ -74,7 +79,7 @@ def _invoke(args: list[str], env: dict | None) -> subprocess.CompletedProcess:
 def ibtool(*args, env=None, check=None, timeout=600):
     """Run the `ibtool` command line, as a user would (see IN_PROCESS for how)."""
     args = [str(a) for a in args]
-    if not PROCESS and args and args[0] in IN_PROCESS:
+    if not PROCESS and in_process(args):
         p = _invoke(args, env)
     else:
         p = subprocess.run([*IBTOOL, *args], capture_output=True, text=True, cwd=ROOT,
