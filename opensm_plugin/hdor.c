@@ -3269,16 +3269,22 @@ static int spread_pick(hdor_deg_t *D, int r, const pmask_t *m)
 		D->cnt[r][i].cnt = 0;
 		D->ncnt[r]++;
 	}
-	for (p = 0; p < 256; p++)
-		if (m->m[p >> 6] & (1ULL << (p & 63)))
-			np++;
+	for (p = 0; p < 4; p++)
+		np += (uint32_t)__builtin_popcountll(m->m[p]);
 	j = D->cnt[r][i].cnt++;
 	want = j % np;
-	for (p = 0; p < 256; p++)
-		if (m->m[p >> 6] & (1ULL << (p & 63))) {
-			if (!want--)
-				return (int)p;
+	/* the want-th port of the set, ascending: whole words first, then bit by bit */
+	for (p = 0; p < 4; p++) {
+		uint64_t x = m->m[p];
+		uint32_t c = (uint32_t)__builtin_popcountll(x);
+		if (want >= c) {
+			want -= c;
+			continue;
 		}
+		while (want--)
+			x &= x - 1;
+		return (int)(p * 64 + (unsigned)__builtin_ctzll(x));
+	}
 	return -1;
 }
 
