@@ -3108,7 +3108,20 @@ static int route_lid(hdor_ctx_t *ctx, hdor_deg_t *D, uint32_t lid, hheap_t *heap
 	}
 #undef HDOR_ADD_R
 #undef HDOR_ADD_G
-	qsort(D->rlist, D->nrl, sizeof(int), cmp_int);	/* GUID order, as the fabric's */
+	{
+		/* GUID order, as the fabric's: the marked ones among the live routers (a sort per LID
+		 * costs more than this scan) */
+		uint32_t nr = 0;
+		for (j = 0; j < D->nlrt && nr < D->nrl; j++)
+			if (D->rst[D->lrt[j]] == D->stamp)
+				nr++;
+		if (nr == D->nrl) {
+			for (j = 0, nr = 0; j < D->nlrt && nr < D->nrl; j++)
+				if (D->rst[D->lrt[j]] == D->stamp)
+					D->rlist[nr++] = D->lrt[j];
+		} else
+			qsort(D->rlist, D->nrl, sizeof(int), cmp_int);
+	}
 	for (j = 0; j < D->nrl; j++) {
 		i = (uint32_t)D->rlist[j];
 		D->bln[i] = HDOR_INF;
