@@ -446,9 +446,9 @@ def _verify_run(run_dir: Path, plan, nnm, expect, permutations, say, before: dic
         from ibtool.verify import coords
         say("coordinates")
         desc = None
-        if (run_dir / "hdor.conf").is_file() and not before:  # the description hdor ran with (sim run --hdor-conf)
+        if (run_dir / rundir.HDOR_CONF).is_file() and not before:  # the description hdor ran with (sim run --hdor-conf)
             from ibtool.formats import hdor_conf
-            desc = hdor_conf.read(run_dir / "hdor.conf")
+            desc = hdor_conf.read(run_dir / rundir.HDOR_CONF)
         c = coords.verify(f, hdor_dump.read(dump) if dump else None, p, to_plan,
                           baseline=before and before["ref"], plan_baseline=before and before["plan"], description=desc)
         ref = c.get("_reference")
