@@ -37,10 +37,53 @@ SMALL = {
 }
 
 
+# Groups whose work stays in the calling process (no daemons, no children writing to our stdout):
+# `make test` runs them through click's CliRunner in the test process, the same command objects a
+# user's `ibtool` runs, without paying Python's start and the imports (numpy, scipy, jinja2) again
+# for each of ~1,500 calls. The entry point itself (exit on a closed pipe, signals, tracebacks of a
+# real process) is tested by tests/test_cli.py through real processes, and `make test-full` runs
+# every call as a real process (IBTOOL_TESTS_PROCESS=1 alone does that too).
+IN_PROCESS = {"topo", "route", "verify", "analyze", "cabling", "bench parse", "bench list", "bench compare",
+              "bench report"}
+PROCESS = FULL or os.environ.get("IBTOOL_TESTS_PROCESS") == "1"
+
+
+def in_process(args: list[str]) -> bool:
+    return bool(args) and (args[0] in IN_PROCESS or " ".join(args[:2]) in IN_PROCESS)
+
+
+def _invoke(args: list[str], env: dict | None) -> subprocess.CompletedProcess:
+    """`ibtool ARGS` in this process; an exception a real process would die of is its traceback on
+    stderr and exit 1, as Python prints it."""
+    import traceback
+
+    from click.testing import CliRunner
+
+    from ibtool.cli.main import cli
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        # help wrapped as in a process whose stdout is a pipe (CliRunner would force 80 columns)
+        columns = int({**os.environ, **(env or {})}.get("COLUMNS") or 80)
+        r = CliRunner().invoke(cli, args, env=env, prog_name="ibtool", catch_exceptions=True,
+                               terminal_width=max(min(columns, 100) - 2, 50))
+    finally:
+        os.chdir(cwd)
+    stderr, code = r.stderr, r.exit_code
+    if r.exception is not None and not isinstance(r.exception, SystemExit):
+        stderr += "".join(traceback.format_exception(r.exception))
+        code = 1
+    return subprocess.CompletedProcess([*IBTOOL, *args], code, r.stdout, stderr)
+
+
 def ibtool(*args, env=None, check=None, timeout=600):
-    """Run the real `ibtool` command line, as a user would."""
-    p = subprocess.run([*IBTOOL, *map(str, args)], capture_output=True, text=True, cwd=ROOT,
-                       env={**os.environ, **(env or {})}, timeout=timeout)
+    """Run the `ibtool` command line, as a user would (see IN_PROCESS for how)."""
+    args = [str(a) for a in args]
+    if not PROCESS and in_process(args):
+        p = _invoke(args, env)
+    else:
+        p = subprocess.run([*IBTOOL, *args], capture_output=True, text=True, cwd=ROOT,
+                           env={**os.environ, **(env or {})}, timeout=timeout)
     if check is not None and p.returncode != check:
         raise AssertionError(f"ibtool {' '.join(map(str, args))}: exit {p.returncode}, expected {check}\n"
                              f"stdout:\n{p.stdout}\nstderr:\n{p.stderr}")

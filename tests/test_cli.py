@@ -1,6 +1,7 @@
 """The command line: help that teaches, one-line errors, exit codes scripts can trust."""
 
 import json
+import re
 
 import pytest
 
@@ -129,3 +130,36 @@ def test_a_closed_pipe_ends_quietly_as_the_diags_do(args, err_too):
         os.close(w)
     assert p.returncode == -13, (p.returncode, p.stderr)  # SIGPIPE, as the shell's 141
     assert not p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("args", [
+    ["topo", "kns", "--k", "3", "--n", "2", "--radix", "8", "--out", "{d}/plan", "--json"],  # writes, succeeds
+    ["topo", "kns", "--k", "3", "--n", "2", "--radix", "3", "--out", "{d}/plan"],  # radix too small: exit 2
+    ["verify", "all", "fixtures/real/ibsim-kns-k3-n2-minhop-run", "--json"],  # a check fails: exit 1
+    ["analyze", "{d}/nope", "--json"],  # no such path: exit 2, one JSON error document
+    ["route", "hdor", "--help"],
+    ["bench", "parse", "hpcc", "fixtures/bench/hpcc/np4_default_unbound/hpccoutf.txt", "--json"],
+])
+def test_the_suites_in_process_calls_are_what_a_process_prints(tmp_path, args):
+    """tests/support.py runs the compute-only groups in the test process (support.IN_PROCESS); a
+    real `ibtool` process gives the same exit code, stdout and stderr for the same arguments."""
+    import subprocess
+    import sys
+    from support import ROOT, _invoke, in_process
+    assert in_process(args)
+    runs = []
+    for way in ("process", "in-process"):
+        d = tmp_path / way
+        d.mkdir()
+        a = [x.format(d=d) for x in args]
+        if way == "process":
+            p = subprocess.run([sys.executable, "-m", "ibtool.cli.main", *a], capture_output=True, text=True,
+                               cwd=ROOT, timeout=300)
+        else:
+            p = _invoke(a, None)
+        out = re.sub(r'"seconds": [0-9.]+', '"seconds": T', p.stdout.replace(str(d), "D"))  # timings differ
+        runs.append((p.returncode, out, p.stderr.replace(str(d), "D")))
+        if "--out" in a:
+            runs[-1] += (sorted(x.name for x in (d / "plan").iterdir()) if (d / "plan").exists() else None,)
+    assert runs[0] == runs[1]
+    assert "Traceback" not in runs[0][2]

@@ -5,14 +5,13 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import yaml
+from support import IBTOOL, ibtool  # noqa: F401  (the one way the tests run `ibtool`)
 
 REPO = Path(__file__).resolve().parents[2]
-IBTOOL = [sys.executable, "-m", "ibtool.cli.main"]  # the `ibtool` console script, from this tree
 OMPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
             "OMPI_MCA_mpi_yield_when_idle": "1", "OMPI_MCA_btl_tcp_if_include": "lo",
             "OMPI_MCA_oob_tcp_if_include": "lo"}  # loopback only, whatever else the machine has
@@ -82,8 +81,3 @@ def write_yaml(path: Path, data) -> Path:
     return path
 
 
-def ibtool(*args, check=None, **kw) -> subprocess.CompletedProcess:
-    p = subprocess.run([*IBTOOL, *map(str, args)], capture_output=True, text=True, cwd=REPO, **kw)
-    if check is not None:
-        assert p.returncode == check, f"exit {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}"
-    return p

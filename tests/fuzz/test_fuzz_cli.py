@@ -1,7 +1,9 @@
-"""Every command that takes a file, as a user runs it (a subprocess), on mutated real files:
-exit 0, 1 or 2, never a traceback, and an exit-2 error that is one line naming the file. Each
-process runs under the memory bound (limits.py) and a time bound. 327 runs in all in `make
-test-full`, 40 % of them in `make test` (limits.py).
+"""Every command that takes a file, as a user runs it, on mutated real files: exit 0, 1 or 2,
+never a traceback, and an exit-2 error that is one line naming the file. Each run is under the
+memory bound (limits.py) and a time bound. 327 runs in all in `make test-full`, each a real
+process; 40 % of them in `make test` (limits.py), where the compute-only commands run in the test
+process through support's runner (the same command objects, without Python's start and imports
+per run; tests/test_cli.py checks that runner against real processes) and `sim run` in a process.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
-from limits import examples, limit_child
+from limits import examples, limit_child, time_bound
 from mutate import FIXTURES, ROOT, mutated, mutated_json
+from support import PROCESS, _invoke, in_process
 
 settings.load_profile("fuzz")
 
@@ -26,6 +29,10 @@ B = FIXTURES / "bench"
 
 
 def ibtool(*args, timeout: float = 120) -> subprocess.CompletedProcess:
+    args = [str(a) for a in args]
+    if not PROCESS and in_process(args):
+        with time_bound(int(timeout)):  # the memory bound is the module's (bounded_memory)
+            return _invoke(args, {"OPENBLAS_NUM_THREADS": "1"})
     return subprocess.run([sys.executable, "-m", "ibtool.cli.main", *map(str, args)], capture_output=True, text=True,
                           check=False, cwd=ROOT, timeout=timeout, preexec_fn=limit_child,
                           env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
@@ -83,7 +90,7 @@ TARGETS = {
 
 
 @pytest.mark.parametrize("target", list(TARGETS))
-def test_command_on_mutated_file(target, tmp_path_factory):
+def test_command_on_mutated_file(target, tmp_path_factory, bounded_memory):
     name, seeds, is_json, argv, n = TARGETS[target]
     base = tmp_path_factory.mktemp("cli")
     count = [0]
