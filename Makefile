@@ -37,7 +37,7 @@ test-full: plugin
 	IBTOOL_TESTS=full IBTOOL_FAULT_MATRIX=full $(PYTEST) --durations=50 $(PYTEST_ARGS)
 
 bench: plugin
-	$(VENV)/bin/python bench/run.py
+	$(VENV)/bin/python perf/run.py
 
 clean:
 	-$(MAKE) -s -C opensm_plugin clean

@@ -1,5 +1,6 @@
 """Hop distances between switches: the one breadth-first search that `analyze` (diameter, path
-diversity) and `verify routes` (shortest lengths, the certificate of minimal routes) both use.
+diversity), `verify routes` (shortest lengths, the certificate of minimal routes) and hdor (the
+hops inside each indirect network, docs/hdor.md section 4) use.
 
 The graph comes as neighbour lists in CSR form (`indptr`, `indices`: the neighbours of vertex v
 are indices[indptr[v]:indptr[v + 1]], every link listed from both ends, as

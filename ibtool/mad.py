@@ -34,7 +34,7 @@ import sys
 import time
 from pathlib import Path
 
-WINDOW = 64  # queries in flight (bench/path_sls_bench.py: more buys nothing on ibsim)
+WINDOW = 64  # queries in flight (perf/path_sls_bench.py: more buys nothing on ibsim)
 TRIES = 4  # unanswered sends of one query before its pair is a failure
 BUSY_S = 30.0  # how long an SA that answers "busy" (OpenSM not ready, mid-sweep) is asked again
 ANSWER_MS = 2000  # an unanswered query is sent again after this long

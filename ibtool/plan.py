@@ -19,6 +19,8 @@ from ibtool.errors import InputError
 from ibtool.fabric import Fabric
 from ibtool.formats import ibnetdiscover, node_name_map, open_input, output_dir
 
+NET = "topology.net"  # the plan itself; the other files say more about it
+
 
 def _rebuild(build: dict) -> Fabric | None:
     """The family's fabric, built again with the arguments `ibtool topo` recorded."""
@@ -37,7 +39,7 @@ def read_plan(plan: str | Path) -> tuple[Fabric, Path, dict | None]:
     """(fabric, plan directory, build): PLAN is a plan directory or its topology.net; `build` (the
     family and its arguments) is given when the fabric was rebuilt with the family's labels."""
     plan = Path(plan)
-    net = plan / "topology.net" if plan.is_dir() else plan
+    net = plan / NET if plan.is_dir() else plan
     d = net.parent
     found = ibnetdiscover.read(net)
     fj = d / "fabric.json"
@@ -61,6 +63,8 @@ def read_plan(plan: str | Path) -> tuple[Fabric, Path, dict | None]:
                                                  (rebuilt.link_b[li], rebuilt.link_pb[li])))]
                                  for li in range(rebuilt.num_links)]
             return rebuilt, d, summary["build"]
+    if plan.is_dir():  # unnamed by a summary, a plan is named after its directory
+        found.name = plan.resolve().name
     if isinstance(summary.get("name"), str):
         found.name = summary["name"]
     if isinstance(summary.get("params"), dict):
@@ -113,7 +117,7 @@ def write_plan(fabric, out: Path, engines: list[str], engine_files=(), layout=No
     except OSError as e:  # the plan is built beside --out, in its parent
         raise InputError(f"--out {out}: cannot write in {out.parent}: {e.strerror}") from None
     try:
-        ibnetdiscover.write(fabric, tmp / "topology.net")
+        ibnetdiscover.write(fabric, tmp / NET)
         node_name_map.write(fabric, tmp / "node-name-map")
         for ef in engine_files:
             if ef.filename:

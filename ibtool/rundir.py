@@ -12,18 +12,29 @@ from ibtool.errors import InputError
 
 FABRIC = "ibnetdiscover.out"  # the fabric as discovered (ibnetdiscover)
 LFTS = "dump_fts.out"  # the forwarding tables as the switches report them (dump_fts)
+LFTS_RAW = "dump_fts.raw.out"  # dump_fts's own output, kept when its top LID was added (sim run)
 SUMMARY = "summary.json"  # what ran and its verdict
 PATH_SLS = "saquery-paths.out"  # the SL of each path (saquery -p): `--path-sls`
 PERFQUERY = "perfquery.out"  # port counters (perfquery)
 SL2VL = "sl2vl.dump"  # collect: the SL2VL tables read by MADs
 OPENSM_CONF = "opensm.conf"
 OPENSM_LOG = "opensm.log"
+OPENSM_STDERR = "opensm.stderr"  # sim run --path-sls: OpenSM runs on as the SA, its stderr here
+HDOR_CONF = "hdor.conf"  # the KNS description hdor ran with, beside opensm.conf (sim run --hdor-conf)
+IBSIM_LOG = "ibsim.log"
 OSM = "osm"  # sim run: OpenSM's own dumps (its OSM_TMP_DIR)
 OSM_LFTS = "opensm-lfts.dump"
 OSM_SL2VL = "opensm-sl2vl.dump"
 OSM_HDOR = "opensm-hdor.dump"  # the hdor engine's coordinates and roles
+OSM_CACHE = "cache"  # osm/cache: OpenSM's OSM_CACHE_DIR (guid2lid, hdor's remembered KNS)
+OSM_DUMPS = (OSM_SL2VL, OSM_HDOR, OSM_LFTS)  # rewritten every sweep (log flag 0x40)
 EXPECTED = "expected.net"  # a fault step: the plan without what was down at that step
 STEP = "step-"  # sim run --faults: OUT/step-0, step-1, ...
+
+
+def step(run: Path, k: int) -> Path:
+    """OUT/step-K of a fault scenario."""
+    return Path(run) / f"{STEP}{k}"
 
 
 def fabric(run: Path) -> Path:

@@ -122,7 +122,7 @@ def test_collect_and_verify_all_pass_with_the_top_lid_a_multiple_of_64(tmp_path,
     with LiveFabric(tmp_path / "plan" / "topology.net", tmp_path / "w", ["hdor"], timeout=300) as lf:
         assert lf.outcome["engine"] == "hdor"
         # 8^3's 261,632 path SLs take ~30 s more (and verify's per-VL check with them longer): they
-        # are measured in bench/path_sls_bench.py; here the rest of the collection
+        # are measured in perf/path_sls_bench.py; here the rest of the collection
         r = collect(lf, tmp_path / "run", "--parallel", "4", "--path-sls", "off")
     assert r.returncode == 0, r.stdout + r.stderr
     s = json.loads((tmp_path / "run" / "summary.json").read_text())

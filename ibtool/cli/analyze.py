@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from ibtool import __version__, rundir
+from ibtool import __version__, plan, rundir
 from ibtool.errors import InputError
 from ibtool.fabric import Fabric
 from ibtool.formats import atomic_write, ibnetdiscover
@@ -18,32 +18,25 @@ from ibtool.layout import POLICIES, Layout, place
 from ibtool.templating import render
 
 # what a directory may hold, in the order looked for: a plan, then an `ibtool sim run` result
-FABRIC_FILES = ("topology.net", rundir.FABRIC)
+FABRIC_FILES = (plan.NET, rundir.FABRIC)
 
 
 def load(path: Path) -> tuple[Fabric, Path | None]:
-    """The fabric at PATH (a plan or run directory, or a net/ibnetdiscover file) and the plan's
-    layout.json when the directory has one."""
-    if path.is_dir():
-        net = next((path / n for n in FABRIC_FILES if (path / n).is_file()), None)
-        if net is None:
-            raise InputError(f"{path}: no {' or '.join(FABRIC_FILES)} in this directory")
-        fabric = ibnetdiscover.read(net)
-        fabric.name = path.resolve().name
-        meta = path / "fabric.json"
-        if meta.is_file():  # the plan's parameters: the family picks its layout policy, closed forms
-            try:
-                summary = json.loads(meta.read_text())
-                fabric.params = summary.get("params", {}) or {}
-                fabric.name = summary.get("name", fabric.name)
-            except (json.JSONDecodeError, AttributeError):
-                raise InputError("not a JSON object", path=str(meta)) from None
-        lay = path / "layout.json"
-        return fabric, lay if lay.is_file() else None
-    return ibnetdiscover.read(path), None
+    """The fabric at PATH (a plan or run directory, or a net/ibnetdiscover file) and the plan
+    directory when PATH is one."""
+    if not path.is_dir():
+        return ibnetdiscover.read(path), None
+    if (path / plan.NET).is_file():  # a plan: read as every command reads one (its family's labels too)
+        fabric, plan_dir, _ = plan.read_plan(path)
+        return fabric, plan_dir
+    if not rundir.fabric(path).is_file():
+        raise InputError(f"{path}: no {' or '.join(FABRIC_FILES)} in this directory")
+    fabric = ibnetdiscover.read(rundir.fabric(path))
+    fabric.name = path.resolve().name
+    return fabric, None
 
 
-def layout_for(fabric: Fabric, plan_layout: Path | None, layout_opt: str | None, site: Path | None) -> Layout | None:
+def layout_for(fabric: Fabric, plan_dir: Path | None, layout_opt: str | None, site: Path | None) -> Layout | None:
     """The layout analyze uses: --layout POLICY (placed now), --layout FILE, --layout none; else the
     plan's layout.json, else the fabric placed by its family's policy, as `ibtool cabling` does."""
     if site and not layout_opt:
@@ -61,7 +54,7 @@ def layout_for(fabric: Fabric, plan_layout: Path | None, layout_opt: str | None,
             raise InputError(f"--layout {layout_opt}: neither a file nor a policy ({', '.join(POLICIES)}, default, "
                              f"none)")
         return Layout.read(layout_opt, fabric)
-    return Layout.read(plan_layout, fabric) if plan_layout else place(fabric)
+    return plan.read_layout(fabric, plan_dir) if plan_dir else place(fabric)
 
 
 # options of the one-fabric report that mean nothing for --plot, and those only --plot reads
@@ -185,10 +178,10 @@ def group(ctx, paths, layout_opt, site, save_layout, prices, bisection, samples,
     if len(paths) > 1:
         raise InputError(f"{len(paths)} PATHs: the report reads one; several only with --plot FILE")
     path = paths[0]
-    fabric, plan_layout = load(path)
+    fabric, plan_dir = load(path)
     if save_layout and not layout_opt:
         raise InputError("--save-layout needs a layout (--layout POLICY)")
-    lay = layout_for(fabric, plan_layout, layout_opt, site)
+    lay = layout_for(fabric, plan_dir, layout_opt, site)
     # ibtool.analyze pulls in scipy and networkx: imported here, not when any ibtool command starts
     from ibtool.analyze import LatencyModel, analyze, text
     from ibtool.analyze.report import fmt_prices, fmt_value
@@ -248,8 +241,8 @@ def _plot(paths, out: Path, layout_opt, site, switch_delays: str, metric: str, r
     model = LatencyModel(0.0, *delays_ns)
     fabrics = []
     for path in paths:
-        fabric, plan_layout = load(path)
-        lay = layout_for(fabric, plan_layout, layout_opt, site)
+        fabric, plan_dir = load(path)
+        lay = layout_for(fabric, plan_dir, layout_opt, site)
         if lay is None:
             raise InputError("--layout none: the latency model needs cable lengths (drop it, or give a policy)")
         fabrics.append((path, fabric, lay))

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from ibtool.errors import InputError
+from ibtool.layout import POLICIES
 
 
 class _PlanByDefault(click.Group):
@@ -50,7 +51,7 @@ def _say(as_json):
               help="A site of a paper: cellia = paper 000's testbed (every switch in one switch rack cabled "
                    "front and back, nodes in node racks of 25).")
 @click.option("--policy", default=None, help="Placement policy instead of layout.json / the family's "
-                                             "(sequential, cabinet-aware, switch-rack, tree-stages; docs/layout.md).")
+                                             f"({', '.join(POLICIES)}; docs/layout.md).")
 @click.option("--prices", type=click.Path(path_type=Path), default=None,
               help="Price table (YAML: currency, switch, hca, copper, fiber); without it no prices are shown.")
 @click.option("--label-format", default=None, help="Label of one cable end: 'one-line', or a Python format "

@@ -3,44 +3,20 @@
 from __future__ import annotations
 
 import json
-import os
-import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import click
 
 from ibtool.cli import OutPath
 from ibtool.errors import InputError
-from ibtool.formats import ibnetdiscover, lft
+from ibtool.formats import lft
+from ibtool.routing import run
+from ibtool.routing.run import File
 
 
-def _output_file(path: Path, option: str) -> None:
-    """Refuse an output path that cannot be written before any work is done (one-line error)."""
-    parent = path.parent
-    if path.is_dir():
-        raise InputError(f"{option} {path}: is a directory")
-    if not parent.is_dir():
-        raise InputError(f"{option} {path}: {parent} is not a directory")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise InputError(f"{option} {path}: directory {parent} is not writable")
-
-
-def _write(option: str, path: Path, write) -> None:
-    try:
-        write()
-    except OSError as e:
-        raise InputError(f"{option} {path}: cannot write: {e.strerror}") from None
-
-
-def _lid_fabric(path: Path, option: str, allow_partial: bool, names: dict | None = None):
-    """The discovered fabric a route command routes: with LIDs, and complete unless --allow-partial
-    (tables computed from a cut-short discovery would be written as if it were the fabric)."""
-    f = ibnetdiscover.read(path, names)
-    if not f.port_lids:
-        raise InputError(f"{option}: no LIDs in this file (a plan? give the ibnetdiscover output of the running "
-                         "fabric, e.g. RUN/ibnetdiscover.out of `ibtool sim run`)", path=str(path))
-    ibnetdiscover.refuse_partial(f, path, allow_partial, lambda m: click.echo(f"ibtool: warning: {m}", err=True))
-    return f
+def _warn(m: str) -> None:
+    click.echo(f"ibtool: warning: {m}", err=True)
 
 
 allow_partial_option = click.option(
@@ -105,30 +81,33 @@ def hdor_cmd(fabric_path, out, dump, baseline_path, vls, sl2vl_out, path_sls_out
     from ibtool.formats import pathrecord, sl2vl
     from ibtool.routing import hdor
 
-    for path, option in ((out, "--out"), (dump, "--dump"), (sl2vl_out, "--sl2vl"), (path_sls_out, "--path-sls"),
-                         (kns_conf, "--kns-conf")):
+    outputs = {"--out": out, "--dump": dump, "--sl2vl": sl2vl_out, "--path-sls": path_sls_out, "--kns-conf": kns_conf}
+    for option, path in outputs.items():
         if path:
-            _output_file(path, option)
+            run.check_output(path, option)
     if kns_conf and baseline_path:
         raise InputError("--kns-conf is written from a discovery of the complete KNS; --baseline says --fabric "
                          "is a degraded one")
     if kns_conf and allow_partial:
         raise InputError("--kns-conf is written only from a complete discovery; --allow-partial accepts a partial one")
     say = (lambda m: None) if as_json else (lambda m: click.echo(f"  {m}", err=True))
-    t0 = time.monotonic()
-    f = _lid_fabric(fabric_path, "--fabric", allow_partial)
-    f0 = _lid_fabric(baseline_path, "--baseline", allow_partial) if baseline_path else None
     base = None
-    if f0 is not None:  # before any progress line: a bad baseline is a one-line error
+
+    def inputs(f) -> list[str]:
+        nonlocal base
+        if not baseline_path:
+            return []
+        f0 = run.read_fabric(baseline_path, "--baseline", allow_partial, warn=_warn)
         try:
             base = (f0, hdor.compute(f0, first_sight=False))
         except hdor.NotKNS as e:
             raise InputError(f"--baseline: not a complete KNS: {e.reason}", path=str(baseline_path)) from None
-    say(f"read {f.num_nodes} nodes, {f.num_links} links from {fabric_path}")
-    if base:
-        say(f"baseline: KNS {base[1].k}-ary {base[1].n}-direct from {baseline_path}")
-    t1 = time.monotonic()
-    if kns_conf:  # a description only of what is verified complete: before anything is written
+        return [f"baseline: KNS {base[1].k}-ary {base[1].n}-direct from {baseline_path}"]
+
+    def compute(f):
+        if not kns_conf:
+            return hdor.compute(f, baseline=base, vls=vls)
+        # a description only of what is verified complete: before anything is written
         from ibtool.routing import hdor_kns
         try:
             r = hdor.compute(f, first_sight=False)
@@ -139,25 +118,23 @@ def hdor_cmd(fabric_path, out, dump, baseline_path, vls, sl2vl_out, path_sls_out
         if odd:
             raise InputError(f"--kns-conf: the discovery looks incomplete: {odd[0]} (is a cable or switch "
                              f"missing? a description is written only from the whole fabric)", path=str(fabric_path))
-    else:
-        r = hdor.compute(f, baseline=base, vls=vls)
-    t2 = time.monotonic()
-    say(f"routed in {t2 - t1:.2f} s; writing {len(r.tables.lft)} tables x {r.tables.max_lid} LIDs")
-    _write("--out", out, lambda: lft.write_file_engine(r.tables, out, hdor.port_guids(f)))
-    if dump:
-        _write("--dump", dump, lambda: hdor.write_dump(r, f, dump))
-    if sl2vl_out:
-        _write("--sl2vl", sl2vl_out, lambda: sl2vl.write(r.sl2vl or {}, f, sl2vl_out))
-    if path_sls_out:
-        sls = r.path_sls if r.path_sls is not None else _zero_sls(f)
-        _write("--path-sls", path_sls_out, lambda: pathrecord.write(sls, path_sls_out))
-    if kns_conf:
-        from ibtool.formats import hdor_conf
-        from ibtool.routing import hdor_kns
-        conf = hdor_kns.describe(f, r, comment=f"the KNS for the hdor routing engine, written by `ibtool route hdor "
-                                               f"--kns-conf` from {fabric_path}")
-        _write("--kns-conf", kns_conf, lambda: hdor_conf.write(conf, kns_conf))
-    t3 = time.monotonic()
+        return r
+
+    def files(f, r) -> list[File]:
+        def conf():
+            from ibtool.formats import hdor_conf
+            from ibtool.routing import hdor_kns
+            hdor_conf.write(hdor_kns.describe(f, r, comment=f"the KNS for the hdor routing engine, written by "
+                                                            f"`ibtool route hdor --kns-conf` from {fabric_path}"), kns_conf)
+        sls = (r.path_sls if r.path_sls is not None else _zero_sls(f)) if path_sls_out else None
+        return [File("--out", out, lambda: lft.write_file_engine(r.tables, out, hdor.port_guids(f)))] + \
+            ([File("--dump", dump, lambda: hdor.write_dump(r, f, dump))] if dump else []) + \
+            ([File("--sl2vl", sl2vl_out, lambda: sl2vl.write(r.sl2vl or {}, f, sl2vl_out))] if sl2vl_out else []) + \
+            ([File("--path-sls", path_sls_out, lambda: pathrecord.write(sls, path_sls_out))] if path_sls_out else []) + \
+            ([File("--kns-conf", kns_conf, conf)] if kns_conf else [])
+
+    done = run.route(fabric_path, compute, files, inputs=inputs, allow_partial=allow_partial, say=say, warn=_warn)
+    f, r = done.fabric, done.result
     spread = r.spread_summary()
     nsl = len(set((r.path_sls or {0: 0}).values()))
     summary = {"fabric": str(fabric_path), "k": r.k, "n": r.n, "s": r.s, "routers": len(r.routers),
@@ -168,7 +145,7 @@ def hdor_cmd(fabric_path, out, dump, baseline_path, vls, sl2vl_out, path_sls_out
                "sl2vl_file": str(sl2vl_out) if sl2vl_out else None,
                "path_sls_file": str(path_sls_out) if path_sls_out else None,
                "kns_conf": str(kns_conf) if kns_conf else None,
-               "timings": {"read_s": round(t1 - t0, 3), "route_s": round(t2 - t1, 3), "write_s": round(t3 - t2, 3)}}
+               "timings": done.timings}
     if as_json:
         click.echo(json.dumps(summary, indent=2))
         return
@@ -252,33 +229,40 @@ def fr_cmd(fabric_path, layout_path, nnm, out, nr, switch_delay, ns_per_m, sl_ou
     from ibtool.layout import Layout
     from ibtool.routing import fr, hdor
 
-    _output_file(out, "--out")
-    if sl_out:
-        _output_file(sl_out, "--sl-out")
     nnm = nnm or layout_path.with_name("node-name-map")
     names = node_name_map.read(nnm) if nnm.is_file() else None
     say = (lambda m: None) if as_json else (lambda m: click.echo(f"  {m}", err=True))
-    t0 = time.monotonic()
-    f = _lid_fabric(fabric_path, "--fabric", allow_partial, names)
-    lay = Layout.read(layout_path, f)
-    say(f"read {f.num_nodes} nodes, {f.num_links} links from {fabric_path}; cables from {layout_path}")
-    t1 = time.monotonic()
-    tables = fr.compute(f, lay.length, switch_delay, ns_per_m, nr=nr)
-    stats = fr.latency_stats(fr.graph(f, lay.length, switch_delay, ns_per_m), nr=nr)
-    t2 = time.monotonic()
-    say(f"routed in {t2 - t1:.2f} s; writing {len(tables.lft)} tables x {tables.max_lid} LIDs")
-    _write("--out", out, lambda: lft.write_file_engine(tables, out, hdor.port_guids(f)))
+    lay = None
+
+    def inputs(f) -> list[str]:
+        nonlocal lay
+        lay = Layout.read(layout_path, f)
+        return [f"cables from {layout_path}"]
+
+    def compute(f):
+        return SimpleNamespace(tables=fr.compute(f, lay.length, switch_delay, ns_per_m, nr=nr),
+                               stats=fr.latency_stats(fr.graph(f, lay.length, switch_delay, ns_per_m), nr=nr))
+
     layers = None
-    if sl_out:
+
+    def sls(f, tables) -> str:
+        nonlocal layers
         layer, layers = fr.layers(f, tables, max_vls)
-        _write("--sl-out", sl_out, lambda: fr.write_sls(f, layer, layers, sl_out))
-        say(f"{layers} layers (VLs) make every route deadlock-free; SLs in {sl_out}")
+        fr.write_sls(f, layer, layers, sl_out)
+        return f"{layers} layers (VLs) make every route deadlock-free; SLs in {sl_out}"
+
+    done = run.route(fabric_path, compute, lambda f, r: [
+        File("--out", out, lambda: lft.write_file_engine(r.tables, out, hdor.port_guids(f)))] + (
+        [File("--sl-out", sl_out, lambda: sls(f, r.tables))] if sl_out else []),
+        outputs={"--out": out, "--sl-out": sl_out}, inputs=inputs, allow_partial=allow_partial, names=names,
+        say=say, warn=_warn)
+    tables, stats = done.result.tables, done.result.stats
     routing = "NR" if nr else "FR"
     summary = {"fabric": str(fabric_path), "layout": str(layout_path), "routing": routing, "lft_file": str(out),
                "switch_delay_ns": switch_delay, "ns_per_m": ns_per_m, "switches": len(tables.lft),
                "max_lid": tables.max_lid, "latency": stats, "layers": layers,
                "sl_file": str(sl_out) if sl_out else None,
-               "timings": {"read_s": round(t1 - t0, 3), "route_s": round(t2 - t1, 3)}}
+               "timings": {k: done.timings[k] for k in ("read_s", "route_s")}}
     if as_json:
         click.echo(json.dumps(summary, indent=2))
         return
@@ -343,20 +327,15 @@ def equality_cmd(fabric_path, out, spec, plan, allow_partial, as_json):
     from ibtool.routing.hdor import port_guids
 
     n, sa, sb = _equality_sets(spec, plan)
-    _output_file(out, "--out")
     say = (lambda m: None) if as_json else (lambda m: click.echo(f"  {m}", err=True))
-    t0 = time.monotonic()
-    f = _lid_fabric(fabric_path, "--fabric", allow_partial)
-    say(f"read {f.num_nodes} nodes, {f.num_links} links from {fabric_path}")
-    t1 = time.monotonic()
-    r = equality.compute(f, n, sa, sb)
-    t2 = time.monotonic()
-    say(f"numbered {r.n} routers from the wiring and routed in {t2 - t1:.2f} s; writing {len(r.tables.lft)} tables")
-    _write("--out", out, lambda: lft.write_file_engine(r.tables, out, port_guids(f)))
+    done = run.route(fabric_path, lambda f: equality.compute(f, n, sa, sb),
+                     lambda f, r: [File("--out", out, lambda: lft.write_file_engine(r.tables, out, port_guids(f)))],
+                     outputs={"--out": out}, allow_partial=allow_partial, say=say, warn=_warn,
+                     routed=lambda r: f"numbered {r.n} routers from the wiring; writing {len(r.tables.lft)} tables")
+    f, r = done.fabric, done.result
     s = {"fabric": str(fabric_path), "lft_file": str(out), **r.summary(),
          "numbering": {f"r{i}": f.names[node] for i, node in enumerate(r.router)},
-         "timings": {"read_s": round(t1 - t0, 3), "route_s": round(t2 - t1, 3),
-                     "write_s": round(time.monotonic() - t2, 3)}}
+         "timings": done.timings}
     if as_json:
         click.echo(json.dumps(s, indent=2))
         return
@@ -393,26 +372,16 @@ def kantc_cmd(fabric_path, out, dump, allow_partial, as_json):
     """
     from ibtool.routing import kantc
 
-    _output_file(out, "--out")
-    if dump:
-        _output_file(dump, "--dump")
     say = (lambda m: None) if as_json else (lambda m: click.echo(f"  {m}", err=True))
-    t0 = time.monotonic()
-    f = _lid_fabric(fabric_path, "--fabric", allow_partial)
-    say(f"read {f.num_nodes} nodes, {f.num_links} links from {fabric_path}")
-    t1 = time.monotonic()
-    r = kantc.compute(f)
-    t2 = time.monotonic()
-    say(f"routed in {t2 - t1:.2f} s; writing {len(r.tables.lft)} tables x {r.tables.max_lid} LIDs")
-    _write("--out", out, lambda: lft.write_file_engine(r.tables, out, kantc.port_guids(f)))
-    if dump:
-        _write("--dump", dump, lambda: kantc.write_dump(r, f, dump))
-    t3 = time.monotonic()
+    done = run.route(fabric_path, kantc.compute, lambda f, r: [
+        File("--out", out, lambda: lft.write_file_engine(r.tables, out, kantc.port_guids(f)))] + (
+        [File("--dump", dump, lambda: kantc.write_dump(r, f, dump))] if dump else []),
+        outputs={"--out": out, "--dump": dump}, allow_partial=allow_partial, say=say, warn=_warn)
+    f, r = done.fabric, done.result
     family = "MiKANTC" if r.mirrored else "KANTC"
     summary = {"fabric": str(fabric_path), "family": family, "k": r.k, "n": r.n, "cubes": len(r.cubes),
                "switches": len(r.tables.lft), "hcas": sum(1 for t in f.types if t == 1), "lids": r.lids,
-               "lft_file": str(out), "dump": str(dump) if dump else None,
-               "timings": {"read_s": round(t1 - t0, 3), "route_s": round(t2 - t1, 3), "write_s": round(t3 - t2, 3)}}
+               "lft_file": str(out), "dump": str(dump) if dump else None, "timings": done.timings}
     if as_json:
         click.echo(json.dumps(summary, indent=2))
         return

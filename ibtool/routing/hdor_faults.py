@@ -24,7 +24,7 @@ from ibtool.fabric import CA, SWITCH, Fabric
 from ibtool.formats.lft import NO_ROUTE, Tables
 from ibtool.formats.pathrecord import PathSLs
 from ibtool.formats.sl2vl import SL2VL
-from ibtool.routing.hdor import HdorResult, NotKNS, _Declined, _describe
+from ibtool.routing.hdor_result import HdorResult, NotKNS, _Declined, _describe
 
 INF = 1 << 30
 MAX_SLS = 16

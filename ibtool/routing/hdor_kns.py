@@ -21,8 +21,8 @@ from dataclasses import replace as dc_replace
 from ibtool.fabric import CA, SWITCH, Fabric
 from ibtool.formats.hdor_conf import PHANTOM, KnsConf, Node
 from ibtool.formats.lft import Tables
-from ibtool.routing import hdor
-from ibtool.routing.hdor import HdorResult, NotKNS, _describe, _Topology
+from ibtool.routing.hdor_complete import _Topology, complete
+from ibtool.routing.hdor_result import HdorResult, NotKNS, _describe
 
 
 # ------------------------------------------------------------------------------ describing a KNS
@@ -57,7 +57,7 @@ def plan_description(fabric: Fabric) -> KnsConf | None:
     try:
         fabric.port_lids = {}
         assign_lids(fabric)  # hdor's coordinates do not depend on LIDs; routing wants some
-        res = hdor.compute(fabric, first_sight=False)
+        res = complete(fabric)
     except NotKNS:
         return None
     finally:

@@ -51,8 +51,6 @@ from ibtool.sim.runner import complete_top_lid
 _CONFIGURED = re.compile(r"(\S+) tables configured on all switches")
 # engines that hand each path its own SL (OpenSM's path_sl hook): their steps need the PathRecords
 SL_ENGINES = {"hdor", "dfsssp", "lash", "nue", "torus-2QoS"}
-# OpenSM's dumps of a sweep (log flag 0x40), rewritten every sweep: copied into each step
-DUMPS = ("opensm-sl2vl.dump", "opensm-hdor.dump", "opensm-lfts.dump")
 QUIET = 0.5  # s without new tables after the last ones of a step before it is collected
 _KEYS = {"down", "up", "errors", "name"}
 
@@ -258,7 +256,7 @@ def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: f
     summary["opensm_conf"] = dict(conf)
     with LiveFabric(net, out / ".live", engines, timeout=timeout, opensm_args=["-D", hex(log_flags)],
                     conf_options=conf, conf_base=conf_base, hdor_conf=hdor_conf) as lf:
-        osm = lf.work / "osm"
+        osm = lf.work / rundir.OSM
 
         log = {"pos": 0, "engines": [], "up_after": False}
 
@@ -279,7 +277,7 @@ def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: f
             return log["engines"]
 
         def collect(k: int, step: Step | None, t_fault: float | None, before: int, wall: float) -> dict:
-            d = output_dir(out / f"step-{k}")
+            d = output_dir(rundir.step(out, k))
             waited = None
             if t_fault is not None:
                 deadline = t_fault + scenario.settle
@@ -296,16 +294,17 @@ def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: f
             text = lf.opensm_log.read_text(errors="replace")
             state = opensm.routing_outcome(text, engines)
             # this sweep's dumps only: an engine that declined wrote no new opensm-hdor.dump
-            (d / "osm").mkdir(exist_ok=True)
-            for name in DUMPS:
-                src, dst = osm / name, d / "osm" / name
+            (d / rundir.OSM).mkdir(exist_ok=True)
+            for name in rundir.OSM_DUMPS:  # OpenSM's dumps of a sweep, rewritten every sweep
+                src, dst = osm / name, d / rundir.OSM / name
                 dst.unlink(missing_ok=True)
                 if src.is_file() and src.stat().st_mtime >= wall:
                     shutil.copyfile(src, dst)
             expected = _expected(plan, down_links, down_nodes)
-            ibnetdiscover.write(expected, d / "expected.net")
+            ibnetdiscover.write(expected, d / rundir.EXPECTED)
             with ThreadPoolExecutor(2) as pool:  # two independent clients: one on each core
-                done = [pool.submit(lf.client, [tool], d / f"{tool}.out", timeout) for tool in ("ibnetdiscover", "dump_fts")]
+                done = [pool.submit(lf.client, [tool], d / name, timeout)
+                        for tool, name in (("ibnetdiscover", rundir.FABRIC), ("dump_fts", rundir.LFTS))]
                 for job in done:
                     job.result()
             found = ibnetdiscover.read(d / rundir.FABRIC)
@@ -313,17 +312,17 @@ def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: f
             top = complete_top_lid(sim, d / rundir.LFTS, found, timeout)
             paths = None
             if path_sls and state.subnet_up:
-                (d / "saquery-paths.out").unlink(missing_ok=True)
-                paths = mad.path_sls(sim, d / "saquery-paths.out", found, timeout)
+                (d / rundir.PATH_SLS).unlink(missing_ok=True)
+                paths = mad.path_sls(sim, d / rundir.PATH_SLS, found, timeout)
             counters = None
-            (d / "perfquery.out").unlink(missing_ok=True)  # an earlier run's is not this step's
+            (d / rundir.PERFQUERY).unlink(missing_ok=True)  # an earlier run's is not this step's
             if step is not None and step.errors:  # the step changed port counters: collect them for health
                 counters = {}
                 text = port_counters(Clients(lf.scratch, timeout=timeout, environ=lf.env()), found, 4, counters)
                 if text:
-                    with atomic_write(d / "perfquery.out") as fh:
+                    with atomic_write(d / rundir.PERFQUERY) as fh:
                         fh.write(text)
-            s = {"net": "expected.net", "step": k, "faults": step.describe() if step else "none (before any fault)",
+            s = {"net": rundir.EXPECTED, "step": k, "faults": step.describe() if step else "none (before any fault)",
                  "down": sorted(f"{plan.names[plan.link_a[li]]} {plan.link_pa[li]}" for li in down_links)
                  + sorted(plan.names[n] for n in down_nodes),
                  "engines": engines, "engine": engine, "subnet_up": state.subnet_up,
@@ -331,9 +330,9 @@ def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: f
                  "seconds_to_tables": waited, "timed_out": t_fault is not None and waited is None,
                  "routing_step_s": state.routing_step_s, "dump_fts_top_lid": top, "path_sls": paths,
                  "changes_counters": bool(step and step.errors), "counters": counters,
-                 "dumps": sorted(p.name for p in (d / "osm").iterdir())}
+                 "dumps": sorted(p.name for p in (d / rundir.OSM).iterdir())}
             s["ok"] = bool(s["subnet_up"] and engine in engines and not s["timed_out"])
-            with atomic_write(d / "summary.json") as fh:
+            with atomic_write(d / rundir.SUMMARY) as fh:
                 json.dump(s, fh, indent=2)
                 fh.write("\n")
             return s
@@ -359,7 +358,7 @@ def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: f
                 + (" (FALLBACK)" if s["fallback"] else "") + (" (TIMED OUT)" if s["timed_out"] else ""))
             summary["steps"].append(s)
     summary["ok"] = all(s["ok"] for s in summary["steps"])
-    with atomic_write(out / "summary.json") as fh:
+    with atomic_write(out / rundir.SUMMARY) as fh:
         json.dump(summary, fh, indent=2)
         fh.write("\n")
     return summary

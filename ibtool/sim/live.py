@@ -73,7 +73,7 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ibtool import children
+from ibtool import children, rundir
 from ibtool.errors import EnvironmentProblem, InputError
 from ibtool.formats import atomic_write, ibnetdiscover
 from ibtool.sim import opensm
@@ -240,7 +240,7 @@ class LiveFabric:
 
     @property
     def ibsim_log(self) -> Path:
-        return self.work / "ibsim.log"
+        return self.work / rundir.IBSIM_LOG
 
     @property
     def outcome(self) -> dict:
@@ -327,13 +327,13 @@ class LiveFabric:
         if self.detached:
             _claim(self.work)  # a live fabric there is refused, a dead one's leftovers removed
         for sm in self.sms:
-            cache = Path(sm.home) / "osm" / "cache"
+            cache = Path(sm.home) / rundir.OSM / rundir.OSM_CACHE
             cache.mkdir(parents=True, exist_ok=True)
             for stale in cache.iterdir():
                 stale.unlink()  # a guid2lid (or a KNS hdor remembers) of another fabric in this work dir
-            (Path(sm.home) / "hdor.conf").unlink(missing_ok=True)
+            (Path(sm.home) / rundir.HDOR_CONF).unlink(missing_ok=True)
             if self.hdor_conf:  # hdor reads hdor.conf beside the opensm.conf OpenSM runs with
-                (Path(sm.home) / "hdor.conf").write_bytes(Path(self.hdor_conf).read_bytes())
+                (Path(sm.home) / rundir.HDOR_CONF).write_bytes(Path(self.hdor_conf).read_bytes())
         self.scratch.mkdir(parents=True, exist_ok=True)
         self.fifo.unlink(missing_ok=True)
         os.mkfifo(self.fifo)
@@ -423,7 +423,7 @@ class LiveFabric:
         if n == 1:
             self.engines = engines
         home = Path(sm.home)
-        env_extra = {"OSM_TMP_DIR": str(home / "osm"), "OSM_CACHE_DIR": str(home / "osm" / "cache")}
+        env_extra = {"OSM_TMP_DIR": str(home / rundir.OSM), "OSM_CACHE_DIR": str(home / rundir.OSM / rundir.OSM_CACHE)}
         if sm.node:
             env_extra["SIM_HOST"] = sm.node  # umad2sim attaches the SM to this node
         if any(e in opensm.PLUGIN_ENGINES for e in engines):

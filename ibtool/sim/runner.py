@@ -97,7 +97,7 @@ def ibsim(net: str | Path, work: Path, fabric: Fabric | None = None, timeout: fl
     fabric = fabric or ibnetdiscover.read(net)
     work.mkdir(parents=True, exist_ok=True)
     sock = f"ibtool-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    log = work.parent / "ibsim.log"
+    log = work.parent / rundir.IBSIM_LOG
     env = dict(os.environ, IBSIM_SOCKNAME=sock)
     with open(log, "wb") as fh:
         proc = children.popen([exe, "-s", *limits(fabric), "-n", str(net)], cwd=work, env=env,
@@ -163,20 +163,20 @@ def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> di
     out = output_dir(out)
     work = out / ".work"
     _claim(work)
-    osm_dir = out / "osm"
-    cache = osm_dir / "cache"
+    osm_dir = out / rundir.OSM
+    cache = osm_dir / rundir.OSM_CACHE
     cache.mkdir(parents=True, exist_ok=True)
     for stale in osm_dir.glob("opensm*"):
         stale.unlink()
     for stale in cache.iterdir():
         stale.unlink()  # guid2lid from an earlier run would pin stale LIDs
     env_extra.update(OSM_TMP_DIR=str(osm_dir.resolve()), OSM_CACHE_DIR=str(cache.resolve()))
-    conf = out / "opensm.conf"
+    conf = out / rundir.OPENSM_CONF
     conf.write_text(conf_text)
-    (out / "hdor.conf").unlink(missing_ok=True)  # hdor reads hdor.conf beside the opensm.conf it runs with
+    (out / rundir.HDOR_CONF).unlink(missing_ok=True)  # hdor reads hdor.conf beside the opensm.conf it runs with
     if opts.hdor_conf is not None:
-        (out / "hdor.conf").write_bytes(hdor_conf)
-    log = out / "opensm.log"
+        (out / rundir.HDOR_CONF).write_bytes(hdor_conf)
+    log = out / rundir.OPENSM_LOG
     log.unlink(missing_ok=True)
     summary: dict = {"net": str(net), "engines": opts.engines, "fabric": fabric.summary(), "timings": {}}
     timings = summary["timings"]
@@ -197,7 +197,7 @@ def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> di
             t0 = time.monotonic()
             p = children.popen(argv, cwd=work, env=sim.env(**env_extra), stdin=subprocess.DEVNULL,
                                stdout=subprocess.DEVNULL,
-                               stderr=sm_up.enter_context(open(out / "opensm.stderr", "wb")) if daemon
+                               stderr=sm_up.enter_context(open(out / rundir.OPENSM_STDERR, "wb")) if daemon
                                else subprocess.PIPE)
             sm_up.callback(children.stop, p)  # also on Ctrl-C / SIGTERM
             timed_out = False
@@ -205,7 +205,7 @@ def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> di
             if daemon:
                 timed_out = not _wait_subnet_up(p, log, opts.timeout) and p.poll() is None
                 if p.poll() is not None:
-                    err = (out / "opensm.stderr").read_bytes()
+                    err = (out / rundir.OPENSM_STDERR).read_bytes()
             else:
                 try:
                     _, err = p.communicate(timeout=opts.timeout)
@@ -237,7 +237,7 @@ def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> di
             if daemon and not timed_out and p.poll() is None:
                 say("reading every HCA pair's PathRecord from the SA: the SL of each path")
                 t0 = time.monotonic()
-                summary["path_sls"] = path_sls(sim, out / "saquery-paths.out",
+                summary["path_sls"] = path_sls(sim, out / rundir.PATH_SLS,
                                                ibnetdiscover.read(out / rundir.FABRIC), opts.timeout, progress=say)
                 timings["path_sls_s"] = round(time.monotonic() - t0, 3)
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: whatever the log said, this run did not finish
@@ -249,7 +249,7 @@ def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> di
         signal.signal(signal.SIGHUP, old_hup)
         shutil.rmtree(work, ignore_errors=True)
         timings["total_s"] = round(time.monotonic() - t_all, 3)
-        with atomic_write(out / "summary.json") as fh:
+        with atomic_write(out / rundir.SUMMARY) as fh:
             fh.write(json.dumps(summary, indent=2) + "\n")
     return summary
 
@@ -310,14 +310,14 @@ def complete_top_lid(sim: Fabricsim, dump: Path, fabric: Fabric, timeout: float,
             line = b"%d valid lids dumped \n" % (int(line.split()[0]) + 1)
             guid = None
         out.append(line)
-    keep = dump.with_name("dump_fts.raw.out")
+    keep = dump.with_name(rundir.LFTS_RAW)
     keep.unlink(missing_ok=True)
     os.link(dump, keep)  # the tool's own output, untouched
     with atomic_write(dump, "wb") as fh:
         fh.write(b"".join(out))
     return {"lid": top, "read_with": "SubnGet(LinearForwardingTable) block by directed route (smpdump's query)",
             "switches": len(ports), "routed": sum(1 for v in ports.values() if v != 255),
-            "raw": "dump_fts.raw.out"}
+            "raw": rundir.LFTS_RAW}
 
 
 def _wait_subnet_up(p: subprocess.Popen, log: Path, timeout: float) -> bool:

@@ -26,7 +26,7 @@ from itertools import product
 
 from ibtool.errors import InputError
 from ibtool.fabric import Fabric
-from ibtool.topologies import EngineFile, Param, guid_list, radix_param, topology
+from ibtool.topologies import EngineFile, Param, guid_list, need_ports, radix_param, topology
 
 
 def kns_engine_files(f: Fabric) -> list[EngineFile]:
@@ -84,20 +84,12 @@ def kns(k: int, n: int, s: int = 1, hcas_per_router: int = 1, multiplicity: int 
                          f"already reaches {a ** (s - 1)} routers")
 
     # Refuse before building anything: name the device and the ports it would need.
-    router_ports = h + n * m
-    if router_ports > radix:
-        raise InputError(f"router R[{','.join('0' * n)}] needs {router_ports} ports ({h} HCA + {n} dimensions "
-                         f"x {m} links) but the switch radix is {radix}")
+    need_ports(f"router R[{','.join('0' * n)}]", h + n * m, f"{h} HCA + {n} dimensions x {m} links", radix)
     if s == 1:
-        need = k * m
-        if need > radix:
-            raise InputError(f"switch S[0,0] needs {need} ports ({k} routers x {m} links) but the switch "
-                             f"radix is {radix}; use --s 2 or a larger --radix")
+        need_ports("switch S[0,0]", k * m, f"{k} routers x {m} links", radix, "; use --s 2 or a larger --radix")
     else:
-        need = a * m + a
-        if need > radix:
-            raise InputError(f"leaf switch S[0,0,0,0] of the {s}-stage tree (arity {a}) needs {need} ports "
-                             f"({a} routers x {m} links + {a} up-links) but the switch radix is {radix}")
+        need_ports(f"leaf switch S[0,0,0,0] of the {s}-stage tree (arity {a})", a * m + a,
+                   f"{a} routers x {m} links + {a} up-links", radix)
 
     f = Fabric(f"kns-k{k}-n{n}-s{s}")
     f.params = {"k": k, "n": n, "s": s, "hcas_per_router": h, "multiplicity": m,

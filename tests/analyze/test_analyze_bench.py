@@ -1,4 +1,4 @@
-"""The benchmark's networkx reference computes the same latencies as ibtool (bench/analyze_bench.py)."""
+"""The benchmark's networkx reference computes the same latencies as ibtool (perf/analyze_bench.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 import pytest
 from support import ROOT
 
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "perf"))
 import analyze_bench
 
 from ibtool.analyze import analyze

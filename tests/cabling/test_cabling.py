@@ -180,6 +180,12 @@ def test_bad_label_format_and_site(tmp_path):
     assert not any((tmp_path / "o").glob("*"))
 
 
+def test_policy_help_names_every_registered_policy():
+    from ibtool.layout import POLICIES
+    said = " ".join(ibtool("cabling", "plan", "--help", check=0).stdout.split())
+    assert all(name in said for name in POLICIES) and len(POLICIES) >= 4, said
+
+
 def test_stages_and_ids_are_stable():
     f = kns(4, 2, s=2, radix=8)
     a = plan_cables(place(f, "sequential"))

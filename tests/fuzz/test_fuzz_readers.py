@@ -19,7 +19,7 @@ from mutate import FIXTURES, mutated, mutated_json
 from ibtool import rundir
 from ibtool.bench.benchmarks.base import RunFiles
 from ibtool.bench.registry import BENCHMARKS
-from ibtool.cli.verify import read_fabric
+from ibtool.verify.run import read_fabric
 from ibtool.errors import InputError
 from ibtool.formats import (
     hdor_dump,
@@ -128,8 +128,8 @@ def test_benchmark_parser_on_mutated_outputs(bench, tmp_path_factory, bounded_me
 
 # past the readers: what the commands do with a file that reads well (tracing, matching, coordinates)
 def _verify_routes(fabric: Path, lfts: Path):
-    from ibtool.cli.verify import _routes
-    _routes(fabric, lfts, None, "hdor", 2, lambda m: None, balance=True)
+    from ibtool.verify.run import check_routes
+    check_routes(fabric, lfts, None, "hdor", 2, lambda m: None, balance=True)
 
 
 def _verify_topology(plan: Path, discovered: Path):

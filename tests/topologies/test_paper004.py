@@ -96,7 +96,7 @@ def test_skywalk_complete_is_the_papers_59_km():
     """Skywalk(8,256,7,4) with its intra-cabinet and straight layers complete (--complete): every
     pair of switches in a cabinet and every pair of cabinets in a row or column linked once,
     11,008 links and 59.07 km (paper 004 Fig. 5: 59 km); II-C's literal random matching leaves
-    pairs unlinked (57.6 km). FR latency at paper scale: bench/paper004_bench.py --only complete."""
+    pairs unlinked (57.6 km). FR latency at paper scale: perf/paper004_bench.py --only complete."""
     km, f = total_km("skywalk", z=8, c=256, di=7, do=4, complete=True)
     assert f.params["complete"] == ["intra", "straight"] and len(f.params["instances"]) == 1
     assert round(km, 2) == 59.07 and f.name == "skywalk-z8-c256-di7-do4-complete"

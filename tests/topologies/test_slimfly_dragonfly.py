@@ -225,7 +225,7 @@ def test_dragonfly_fig4_point_by_its_group_split():
     (groups 0..63 and routers 0..7 of group 64, with their HCAs: 8,256 HCAs a side) cuts 64 x 64
     global links and 8 x 8 local ones, 4,160 cables = 41,600 Gb/s at 10 Gb/s, b_r 0.1034 (paper
     0.1035); the arrangement sends routers 0..7's global links of group 64 to groups 0..63.
-    METIS finds 4,248 (bench/paper002_bench.py), so this split is the better upper bound."""
+    METIS finds 4,248 (perf/paper002_bench.py), so this split is the better upper bound."""
     from ibtool.analyze.bisection import cut_of
     from ibtool.analyze.graph import build
     f = dragonfly_canonical(16, 8, 8)

@@ -1,10 +1,10 @@
-"""bench/verify_bench.py runs (small sizes; no timing assertions)."""
+"""perf/verify_bench.py runs (small sizes; no timing assertions)."""
 
 import sys
 
 from support import ROOT
 
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "perf"))
 import verify_bench  # noqa: E402
 
 

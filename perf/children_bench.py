@@ -6,7 +6,7 @@ before exec, so Python forks instead of using vfork. Against an emulated KNS 3-a
 started by `children.run` and by plain `subprocess.run` (the stock way, which a kill -9 of ibtool
 leaves running). Reported: milliseconds per client, each way, and the ratio.
 
-    .venv/bin/python bench/children_bench.py [OUT] [--rounds 8]
+    .venv/bin/python perf/children_bench.py [OUT] [--rounds 8]
 """
 
 from __future__ import annotations
@@ -58,4 +58,4 @@ if __name__ == "__main__":
     args = sys.argv[1:]
     rounds = int(args[args.index("--rounds") + 1]) if "--rounds" in args else 8
     pos = [a for i, a in enumerate(args) if not a.startswith("--") and (i == 0 or args[i - 1] != "--rounds")]
-    main(Path(pos[0]) if pos else ROOT / "bench" / "out" / "children", rounds)
+    main(Path(pos[0]) if pos else ROOT / "perf" / "out" / "children", rounds)

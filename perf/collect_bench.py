@@ -7,7 +7,7 @@
   per switch port, `perfquery LID PORT` per cabled port;
 * the counter sweep alone: ibtool's (one perfquery per device, 8 at once) vs sequential per port.
 
-    .venv/bin/python bench/collect_bench.py [OUT] [--k 12]
+    .venv/bin/python perf/collect_bench.py [OUT] [--k 12]
 """
 
 from __future__ import annotations
@@ -92,4 +92,4 @@ if __name__ == "__main__":
     args = sys.argv[1:]
     k = int(args[args.index("--k") + 1]) if "--k" in args else 12
     pos = [a for i, a in enumerate(args) if not a.startswith("--") and (i == 0 or args[i - 1] != "--k")]
-    main(Path(pos[0]) if pos else ROOT / "bench" / "out" / "collect", k)
+    main(Path(pos[0]) if pos else ROOT / "perf" / "out" / "collect", k)

@@ -13,9 +13,9 @@
 
 Every measured step runs in its own process; wall time and that process's peak RSS are recorded.
 
-    python bench/verify_bench.py OUT_DIR [--k 12] [--skip-sim]
+    python perf/verify_bench.py OUT_DIR [--k 12] [--skip-sim]
 
-`main(out_dir)` returns the results as a dict (bench/run.py records them in BENCHMARKS.md).
+`main(out_dir)` returns the results as a dict (perf/run.py records them in BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import sys
 import tarfile
 from pathlib import Path
 
-from measure import measure  # bench/measure.py: this script's directory is on sys.path
+from measure import measure  # perf/measure.py: this script's directory is on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable

@@ -5,7 +5,7 @@ from navigation to the second animation frame after the load event (laid out and
 of 3. No stock tool draws fabrics; the reference in
 the same run is Chromium opening an empty SVG page the same way (its own floor).
 
-    .venv/bin/python bench/drawing_bench.py [OUT] [--quick]
+    .venv/bin/python perf/drawing_bench.py [OUT] [--quick]
 """
 
 from __future__ import annotations
@@ -85,5 +85,5 @@ def main(out: Path, quick: bool = False) -> list[dict]:
 
 if __name__ == "__main__":
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    for r in main(Path(args[0]) if args else ROOT / "bench" / "out" / "drawing", "--quick" in sys.argv):
+    for r in main(Path(args[0]) if args else ROOT / "perf" / "out" / "drawing", "--quick" in sys.argv):
         print(json.dumps(r))

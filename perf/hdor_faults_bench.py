@@ -16,7 +16,7 @@
     next to the plan's safe fallback after hdor (nue, `routing_engine hdor,nue`) on the same
     degraded fabric, all in one run.
 
-    .venv/bin/python bench/hdor_faults_bench.py [OUT] [--quick] [--only a|b|c]   # or: bench/run.py --only hdor_faults
+    .venv/bin/python perf/hdor_faults_bench.py [OUT] [--quick] [--only a|b|c]   # or: perf/run.py --only hdor_faults
 --quick: KNS 6-ary 3-direct for (a) and (c), 4-ary 3-direct for (b).
 """
 
@@ -196,5 +196,5 @@ if __name__ == "__main__":
     args = sys.argv[1:]
     pos = [a for i, a in enumerate(args) if not a.startswith("--") and (i == 0 or args[i - 1] != "--only")]
     only = args[args.index("--only") + 1] if "--only" in args else "abc"
-    res = main(Path(pos[0]) if pos else ROOT / "bench" / "out" / "hdor_faults", "--quick" in args, only)
+    res = main(Path(pos[0]) if pos else ROOT / "perf" / "out" / "hdor_faults", "--quick" in args, only)
     print(json.dumps(res, indent=2))

@@ -13,9 +13,9 @@
 (d) the systems paper 002 names (E361, E481, E806, E807, the n1840k17 example): counts, K, and d,
     a, B_r, b_r of the link sets a fixed-seed search finds (docs/papers.md).
 
-    python bench/equality_bench.py OUT_DIR
+    python perf/equality_bench.py OUT_DIR
 
-`main(out_dir)` returns the results as a dict (bench/run.py records them in BENCHMARKS.md).
+`main(out_dir)` returns the results as a dict (perf/run.py records them in BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from measure import measure  # bench/measure.py: this script's directory is on sys.path
+from measure import measure  # perf/measure.py: this script's directory is on sys.path
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import shortest_path
 
@@ -57,7 +57,7 @@ def router_graph(n: int, sa, sb) -> csr_matrix:
 
 def generate(out: Path) -> list[dict]:
     from run import (
-        ibsim_load,  # bench/run.py's stock reference (imported here: run.py imports this module)
+        ibsim_load,  # perf/run.py's stock reference (imported here: run.py imports this module)
     )
 
     rows = []
@@ -197,5 +197,5 @@ def main(out: Path) -> dict:
 
 
 if __name__ == "__main__":
-    r = main(Path(sys.argv[1] if len(sys.argv) > 1 else ROOT / "bench" / "out" / "equality"))
+    r = main(Path(sys.argv[1] if len(sys.argv) > 1 else ROOT / "perf" / "out" / "equality"))
     print(markdown(r))

@@ -1,6 +1,6 @@
 """Paper 004 (Skywalk): generation speed, all-pairs Fastest Routing speed, and Fig. 5 reproduced.
 
-    .venv/bin/python bench/paper004_bench.py [--out bench/out/paper004] [--quick]
+    .venv/bin/python perf/paper004_bench.py [--out perf/out/paper004] [--quick]
 
 (a) the seven 2,048-switch fabrics of section III-B (and Skywalk(8,256,7,12)) generated with their
     layouts by `ibtool topo ... --json`, one fresh process each; networkx's generators for the
@@ -302,7 +302,7 @@ def main(out: Path, quick: bool = False, only: str = "") -> dict:
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default=str(ROOT / "bench" / "out" / "paper004"))
+    ap.add_argument("--out", default=str(ROOT / "perf" / "out" / "paper004"))
     ap.add_argument("--quick", action="store_true", help="one seed window for Skywalk and Random")
     ap.add_argument("--only", choices=["complete", "fig5"], default="",
                     help="section (d) only, or the Fig. 5 drawing only (seed 1 instances, with Skywalk --complete)")

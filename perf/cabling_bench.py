@@ -10,7 +10,7 @@ longer than its rate's copper limit, every cable at least the straight line betw
 every label three lines of at most 20 characters; and a re-plan after a port swap in cables.csv
 keeps every cable ID and stage.
 
-    .venv/bin/python bench/cabling_bench.py [OUT]
+    .venv/bin/python perf/cabling_bench.py [OUT]
 """
 
 from __future__ import annotations
@@ -97,4 +97,4 @@ def main(out: Path) -> list[dict]:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1] if len(sys.argv) > 1 else ROOT / "bench" / "out" / "cabling"))
+    main(Path(sys.argv[1] if len(sys.argv) > 1 else ROOT / "perf" / "out" / "cabling"))

@@ -1,4 +1,4 @@
-"""The tree families' measurements (issue 13), run by `bench/run.py --only trees`.
+"""The tree families' measurements (issue 13), run by `perf/run.py --only trees`.
 
   gen      `ibtool topo fattree --k 18 --n 4` (104,976 HCAs) and `ibtool topo kantc --k 8 --n 4`
            (126,976 HCAs): build + write in a fresh process, wall time and peak RSS (target:

@@ -15,8 +15,8 @@ degraded at OpenSM's first sweep, routed by each candidate, on ibsim:
   out where the fabric is small enough to ask for every pair, `--path-sls-max` pairs; else VL 0
   only, which is the whole answer for updn, dor and minhop, and "not checked" for nue and dfsssp).
 
-    .venv/bin/python bench/hdor_fallback_bench.py [OUT] [--sizes 4,8,12] [--engines updn,nue,...]
-    # heavy (12^3): flock /tmp/ibtool-heavy.lock .venv/bin/python bench/hdor_fallback_bench.py
+    .venv/bin/python perf/hdor_fallback_bench.py [OUT] [--sizes 4,8,12] [--engines updn,nue,...]
+    # heavy (12^3): flock /tmp/ibtool-heavy.lock .venv/bin/python perf/hdor_fallback_bench.py
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ def run(net: Path, roots: Path, engine: str, out: Path, path_sls_max: int, hcas:
 
 
 def main(out: Path, quick: bool = False, sizes=(4, 8, 12), engines=ENGINES, path_sls_max: int = 5000) -> list[dict]:
-    """The runs (bench/run.py calls it as the section hdor_fallback; --quick: KNS 4^3 only)."""
+    """The runs (perf/run.py calls it as the section hdor_fallback; --quick: KNS 4^3 only)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     res = {"started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "runs": []}
@@ -138,7 +138,7 @@ def main(out: Path, quick: bool = False, sizes=(4, 8, 12), engines=ENGINES, path
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("out", nargs="?", default=str(ROOT / "bench" / "out" / "hdor_fallback"))
+    ap.add_argument("out", nargs="?", default=str(ROOT / "perf" / "out" / "hdor_fallback"))
     ap.add_argument("--sizes", default="4,8,12")
     ap.add_argument("--engines", default=",".join(ENGINES))
     ap.add_argument("--path-sls-max", type=int, default=5000, help="HCA pairs up to which VL engines are checked "

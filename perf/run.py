@@ -1,6 +1,6 @@
 """`make bench`: the measurements behind BENCHMARKS.md, each against the stock tool in the same run.
 
-    .venv/bin/python bench/run.py [--only gen,sim,engines,verify] [--quick] [--out bench/out]
+    .venv/bin/python perf/run.py [--only gen,sim,engines,verify] [--quick] [--out perf/out]
 
 Sections:
   gen      generate + write large KNS plans (16-ary 3-direct; >= 100,000 HCAs), time and peak
@@ -9,8 +9,8 @@ Sections:
   engines  OpenSM's routing step (-D 0x07: 'building routing with' -> 'tables configured') of
            hdor vs minhop, dor, updn (indirect switches as roots), dfsssp, lash, nue on KNS from
            36 to ~2,000+ switches, each capped at 300 s
-  and one section per module bench/<name>_bench.py (found, not listed: a new benchmark is one
-  module with a `main(out: Path[, quick: bool]) -> list[dict]`), e.g. verify (bench/verify_bench.py)
+  and one section per module perf/<name>_bench.py (found, not listed: a new benchmark is one
+  module with a `main(out: Path[, quick: bool]) -> list[dict]`), e.g. verify (perf/verify_bench.py)
 Results: OUT/results.json and OUT/results.md (tables pasted into BENCHMARKS.md).
 """
 
@@ -167,7 +167,7 @@ def markdown(results: dict) -> str:
 
 
 def sections() -> dict:
-    """The benchmark modules beside this script (bench/<name>_bench.py), by name."""
+    """The benchmark modules beside this script (perf/<name>_bench.py), by name."""
     here = Path(__file__).resolve().parent  # on sys.path: this script lives there
     return {p.stem[:-len("_bench")]: importlib.import_module(p.stem) for p in sorted(here.glob("*_bench.py"))}
 
@@ -175,7 +175,7 @@ def sections() -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", default=",".join(["gen", "sim", "engines", *sections()]))
-    ap.add_argument("--out", default=str(ROOT / "bench" / "out"))
+    ap.add_argument("--out", default=str(ROOT / "perf" / "out"))
     ap.add_argument("--quick", action="store_true", help="small engine sweep (no 16-ary 3-direct)")
     ap.add_argument("--cap", type=int, default=300, help="seconds per OpenSM run")
     a = ap.parse_args()

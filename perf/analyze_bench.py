@@ -10,11 +10,11 @@
     all_pairs_dijkstra_path_length computing the same two routings on the same weighted graph
     (target: ibtool >= 10x faster).
 
-    python bench/analyze_bench.py OUT_DIR
-    python bench/analyze_bench.py --networkx-distances NET      # reference steps, run as
-    python bench/analyze_bench.py --networkx-latency NET LAYOUT #   their own processes
+    python perf/analyze_bench.py OUT_DIR
+    python perf/analyze_bench.py --networkx-distances NET      # reference steps, run as
+    python perf/analyze_bench.py --networkx-latency NET LAYOUT #   their own processes
 
-`main(out_dir)` returns the results as a dict (bench/run.py records them in BENCHMARKS.md).
+`main(out_dir)` returns the results as a dict (perf/run.py records them in BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from measure import measure  # bench/measure.py: this script's directory is on sys.path
+from measure import measure  # perf/measure.py: this script's directory is on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -175,4 +175,4 @@ if __name__ == "__main__":
     elif a.networkx_latency:
         print(json.dumps(networkx_latency(*a.networkx_latency)))
     else:
-        print(json.dumps(main(a.out or ROOT / "bench" / "out" / "analyze"), indent=2))
+        print(json.dumps(main(a.out or ROOT / "perf" / "out" / "analyze"), indent=2))

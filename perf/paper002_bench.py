@@ -1,13 +1,13 @@
 """Paper 002's comparison networks at the paper's scale: Slim Fly q = 23 (1,058 routers, 18 HCAs
 each) and the canonical Dragonfly a = 16, p = 8, h = 8 (2,064 routers, 16,512 HCAs).
 
-    flock /tmp/ibtool-heavy.lock .venv/bin/python bench/paper002_bench.py [--out bench/out/paper002]
+    flock /tmp/ibtool-heavy.lock .venv/bin/python perf/paper002_bench.py [--out perf/out/paper002]
 
 (a) `ibtool topo slimfly --q 23` and `ibtool topo dragonfly-canonical --a 16 --p 8 --h 8`, one
     fresh process each: wall time and peak RSS;
 (b) `ibtool analyze PLAN --bisection heuristic --json`, fresh process: wall, peak RSS, each stage's
     seconds; beside it, in the same run, networkx's all_pairs_shortest_path_length on the same
-    router graph (bench/analyze_bench.py --networkx-distances, its own process) for the distance
+    router graph (perf/analyze_bench.py --networkx-distances, its own process) for the distance
     stage, whose diameter and average distance must agree;
 (c) paper 002's Fig. 4 points: b_r = B / Phi from analyze's bisection (METIS, an upper bound of
     the minimum) against the caption's B / Phi (SF: 60,736 of 370,300 Gb/s; DF: 41,666 of
@@ -50,7 +50,7 @@ def bench_point(out: Path, label: str, family: str, args: list[str], paper_b: fl
                       "bisection_method": b.get("method"), "b_r": b.get("b_r"), "B_r": b.get("B_r"),
                       "cables": b.get("cables"), "inter_switch_cables": b.get("inter_switch_cables")}
     print(label, "analyze", row["analyze"], flush=True)
-    r, ref = run_json([PY, ROOT / "bench" / "analyze_bench.py", "--networkx-distances", plan / "topology.net"],
+    r, ref = run_json([PY, ROOT / "perf" / "analyze_bench.py", "--networkx-distances", plan / "topology.net"],
                       timeout=7200)
     row["networkx_distances"] = {"seconds": ref.get("seconds"), "process_seconds": r["seconds"],
                                  "peak_rss_mib": r["peak_rss_mib"], "diameter": ref.get("diameter"),
@@ -119,6 +119,6 @@ def main(out: Path, quick: bool = False) -> dict:
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default=str(ROOT / "bench" / "out" / "paper002"))
+    ap.add_argument("--out", default=str(ROOT / "perf" / "out" / "paper002"))
     a = ap.parse_args()
     sys.exit(0 if main(Path(a.out).resolve())["ok"] else 1)

@@ -15,8 +15,8 @@ stock engines in the same run; the degraded pass against the fault-free one; the
     12^3 (`--quick`: 6^3) with 1 % of its cables down against its complete self (`ibtool route hdor
     --baseline`), and `ibtool verify all` of that fault step end to end (a `sim run --faults` run).
 
-    .venv/bin/python bench/hdor_speed_bench.py OUT [--quick] [--only a,b,c] [--plugin-dir DIR]
-            [--fabrics 8,12,16,16h8]      # or: bench/run.py --only hdor_speed
+    .venv/bin/python perf/hdor_speed_bench.py OUT [--quick] [--only a,b,c] [--plugin-dir DIR]
+            [--fabrics 8,12,16,16h8]      # or: perf/run.py --only hdor_speed
 Heavy runs take /tmp/ibtool-heavy.lock (the machine is shared).
 """
 
@@ -254,7 +254,7 @@ def main(out: Path, quick: bool = False, parts: str = "a,b,c", plugin_dir: Path 
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("out", nargs="?", default=str(ROOT / "bench" / "out" / "hdor_speed"))
+    ap.add_argument("out", nargs="?", default=str(ROOT / "perf" / "out" / "hdor_speed"))
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--only", default="a,b,c")
     ap.add_argument("--plugin-dir", default=str(opensm.PLUGIN_DIR))

@@ -10,7 +10,7 @@ did before), in the same run on the same live fabric: ibsim + a long-running Ope
   256), saquery on a sample of SAMPLE pairs (its time for all pairs extrapolated from it: it would
   take hours), the sample's answers compared with the bulk's.
 
-    .venv/bin/python bench/path_sls_bench.py [OUT] [--quick]     # --quick: KNS 3^3 only
+    .venv/bin/python perf/path_sls_bench.py [OUT] [--quick]     # --quick: KNS 3^3 only
 """
 
 from __future__ import annotations
@@ -123,5 +123,5 @@ def main(out: Path, quick: bool = False) -> list[dict]:
 
 if __name__ == "__main__":
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    for row in main(Path(args[0]) if args else ROOT / "bench" / "out" / "path_sls", quick="--quick" in sys.argv):
+    for row in main(Path(args[0]) if args else ROOT / "perf" / "out" / "path_sls", quick="--quick" in sys.argv):
         print(json.dumps(row))

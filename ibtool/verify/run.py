@@ -1,0 +1,242 @@
+"""`ibtool verify all`: every check on a run directory (`ibtool sim run`, `ibtool collect`, each
+step of `sim run --faults`), as a library function the CLI calls.
+
+    rep, steps = run.verify_all(Path("run"), say=print)   # the report; each step's (fault scenario)
+    rep["ok"]
+
+The pipeline: the fabric as discovered against the plan (topology, with the cable list's IDs),
+hdor's coordinates, every route (delivery, minimality, deadlock freedom, balance, hdor's
+expectations), cable health where port counters were read, and the run's own verdict. A fault
+scenario's steps are each verified against the plan without what was down then, and against
+step 0 (the reference hdor degrades from, the routes a fault did not touch).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ibtool import rundir
+from ibtool.errors import InputError
+from ibtool.formats import ibnetdiscover, node_name_map
+from ibtool.verify import report
+
+
+def verify_all(run_dir: Path, plan=None, nnm=None, expect: str | None = None, permutations: int = 16,
+               say=None, warn=None) -> tuple[dict, list[tuple[Path, dict]]]:
+    """The report of RUN_DIR and, for a fault scenario (OUT/step-N/), each step's report in
+    step order ([] for one run). plan: a plan directory or net file (default: the one the run's
+    summary names); nnm: a node-name-map; expect: "hdor" or "none" (default: hdor when hdor
+    configured the tables); say(line): progress; warn(line): the discovery's warnings."""
+    say = say or (lambda m: None)
+    run_dir = Path(run_dir)
+    steps = rundir.steps(run_dir)
+    if not steps or rundir.fabric(run_dir).is_file():
+        return verify_run(run_dir, plan, nnm, expect, permutations, say, warn=warn), []
+    # each step against its own expected.net (the plan without what was down then), and
+    # against step 0 (before any fault): the reference and the routes a fault did not touch
+    before = before_faults(steps[0], nnm, expect)
+    reps = []
+    for st in steps:
+        say(f"verifying {st.name}")
+        reps.append((st, verify_run(st, None, nnm, expect, permutations, lambda m: None,
+                                    before if st != steps[0] else None, warn=warn)))
+    rep = {"schema": report.SCHEMA, "ok": all(r["ok"] for _, r in reps), "inputs": {"run": str(run_dir)},
+           "steps": {d.name: r for d, r in reps}}
+    return rep, reps
+
+
+def verify_run(run_dir: Path, plan, nnm, expect, permutations, say, before: dict | None = None, warn=None) -> dict:
+    """Every check of `verify all` on one run directory; the report. before: before_faults() of
+    the scenario's step 0 when this is a later step; warn(line): the discovery's warnings."""
+    disc = rundir.fabric(run_dir)
+    if not disc.is_file():
+        raise InputError(f"no {rundir.FABRIC} here (not an `ibtool sim run` output directory?)", path=str(run_dir))
+    summary = rundir.summary(run_dir)
+    skipped = None
+    from_summary = plan is None
+    if plan is None and summary.get("net"):
+        plan = rundir.plan_of(run_dir, summary["net"])
+        if plan is None:
+            skipped = f"skipped: plan {summary['net']} not found"
+    lfts, sl, psl, dump = rundir.lfts(run_dir), rundir.sl2vl(run_dir), rundir.path_sls(run_dir), rundir.hdor_dump(run_dir)
+    engine = summary.get("engine")
+    if expect is None:
+        expect = "hdor" if engine == "hdor" else "none"
+    names = node_name_map.read(nnm) if nnm else None
+    f = ibnetdiscover.read(disc, names)
+    for w in f.discovery.get("warnings", ()):
+        (warn or (lambda m: None))(w)
+    sections: dict = {}
+    inputs = {"run": str(run_dir), "plan": str(plan) if plan else None, "lfts": str(lfts),
+              "sl2vl": str(sl) if sl else None, "path_sls": str(psl) if psl else None,
+              "engine": engine, "expect": expect}
+    to_plan = p = None
+    if plan:
+        from ibtool.verify import topology
+        say(f"topology against {plan}")
+        net = Path(plan) / "topology.net" if Path(plan).is_dir() else plan  # a plan directory or its net file
+        try:
+            p = ibnetdiscover.read(net)
+        except InputError as e:
+            if not from_summary:
+                raise
+            raise InputError(f"{e} (the plan named by {run_dir / rundir.SUMMARY})") from None
+        t = topology.compare(p, f, names=bool(names))
+        sections["topology"] = t.as_dict()
+        cl = cables_for(plan)  # findings in cable IDs, labels and places, as `verify topology` gives them
+        if cl is not None:
+            from ibtool.verify import cables as cable_list
+            cable_list.annotate(sections["topology"], cl)
+        to_plan = t.to_plan
+    ref = None
+    if dump or expect == "hdor":
+        from ibtool.formats import hdor_dump
+        from ibtool.verify import coords
+        say("coordinates")
+        desc = None
+        if (run_dir / rundir.HDOR_CONF).is_file() and not before:  # the description hdor ran with (sim run --hdor-conf)
+            from ibtool.formats import hdor_conf
+            desc = hdor_conf.read(run_dir / rundir.HDOR_CONF)
+        c = coords.verify(f, hdor_dump.read(dump) if dump else None, p, to_plan,
+                          baseline=before and before["ref"], plan_baseline=before and before["plan"], description=desc)
+        ref = c.get("_reference")
+        sections["coords"] = c
+    if lfts.is_file():
+        base = (before["fabric"], before["tables"]) if before and expect == "hdor" else None
+        if base is None and expect == "hdor" and ref is not None and ref.kns is not None:
+            base = ref.kns  # degraded from the first sweep: the KNS hdor routed against (docs/hdor.md section 7)
+        sections["routes"] = check_routes(disc, lfts, sl, expect if expect == "hdor" else None,
+                                     permutations, say, f=f, ref=ref, path_sls=psl,
+                                     engine=engine, baseline=base)
+    else:
+        raise InputError(f"no {rundir.LFTS} nor {rundir.OSM}/{rundir.OSM_LFTS}: no forwarding tables to verify",
+                         path=str(run_dir))
+    if rundir.perfquery(run_dir):
+        say("cable health")
+        sections["health"] = check_health(run_dir, f, None, {}, cables_for(plan))
+    elif summary.get("changes_counters"):  # a fault step set port errors: no counters, no health verdict
+        c = summary.get("counters") or {}
+        failed = c.get("failed") or []
+        why = failed[0].get("error") if failed else f"{rundir.PERFQUERY} is missing" if c.get("ports") else \
+            "no port answered perfquery"
+        sections["health"] = {"ok": False, "not_run": f"the step set port counters but none were collected ({why})"}
+    if summary.get("kind") == "collect":
+        failed = [k for k, v in (summary.get("items") or {}).items() if isinstance(v, dict) and not v.get("ok")]
+        sections["run"] = {"ok": not failed, "collect": True, "failed": failed}
+    elif summary:
+        ok = summary.get("ok", summary.get("subnet_up")) is True and not summary.get("interrupted")
+        requested = summary.get("requested") or summary.get("engines") or []
+        declined = summary.get("hdor_declined") if "hdor" in requested and engine != "hdor" else None
+        sections["run"] = {"ok": ok and not declined, "engine": engine, "subnet_up": summary.get("subnet_up"),
+                           "fallback": summary.get("fallback"), "interrupted": summary.get("interrupted", False),
+                           "hdor_declined": (declined or "no reason logged") if "hdor" in requested and engine
+                           and engine != "hdor" else None}
+    rep = report.build(inputs, sections)
+    if skipped:
+        rep["checks"].insert(0, {"name": "topology", "ok": True, "info": True, "summary": skipped})
+    return rep
+
+
+def before_faults(step0: Path, nnm, expect) -> dict | None:
+    """Step 0 of a fault scenario, for the steps after it: its fabric and tables, and — when hdor
+    routed it (or --expect hdor) — the hdor reference of it and of its plan, the remembered KNS the
+    degraded passes start from (docs/hdor.md section 6)."""
+    from ibtool.formats import lft
+    from ibtool.routing import hdor
+    from ibtool.routing.lids import assign_lids
+    disc, lfts = rundir.fabric(step0), rundir.lfts(step0)
+    if not disc.is_file() or not lfts.is_file():
+        return None
+    f0 = ibnetdiscover.read(disc, node_name_map.read(nnm) if nnm else None)
+    out = {"fabric": f0, "tables": lft.read(lfts), "ref": None, "plan": None}
+    if (expect or ("hdor" if rundir.summary(step0).get("engine") == "hdor" else None)) != "hdor":
+        return out
+    try:
+        r0 = hdor.compute(f0)
+    except hdor.NotKNS:
+        return out  # each step then says why it has no reference
+    # degraded from the start: the later steps are routed against the KNS hdor completed it to
+    out["ref"] = (f0, r0) if r0.kns is None else (r0.kns[0], hdor.compute(r0.kns[0], first_sight=False))
+    plan0 = step0 / rundir.EXPECTED
+    if plan0.is_file():
+        p0 = ibnetdiscover.read(plan0)
+        assign_lids(p0)
+        try:
+            out["plan"] = (p0, hdor.compute(p0))
+        except hdor.NotKNS:
+            pass
+    return out
+
+
+def read_fabric(path: Path, names: dict | None = None):
+    """An ibnetdiscover dump / ibsim net file, or OpenSM's opensm-subnet.lst (told apart by content)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            head = next((ln for ln in fh if ln.strip()), "")
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror}", path=str(path)) from None
+    if head.lstrip().startswith("{"):
+        from ibtool.formats import opensm_subnet_lst
+        return opensm_subnet_lst.read(path, names)
+    return ibnetdiscover.read(path, names)
+
+
+def check_routes(fabric: Path, lfts: Path, sl2vl_path: Path | None, expect: str | None, permutations: int, say,
+            f=None, ref=None, balance: bool = True, path_sls: Path | None = None, engine: str | None = None,
+            baseline=None) -> dict:
+    """The routes section of a report: the tables at `lfts` traced on the fabric at `fabric`."""
+    from ibtool.formats import lft, pathrecord, sl2vl
+    from ibtool.verify import routes
+    f = f or read_fabric(fabric)
+    if not f.port_lids:
+        raise InputError("no LIDs in this fabric (a plan? use the ibnetdiscover output of the running fabric)",
+                         path=str(fabric))
+    say(f"reading {lfts}")
+    t = lft.read(lfts)
+    s = sl2vl.read(sl2vl_path) if sl2vl_path else None
+    psl = pathrecord.read(path_sls) if path_sls else None
+    if expect == "hdor" and ref is None:
+        from ibtool.routing import hdor
+        try:
+            ref = hdor.compute(f)
+        except hdor.NotKNS as e:
+            ref = None
+            say(str(e))
+    try:
+        return routes.verify(f, t, s, expect, ref, permutations=permutations, progress=say, balance=balance,
+                             path_sls=psl, engine=engine, baseline=baseline)
+    except InputError as e:
+        if e.path is None:  # about the fabric itself (duplicate LIDs, too many switches): name its file
+            raise InputError(str(e), path=str(fabric)) from None
+        raise
+
+
+def cables_for(plan: Path | None):
+    """The plan's cable list (`ibtool cabling` writes PLAN/cabling/cables.csv), when there is one."""
+    if plan is None:
+        return None
+    from ibtool.verify import cables
+    found = cables.find(Path(plan))
+    return cables.read(found) if found else None
+
+
+def _counters(run_dir: Path, f):
+    from ibtool.formats import perfquery
+    from ibtool.verify.health import port_counters
+    return port_counters(f, perfquery.read(run_dir / rundir.PERFQUERY))
+
+
+def check_health(run_dir: Path, f, baseline: Path | None, thresholds: dict, cables: dict | None) -> dict:
+    from ibtool.verify import health
+    base = hours = None
+    if baseline is not None:
+        b = Path(baseline)
+        if not rundir.perfquery(b):
+            raise InputError(f"no {rundir.PERFQUERY} here (not an `ibtool collect` run?)", path=str(b))
+        base = _counters(b, f)
+        t0 = rundir.summary(b).get("epoch")
+        t1 = rundir.summary(run_dir).get("epoch")
+        if isinstance(t0, (int, float)) and isinstance(t1, (int, float)) and t1 > t0:
+            hours = (t1 - t0) / 3600
+    return health.check(f, _counters(run_dir, f), baseline=base, hours=hours, thresholds=thresholds,
+                        cables=cables)
