@@ -14,6 +14,12 @@ IBTOOL = [sys.executable, "-m", "ibtool.cli.main"]
 # (IBTOOL_TESTS=full) runs them whole.
 FULL = os.environ.get("IBTOOL_TESTS") == "full"
 
+
+def sample(items: list, every: int) -> list:
+    """All of an exhaustive loop's items in `make test-full`, every `every`-th (a fixed sample that
+    still spans the list) in `make test`."""
+    return list(items) if FULL else list(items)[::every]
+
 # A small instance of every family `ibtool topo list` shows (`ibtool topo FAMILY *SMALL[FAMILY]`); a
 # family added without one fails tests/cabling/test_cabling.py.
 SMALL = {
