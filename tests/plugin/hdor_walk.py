@@ -36,9 +36,10 @@ def libhdor() -> Path:
 CONFIGURED = re.compile(r"(\S+) tables configured on all switches")
 
 
-def settle(read_log, before: int, timeout: float = 120, quiet: float = 3) -> str:
+def settle(read_log, before: int, timeout: float = 120, quiet: float = 2) -> str:
     """Wait until OpenSM (its log text from `read_log()`) configured tables more than `before`
-    times, reached SUBNET UP (its dumps are written just before) and stayed quiet for `quiet` s;
+    times, reached SUBNET UP (its dumps are written just before) and stayed quiet for `quiet` s
+    (two of the tests' 1 s sweep intervals: a change a sweep missed is swept again within one);
     the engine that configured the last tables."""
     deadline = time.monotonic() + timeout
     while True:

@@ -94,7 +94,7 @@ class Live:
         return self.lf.opensm_log.read_text(errors="replace")
 
     def settle(self, before: int, timeout: float = 120) -> str:
-        return settle(self.log, before, timeout, quiet=2)
+        return settle(self.log, before, timeout)
 
     def fault(self, spec: str, up: bool = False):
         before = len(CONFIGURED.findall(self.log()))
