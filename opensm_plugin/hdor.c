@@ -855,6 +855,29 @@ static int uf_find(int *uf, int x)
 	return x;
 }
 
+/* uf: the routers joined through every group whose dimension is not d (a group's dimension is
+ * dims[g], or its own .dim without dims); both coordinate passes (complete, first sight) ask it */
+static void join_other_dimensions(const hdor_pass_t *P, int *uf, const int *dims, int d)
+{
+	int r, g;
+	uint32_t j;
+
+	for (r = 0; r < P->nr; r++)
+		uf[r] = r;
+	for (g = 0; g < P->ng; g++) {
+		const hgrp_t *G = &P->grp[g];
+		int a;
+		if ((dims ? dims[g] : G->dim) == d)
+			continue;
+		a = uf_find(uf, P->gmem[G->moff]);
+		for (j = 1; j < G->mn; j++) {
+			int b = uf_find(uf, P->gmem[G->moff + j]);
+			if (a != b)
+				uf[b] = a;
+		}
+	}
+}
+
 /* with every router's coordinates (P->coord) and every group's dimension: the routers are a
  * bijection onto [0,k)^n, and each group's members are a line of its dimension (coordinates
  * P->gcoord, members by coordinate) */
@@ -1032,23 +1055,9 @@ static int dims_and_coords(hdor_ctx_t *ctx, hdor_pass_t *P)
 	for (d = 0; d < n; d++) {
 		int A = P->rg[P->r0 * n + d], ncomp = 0;
 		hgrp_t *GA = &P->grp[A];
-		for (r = 0; r < P->nr; r++) {
-			uf[r] = r;
+		for (r = 0; r < P->nr; r++)
 			comp[r] = -1;
-		}
-		for (g = 0; g < P->ng; g++) {
-			hgrp_t *G = &P->grp[g];
-			uint32_t j;
-			int a;
-			if (G->dim == (int)d)
-				continue;
-			a = uf_find(uf, P->gmem[G->moff]);
-			for (j = 1; j < G->mn; j++) {
-				int b = uf_find(uf, P->gmem[G->moff + j]);
-				if (a != b)
-					uf[b] = a;
-			}
-		}
+		join_other_dimensions(P, uf, NULL, (int)d);
 		for (r = 0; r < P->nr; r++)
 			if (uf_find(uf, r) == r)
 				ncomp++;
@@ -5005,22 +5014,9 @@ static hdor_kns_t *first_sight(hdor_ctx_t *ctx, hdor_pass_t *P, unsigned *nphr, 
 		for (l = 0; l < P->rt[rs].gn; l++)
 			if (cls[P->rgl[P->rt[rs].goff + l]] == (int)d)
 				A = &P->grp[P->rgl[P->rt[rs].goff + l]];
-		for (r = 0; r < P->nr; r++) {
-			uf[r] = r;
+		for (r = 0; r < P->nr; r++)
 			val[r] = -1;
-		}
-		for (g = 0; g < P->ng; g++) {
-			const hgrp_t *G = &P->grp[g];
-			int a;
-			if (cls[g] == (int)d)
-				continue;
-			a = uf_find(uf, P->gmem[G->moff]);
-			for (j = 1; j < G->mn; j++) {
-				int b = uf_find(uf, P->gmem[G->moff + j]);
-				if (a != b)
-					uf[b] = a;
-			}
-		}
+		join_other_dimensions(P, uf, cls, (int)d);
 		for (j = 0; j < A->mn; j++) {
 			int c = uf_find(uf, P->gmem[A->moff + j]);
 			if (val[c] >= 0)
