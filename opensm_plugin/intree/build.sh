@@ -5,7 +5,8 @@
 #   <build dir>/opensm -R hdor ...
 # Steps: fetch + unpack the .orig tarball (fetch.sh), apply intree/*.patch (enum, static
 # routing module row, Makefile.am, file ids, opensm/osm_ucast_hdor.c), copy ../hdor.c next to
-# osm_ucast_hdor.c, autoreconf, configure, make -j2, make install. Re-running rebuilds only what
+# osm_ucast_hdor.c, autoreconf, configure (shared libraries only), make -j2 and make install of
+# the parts opensm needs. Re-running rebuilds only what
 # changed (e.g. after editing hdor.c).
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -48,15 +49,21 @@ if [ ! -x configure ]; then
 fi
 if [ ! -f Makefile ]; then
     echo "intree: configure"
-    ./configure --prefix="$BUILD/inst" --sysconfdir="$BUILD/inst/etc" >"$BUILD/configure.log" 2>&1 ||
+    # shared libraries only: libtool would compile every source a second time for static ones
+    ./configure --prefix="$BUILD/inst" --sysconfdir="$BUILD/inst/etc" --disable-static >"$BUILD/configure.log" 2>&1 ||
         { tail -n 30 "$BUILD/configure.log"; exit 1; }
 fi
 echo "intree: make -j$JOBS (log: $BUILD/make.log)"
 # opensm/hdor.c is #included by osm_ucast_hdor.c: make its object depend on it explicitly
 touch -r opensm/hdor.c opensm/hdor.c
 if [ opensm/hdor.c -nt opensm/osm_ucast_hdor.c ]; then touch opensm/osm_ucast_hdor.c; fi
-make -j"$JOBS" >"$BUILD/make.log" 2>&1 || { grep -E "error|Error" "$BUILD/make.log" | tail -n 30; exit 1; }
-make install >"$BUILD/install.log" 2>&1 || { tail -n 30 "$BUILD/install.log"; exit 1; }
+# the parts opensm needs, in their order: not osmtest (a separate SA test client)
+: >"$BUILD/make.log"
+: >"$BUILD/install.log"
+for part in complib libopensm libvendor opensm include; do
+    make -C "$part" -j"$JOBS" >>"$BUILD/make.log" 2>&1 || { grep -E "error|Error" "$BUILD/make.log" | tail -n 30; exit 1; }
+    make -C "$part" install >>"$BUILD/install.log" 2>&1 || { tail -n 30 "$BUILD/install.log"; exit 1; }
+done
 ln -sf inst/sbin/opensm "$BUILD/opensm"
 "$BUILD/opensm" --version 2>/dev/null | head -n 3 || true
 grep -q '"hdor"' opensm/osm_opensm.c
