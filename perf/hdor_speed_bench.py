@@ -13,7 +13,9 @@ stock engines in the same run; the degraded pass against the fault-free one; the
     fault-free re-sweep and the first pass.
 (c) The Python reference: `hdor.compute` of the complete KNS 16^3 (`--quick`: 8^3), and of KNS
     12^3 (`--quick`: 6^3) with 1 % of its cables down against its complete self (`ibtool route hdor
-    --baseline`), and `ibtool verify all` of that fault step end to end (a `sim run --faults` run).
+    --baseline`), and `ibtool verify all` of that fault step end to end (a `sim run --faults` run with
+    every HCA pair's path SL, as a user's has; made once, reused by a later run in the same OUT):
+    its wall time and its report's seconds per stage (`timings`), verdicts and check lines.
 
     .venv/bin/python perf/hdor_speed_bench.py OUT [--quick] [--only a,b,c] [--plugin-dir DIR]
             [--fabrics 8,12,16,16h8]      # or: perf/run.py --only hdor_speed
@@ -227,14 +229,28 @@ def part_c(out: Path, quick: bool) -> dict:
                          log_flags="0x47")
         ref = measure([*IBTOOL, "route", "hdor", "--fabric", run / "step-1" / "ibnetdiscover.out", "--baseline",
                        run / "step-0" / "ibnetdiscover.out", "--out", out / "c" / "degraded.lft", "--json"], cwd=ROOT)
-        ver = measure([*IBTOOL, "verify", "all", run, "--json"], cwd=ROOT, timeout=7200)
+        ver = measure([*IBTOOL, "verify", "all", run, "--json"], cwd=ROOT, timeout=7200, stdout=out / "c" / "verify.json")
     row["degraded"] = {"fabric": f"KNS {k}-ary 3-direct, {len(down)} cables down", "route_hdor_s": ref["seconds"],
                        "route_hdor_cpu_s": ref["cpu_seconds"], "route_hdor_rss_mib": ref["peak_rss_mib"], "exit": ref["exit"]}
     row["verify_all"] = {"seconds": ver["seconds"], "cpu_s": ver["cpu_seconds"], "peak_rss_mib": ver["peak_rss_mib"],
-                         "exit": ver["exit"]}
+                         "exit": ver["exit"], **verdicts(out / "c" / "verify.json")}
     row["load_after"] = load()
     print(json.dumps(row), flush=True)
     return row
+
+
+def verdicts(report: Path) -> dict:
+    """`verify all --json`'s verdict, its seconds per stage (each step's `timings`) and each step's
+    check lines (the hdor tables against the reference among them)."""
+    try:
+        rep = json.loads(report.read_text())
+    except (OSError, ValueError):
+        return {"report": None}
+    return {"ok": rep.get("ok"), "timings": rep.get("timings"),
+            "steps": {name: {"ok": st.get("ok"), "timings": st.get("timings"),
+                             "checks": [f"{c['name']}: {'ok' if c['ok'] else 'FAIL'}  {c.get('summary', '')}"
+                                        for c in st.get("checks", [])]}
+                      for name, st in (rep.get("steps") or {}).items()}}
 
 
 def main(out: Path, quick: bool = False, parts: str = "a,b,c", plugin_dir: Path = opensm.PLUGIN_DIR,

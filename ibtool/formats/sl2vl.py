@@ -46,9 +46,28 @@ def read(path: str | Path) -> SL2VL:
     out.path = path
     fh = open_input(path)
     cur: dict | None = None
+    parsed: dict[str, tuple] = {}  # a row's 16 VLs by their text: a dump repeats a few rows ~100,000 times
+    ports: dict[tuple[str, str], tuple[int, int]] = {}  # (in, out) by their text
     with fh:
         for ln, raw in enumerate(fh, 1):
             s = raw.strip()
+            m = _ROW.match(s)  # most lines: tried first (a row starts with a digit, a node line never)
+            if m:
+                if cur is None:
+                    raise InputError("SL2VL row before any 'Switch'/'Channel Adapter' line", path=path, line=ln)
+                i, o, text = m.groups()
+                vls = parsed.get(text)
+                if vls is None:
+                    vls = tuple(as_int(x, path, ln) for x in text.split())
+                    if any(v > 15 for v in vls):
+                        raise InputError(f"VL out of range 0..15 in {s[:60]!r}", path=path, line=ln)
+                    parsed[text] = vls
+                key = ports.get((i, o))
+                if key is None:
+                    key = ports[(i, o)] = (check_port(as_int(i, path, ln), path, ln, what="in port"),
+                                           check_port(as_int(o, path, ln), path, ln, what="out port"))
+                cur[key] = vls
+                continue
             if not s or s.startswith("#"):
                 continue
             m = _NODE.match(s)
@@ -59,16 +78,6 @@ def read(path: str | Path) -> SL2VL:
                 cur = out[g] = {}
                 out.kind[g] = m.group(1)
                 out.lines[g] = ln
-                continue
-            m = _ROW.match(s)
-            if m:
-                if cur is None:
-                    raise InputError("SL2VL row before any 'Switch'/'Channel Adapter' line", path=path, line=ln)
-                vls = tuple(as_int(x, path, ln) for x in m.group(3).split())
-                if any(v > 15 for v in vls):
-                    raise InputError(f"VL out of range 0..15 in {s[:60]!r}", path=path, line=ln)
-                cur[(check_port(as_int(m.group(1), path, ln), path, ln, what="in port"),
-                     check_port(as_int(m.group(2), path, ln), path, ln, what="out port"))] = vls
                 continue
             raise InputError(f"unrecognised line {s[:60]!r} (not an opensm-sl2vl.dump?)", path=path, line=ln)
     if not out:

@@ -13,6 +13,7 @@ step 0 (the reference hdor degrades from, the routes a fault did not touch).
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from ibtool import rundir
@@ -28,6 +29,7 @@ def verify_all(run_dir: Path, plan=None, nnm=None, expect: str | None = None, pe
     summary names); nnm: a node-name-map; expect: "hdor" or "none" (default: hdor when hdor
     configured the tables); say(line): progress; warn(line): the discovery's warnings."""
     say = say or (lambda m: None)
+    t0 = time.monotonic()
     run_dir = Path(run_dir)
     steps = rundir.steps(run_dir)
     if not steps or rundir.fabric(run_dir).is_file():
@@ -35,13 +37,15 @@ def verify_all(run_dir: Path, plan=None, nnm=None, expect: str | None = None, pe
     # each step against its own expected.net (the plan without what was down then), and
     # against step 0 (before any fault): the reference and the routes a fault did not touch
     before = before_faults(steps[0], nnm, expect)
+    t_before = time.monotonic() - t0
     reps = []
     for st in steps:
         say(f"verifying {st.name}")
         reps.append((st, verify_run(st, None, nnm, expect, permutations, lambda m: None,
                                     before if st != steps[0] else None, warn=warn)))
     rep = {"schema": report.SCHEMA, "ok": all(r["ok"] for _, r in reps), "inputs": {"run": str(run_dir)},
-           "steps": {d.name: r for d, r in reps}}
+           "steps": {d.name: r for d, r in reps},
+           "timings": {"before_faults_s": round(t_before, 3), "total_s": round(time.monotonic() - t0, 3)}}
     return rep, reps
 
 
@@ -51,6 +55,14 @@ def verify_run(run_dir: Path, plan, nnm, expect, permutations, say, before: dict
     disc = rundir.fabric(run_dir)
     if not disc.is_file():
         raise InputError(f"no {rundir.FABRIC} here (not an `ibtool sim run` output directory?)", path=str(run_dir))
+    timings: dict[str, float] = {}  # seconds per stage, in the report (where a large run's time goes)
+    t0 = time.monotonic()
+    last = [t0]
+
+    def lap(stage: str) -> None:
+        now = time.monotonic()
+        timings[stage] = round(now - last[0], 3)
+        last[0] = now
     summary = rundir.summary(run_dir)
     skipped = None
     from_summary = plan is None
@@ -66,6 +78,7 @@ def verify_run(run_dir: Path, plan, nnm, expect, permutations, say, before: dict
     f = ibnetdiscover.read(disc, names)
     for w in f.discovery.get("warnings", ()):
         (warn or (lambda m: None))(w)
+    lap("read_fabric_s")
     sections: dict = {}
     inputs = {"run": str(run_dir), "plan": str(plan) if plan else None, "lfts": str(lfts),
               "sl2vl": str(sl) if sl else None, "path_sls": str(psl) if psl else None,
@@ -88,6 +101,7 @@ def verify_run(run_dir: Path, plan, nnm, expect, permutations, say, before: dict
             from ibtool.verify import cables as cable_list
             cable_list.annotate(sections["topology"], cl)
         to_plan = t.to_plan
+        lap("topology_s")
     ref = None
     if dump or expect == "hdor":
         from ibtool.formats import hdor_dump
@@ -101,13 +115,16 @@ def verify_run(run_dir: Path, plan, nnm, expect, permutations, say, before: dict
                           baseline=before and before["ref"], plan_baseline=before and before["plan"], description=desc)
         ref = c.get("_reference")
         sections["coords"] = c
+        timings.update({k: round(v, 3) for k, v in c.pop("_timings").items()})
+        lap("coords_s")
     if lfts.is_file():
         base = (before["fabric"], before["tables"]) if before and expect == "hdor" else None
         if base is None and expect == "hdor" and ref is not None and ref.kns is not None:
             base = ref.kns  # degraded from the first sweep: the KNS hdor routed against (docs/hdor.md section 7)
         sections["routes"] = check_routes(disc, lfts, sl, expect if expect == "hdor" else None,
                                      permutations, say, f=f, ref=ref, path_sls=psl,
-                                     engine=engine, baseline=base)
+                                     engine=engine, baseline=base, timings=timings)
+        lap("routes_s")
     else:
         raise InputError(f"no {rundir.LFTS} nor {rundir.OSM}/{rundir.OSM_LFTS}: no forwarding tables to verify",
                          path=str(run_dir))
@@ -131,7 +148,10 @@ def verify_run(run_dir: Path, plan, nnm, expect, permutations, say, before: dict
                            "fallback": summary.get("fallback"), "interrupted": summary.get("interrupted", False),
                            "hdor_declined": (declined or "no reason logged") if "hdor" in requested and engine
                            and engine != "hdor" else None}
+    lap("health_and_run_s")
     rep = report.build(inputs, sections)
+    timings["total_s"] = round(time.monotonic() - t0, 3)
+    rep["timings"] = timings
     if skipped:
         rep["checks"].insert(0, {"name": "topology", "ok": True, "info": True, "summary": skipped})
     return rep
@@ -183,18 +203,25 @@ def read_fabric(path: Path, names: dict | None = None):
 
 def check_routes(fabric: Path, lfts: Path, sl2vl_path: Path | None, expect: str | None, permutations: int, say,
             f=None, ref=None, balance: bool = True, path_sls: Path | None = None, engine: str | None = None,
-            baseline=None) -> dict:
-    """The routes section of a report: the tables at `lfts` traced on the fabric at `fabric`."""
+            baseline=None, timings: dict | None = None) -> dict:
+    """The routes section of a report: the tables at `lfts` traced on the fabric at `fabric`;
+    timings: seconds of its reading and reference stages are added there."""
     from ibtool.formats import lft, pathrecord, sl2vl
     from ibtool.verify import routes
     f = f or read_fabric(fabric)
     if not f.port_lids:
         raise InputError("no LIDs in this fabric (a plan? use the ibnetdiscover output of the running fabric)",
                          path=str(fabric))
+    timings = {} if timings is None else timings
+    t0 = time.monotonic()
     say(f"reading {lfts}")
     t = lft.read(lfts)
+    t1 = time.monotonic()
     s = sl2vl.read(sl2vl_path) if sl2vl_path else None
-    psl = pathrecord.read(path_sls) if path_sls else None
+    t2 = time.monotonic()
+    psl = pathrecord.read_table(path_sls) if path_sls else None
+    t3 = time.monotonic()
+    timings.update(read_lfts_s=round(t1 - t0, 3), read_sl2vl_s=round(t2 - t1, 3), read_path_sls_s=round(t3 - t2, 3))
     if expect == "hdor" and ref is None:
         from ibtool.routing import hdor
         try:
