@@ -231,12 +231,12 @@ def part_c(out: Path, quick: bool, sa_sls: bool = False) -> dict:
             # collection would (pathrecord.write): the same file for verify to read
             scenario_run(net, "hdor", [{"name": f"{len(down)} cables down", "down": down}], run, path_sls=sa_sls,
                          log_flags="0x47")
+        if not (sa_sls or (run / "step-1" / "saquery-paths.out").exists()):
+            for st, base in (("step-0", []), ("step-1", ["--baseline", run / "step-0" / "ibnetdiscover.out"])):
+                measure([*IBTOOL, "route", "hdor", "--fabric", run / st / "ibnetdiscover.out", *base, "--out",
+                         out / "c" / f"{st}.lft", "--path-sls", run / st / "saquery-paths.out"], cwd=ROOT)
         ref = measure([*IBTOOL, "route", "hdor", "--fabric", run / "step-1" / "ibnetdiscover.out", "--baseline",
-                       run / "step-0" / "ibnetdiscover.out", "--out", out / "c" / "degraded.lft", "--json"]
-                      + ([] if sa_sls else ["--path-sls", run / "step-1" / "saquery-paths.out"]), cwd=ROOT)
-        if not sa_sls:  # step 0, a complete KNS: every pair on SL 0, as the SA answers
-            measure([*IBTOOL, "route", "hdor", "--fabric", run / "step-0" / "ibnetdiscover.out", "--out",
-                     out / "c" / "complete.lft", "--path-sls", run / "step-0" / "saquery-paths.out"], cwd=ROOT)
+                       run / "step-0" / "ibnetdiscover.out", "--out", out / "c" / "degraded.lft", "--json"], cwd=ROOT)
         ver = measure([*IBTOOL, "verify", "all", run, "--json"], cwd=ROOT, timeout=7200, stdout=out / "c" / "verify.json")
     row["path_sls_from"] = "the SA" if sa_sls else "the Python reference (ibtool route hdor --path-sls)"
     row["degraded"] = {"fabric": f"KNS {k}-ary 3-direct, {len(down)} cables down", "route_hdor_s": ref["seconds"],
