@@ -6,6 +6,8 @@ IBTOOL  := $(VENV)/bin/ibtool
 PYTEST  := $(VENV)/bin/pytest
 DEMO    ?= demo
 PYTEST_ARGS ?=
+# test workers (pytest-xdist): tests/conftest.py keeps each file on one worker
+TEST_JOBS ?= 2
 
 .PHONY: setup plugin demo test test-full bench clean help
 
@@ -31,10 +33,10 @@ demo: plugin
 
 # the 25 slowest tests are listed at the end: where the 20 minutes go
 test: plugin
-	$(PYTEST) --durations=25 $(PYTEST_ARGS)
+	$(PYTEST) -n $(TEST_JOBS) --dist loadgroup --durations=25 $(PYTEST_ARGS)
 
 test-full: plugin
-	IBTOOL_TESTS=full IBTOOL_FAULT_MATRIX=full $(PYTEST) --durations=50 $(PYTEST_ARGS)
+	IBTOOL_TESTS=full IBTOOL_FAULT_MATRIX=full $(PYTEST) -n $(TEST_JOBS) --dist loadgroup --durations=50 $(PYTEST_ARGS)
 
 bench: plugin
 	$(VENV)/bin/python perf/run.py

@@ -17,3 +17,21 @@ from support import ibtool  # noqa: E402
 @pytest.fixture
 def run_ibtool():
     return ibtool
+
+
+# `make test` runs two pytest-xdist workers (-n 2 --dist loadgroup): most of the suite waits on
+# ibsim, OpenSM, sshd or MPI, and a second worker fills that time. A file is one unit (its module
+# fixtures - an OpenSM build, a fabric, a campaign - are made once, its tests keep their order);
+# the tests of one sshd or Slurm share a unit (one of each per run). Units with real daemons or
+# slow work go first, so the last unit to start is a short one and neither worker idles long.
+SERVICES = {"sshd", "slurm"}
+HEAVY = {"ibsim", "ssh", "slurm", "slow"}
+
+
+def pytest_collection_modifyitems(config, items):
+    group = {}
+    for item in items:
+        group[item] = "services" if SERVICES & set(item.fixturenames) else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group[item]))
+    heavy = {group[i] for i in items if HEAVY & {m.name for m in i.iter_markers()}}
+    items.sort(key=lambda i: group[i] not in heavy)

@@ -58,7 +58,7 @@ def in_process(args: list[str]) -> bool:
     return bool(args) and (args[0] in IN_PROCESS or " ".join(args[:2]) in IN_PROCESS)
 
 
-def _invoke(args: list[str], env: dict | None) -> subprocess.CompletedProcess:
+def invoke_in_process(args: list[str], env: dict | None) -> subprocess.CompletedProcess:
     """`ibtool ARGS` in this process; an exception a real process would die of is its traceback on
     stderr and exit 1, as Python prints it."""
     import traceback
@@ -86,7 +86,7 @@ def ibtool(*args, env=None, check=None, timeout=600):
     """Run the `ibtool` command line, as a user would (see IN_PROCESS for how)."""
     args = [str(a) for a in args]
     if not PROCESS and in_process(args):
-        p = _invoke(args, env)
+        p = invoke_in_process(args, env)
     else:
         p = subprocess.run([*IBTOOL, *args], capture_output=True, text=True, cwd=ROOT,
                            env={**os.environ, **(env or {})}, timeout=timeout)

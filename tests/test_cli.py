@@ -145,7 +145,7 @@ def test_the_suites_in_process_calls_are_what_a_process_prints(tmp_path, args):
     real `ibtool` process gives the same exit code, stdout and stderr for the same arguments."""
     import subprocess
     import sys
-    from support import ROOT, _invoke, in_process
+    from support import ROOT, in_process, invoke_in_process
     assert in_process(args)
     runs = []
     for way in ("process", "in-process"):
@@ -156,7 +156,7 @@ def test_the_suites_in_process_calls_are_what_a_process_prints(tmp_path, args):
             p = subprocess.run([sys.executable, "-m", "ibtool.cli.main", *a], capture_output=True, text=True,
                                cwd=ROOT, timeout=300)
         else:
-            p = _invoke(a, None)
+            p = invoke_in_process(a, None)
         out = re.sub(r'"seconds": [0-9.]+', '"seconds": T', p.stdout.replace(str(d), "D"))  # timings differ
         runs.append((p.returncode, out, p.stderr.replace(str(d), "D")))
         if "--out" in a:

@@ -51,11 +51,21 @@ def kns_inventory(tmp_path: Path) -> Path:
     return write_yaml(tmp_path / "inv.yaml", data)
 
 
-def marked(prefix: str = "") -> list[str]:
+def marked(prefix: str) -> list[str]:
     """Processes of this machine carrying a bench run's mark (what `ps` over ssh would show: both
     inventory hosts are this machine)."""
     found, _ = end_processes(Local(), prefix, kill=False)
     return found.split() if found else []
+
+
+def hpcc_up(out: Path, ranks: int = 1) -> bool:
+    """RANKS HPCC ranks of the campaign in OUT run. By its campaign id (campaign.json names it from
+    the start): under pytest-xdist another test's campaign may run HPCC beside this one."""
+    try:
+        cid = json.loads((out / "campaign.json").read_text())["campaign_id"]
+    except (OSError, ValueError, KeyError):
+        return False
+    return len([x for x in marked(cid) if "(hpcc)" in x]) >= ranks
 
 
 def wait_for(cond, timeout: float, what: str):
@@ -118,7 +128,7 @@ def test_2_interrupt_ends_the_remote_process_tree(sshd, tmp_path, how):
     proc = subprocess.Popen([*IBTOOL, "bench", "run", "-i", str(inv), "-b", "hpcc", "-o", str(out), "--no-progress"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
     try:
-        wait_for(lambda: any("hpcc" in x for x in marked()) or proc.poll() is not None, 120, "hpcc to start")
+        wait_for(lambda: hpcc_up(out, 4) or proc.poll() is not None, 120, "hpcc to start")
         assert proc.poll() is None, proc.communicate()
         cid = json.loads((out / "campaign.json").read_text())["campaign_id"]
         assert len([x for x in marked(cid) if "(hpcc)" in x]) == 4, marked(cid)  # 4 ranks, 2 per "host"
@@ -406,7 +416,7 @@ def test_done_when_a_campaign_interrupted_three_times_ends_like_an_uninterrupted
                                 cwd=REPO)
         # a random point inside a run: once its hpcc ranks are up (a signal sent at a fixed delay
         # once landed after the whole campaign had run on a quiet machine, proving nothing)
-        wait_for(lambda: any("hpcc" in x for x in marked()) or proc.poll() is not None, 120, "hpcc to start")
+        wait_for(lambda: hpcc_up(out) or proc.poll() is not None, 120, "hpcc to start")
         time.sleep(rnd.uniform(0.0, 1.0))
         if proc.poll() is None:
             proc.send_signal(sig)
@@ -477,7 +487,7 @@ def test_2_interrupt_cancels_the_slurm_job(slurm, tmp_path):
         return subprocess.run(["squeue", "-h", "-o", "%i %T"], env=slurm["env"], capture_output=True,
                               text=True).stdout.strip()
     try:
-        wait_for(lambda: any("(hpcc)" in x for x in marked()) or proc.poll() is not None, 180, "hpcc under Slurm")
+        wait_for(lambda: hpcc_up(out) or proc.poll() is not None, 180, "hpcc under Slurm")
         assert proc.poll() is None, proc.communicate()
         assert "RUNNING" in queue()
         proc.send_signal(signal.SIGINT)

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from limits import examples, limit_child, time_bound
 from mutate import FIXTURES, ROOT, mutated, mutated_json
-from support import PROCESS, _invoke, in_process
+from support import PROCESS, in_process, invoke_in_process
 
 settings.load_profile("fuzz")
 
@@ -32,7 +32,7 @@ def ibtool(*args, timeout: float = 120) -> subprocess.CompletedProcess:
     args = [str(a) for a in args]
     if not PROCESS and in_process(args):
         with time_bound(int(timeout)):  # the memory bound is the module's (bounded_memory)
-            return _invoke(args, {"OPENBLAS_NUM_THREADS": "1"})
+            return invoke_in_process(args, {"OPENBLAS_NUM_THREADS": "1"})
     return subprocess.run([sys.executable, "-m", "ibtool.cli.main", *map(str, args)], capture_output=True, text=True,
                           check=False, cwd=ROOT, timeout=timeout, preexec_fn=limit_child,
                           env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
