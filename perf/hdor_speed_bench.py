@@ -13,10 +13,13 @@ stock engines in the same run; the degraded pass against the fault-free one; the
     fault-free re-sweep and the first pass.
 (c) The Python reference: `hdor.compute` of the complete KNS 16^3 (`--quick`: 8^3), and of KNS
     12^3 (`--quick`: 6^3) with 1 % of its cables down against its complete self (`ibtool route hdor
-    --baseline`), and `ibtool verify all` of that fault step end to end (a `sim run --faults` run).
+    --baseline`), and `ibtool verify all` of that fault step end to end (a `sim run --faults` run with
+    OpenSM's dumps and every HCA pair's path SL, as a user's has: written by the reference, or with
+    --sa-path-sls collected from OpenSM's SA, ~30 min a step at 12^3; made once, reused in the same OUT):
+    its wall time and its report's seconds per stage (`timings`), verdicts and check lines.
 
     .venv/bin/python perf/hdor_speed_bench.py OUT [--quick] [--only a,b,c] [--plugin-dir DIR]
-            [--fabrics 8,12,16,16h8]      # or: perf/run.py --only hdor_speed
+            [--fabrics 8,12,16,16h8] [--stock minhop,updn] [--sa-path-sls]   # or: perf/run.py --only hdor_speed
 Heavy runs take /tmp/ibtool-heavy.lock (the machine is shared).
 """
 
@@ -204,7 +207,7 @@ def part_b(out: Path, plugin_dir: Path, quick: bool) -> dict:
     return row
 
 
-def part_c(out: Path, quick: bool) -> dict:
+def part_c(out: Path, quick: bool, sa_sls: bool = False) -> dict:
     k = 8 if quick else 16
     net = plan(out, k, 3)
     row = {"load_before": load()}
@@ -219,26 +222,48 @@ def part_c(out: Path, quick: bool) -> dict:
     k = 6 if quick else 12
     net = plan(out, k, 3)
     down = cables(k, 3, max(1, round(k ** 3 * 3 / 100)), seed=0)
-    run = out / "c" / f"faults-{k}"
+    run = out / "c" / (f"faults-{k}" + ("-sa" if sa_sls else ""))
     with heavy(not quick):
         if not (run / "step-1" / "ibnetdiscover.out").exists():
-            # with every HCA pair's path SL and OpenSM's dumps (SL2VL): verify's per-VL deadlock check
-            scenario_run(net, "hdor", [{"name": f"{len(down)} cables down", "down": down}], run, path_sls=True,
+            # OpenSM's dumps (SL2VL) and every HCA pair's path SL: verify's per-VL deadlock check.
+            # From the SA (sa_sls) that is ~1,700 PathRecords/s here, ~30 min a step of KNS 12^3; else
+            # the Python reference writes them (its SLs are the C engine's: tests/plugin), as the SA's
+            # collection would (pathrecord.write): the same file for verify to read
+            scenario_run(net, "hdor", [{"name": f"{len(down)} cables down", "down": down}], run, path_sls=sa_sls,
                          log_flags="0x47")
+        if not (sa_sls or (run / "step-1" / "saquery-paths.out").exists()):
+            for st, base in (("step-0", []), ("step-1", ["--baseline", run / "step-0" / "ibnetdiscover.out"])):
+                measure([*IBTOOL, "route", "hdor", "--fabric", run / st / "ibnetdiscover.out", *base, "--out",
+                         out / "c" / f"{st}.lft", "--path-sls", run / st / "saquery-paths.out"], cwd=ROOT)
         ref = measure([*IBTOOL, "route", "hdor", "--fabric", run / "step-1" / "ibnetdiscover.out", "--baseline",
                        run / "step-0" / "ibnetdiscover.out", "--out", out / "c" / "degraded.lft", "--json"], cwd=ROOT)
-        ver = measure([*IBTOOL, "verify", "all", run, "--json"], cwd=ROOT, timeout=7200)
+        ver = measure([*IBTOOL, "verify", "all", run, "--json"], cwd=ROOT, timeout=7200, stdout=out / "c" / "verify.json")
+    row["path_sls_from"] = "the SA" if sa_sls else "the Python reference (ibtool route hdor --path-sls)"
     row["degraded"] = {"fabric": f"KNS {k}-ary 3-direct, {len(down)} cables down", "route_hdor_s": ref["seconds"],
                        "route_hdor_cpu_s": ref["cpu_seconds"], "route_hdor_rss_mib": ref["peak_rss_mib"], "exit": ref["exit"]}
     row["verify_all"] = {"seconds": ver["seconds"], "cpu_s": ver["cpu_seconds"], "peak_rss_mib": ver["peak_rss_mib"],
-                         "exit": ver["exit"]}
+                         "exit": ver["exit"], **verdicts(out / "c" / "verify.json")}
     row["load_after"] = load()
     print(json.dumps(row), flush=True)
     return row
 
 
+def verdicts(report: Path) -> dict:
+    """`verify all --json`'s verdict, its seconds per stage (each step's `timings`) and each step's
+    check lines (the hdor tables against the reference among them)."""
+    try:
+        rep = json.loads(report.read_text())
+    except (OSError, ValueError):
+        return {"report": None}
+    return {"ok": rep.get("ok"), "timings": rep.get("timings"),
+            "steps": {name: {"ok": st.get("ok"), "timings": st.get("timings"),
+                             "checks": [f"{c['name']}: {'ok' if c['ok'] else 'FAIL'}  {c.get('summary', '')}"
+                                        for c in st.get("checks", [])]}
+                      for name, st in (rep.get("steps") or {}).items()}}
+
+
 def main(out: Path, quick: bool = False, parts: str = "a,b,c", plugin_dir: Path = opensm.PLUGIN_DIR,
-         fabrics: list[str] | None = None) -> list[dict]:
+         fabrics: list[str] | None = None, sa_sls: bool = False) -> list[dict]:
     out.mkdir(parents=True, exist_ok=True)
     fabrics = fabrics or (["8", "6"] if quick else ["8", "12", "16", "16h8"])
     res = {}
@@ -247,7 +272,7 @@ def main(out: Path, quick: bool = False, parts: str = "a,b,c", plugin_dir: Path 
     if "b" in parts:
         res["degraded"] = part_b(out, plugin_dir, quick)
     if "c" in parts:
-        res["reference"] = part_c(out, quick)
+        res["reference"] = part_c(out, quick, sa_sls)
     (out / "hdor_speed.json").write_text(json.dumps(res, indent=1) + "\n")
     return [res]
 
@@ -260,6 +285,8 @@ if __name__ == "__main__":
     ap.add_argument("--plugin-dir", default=str(opensm.PLUGIN_DIR))
     ap.add_argument("--fabrics", default=None)
     ap.add_argument("--stock", default="minhop,updn", help="stock engines of (a), '' for none")
+    ap.add_argument("--sa-path-sls", action="store_true",
+                    help="(c): the fault step's path SLs from OpenSM's SA (~30 min a step at 12^3), not the reference")
     a = ap.parse_args()
     o = Path(a.out).resolve()
     fab = a.fabrics.split(",") if a.fabrics else None
@@ -268,4 +295,4 @@ if __name__ == "__main__":
         rows = part_a(o, Path(a.plugin_dir), fab or ["8"], [e for e in a.stock.split(",") if e])
         (o / "phases.json").write_text(json.dumps(rows, indent=1) + "\n")
     else:
-        main(o, a.quick, a.only, Path(a.plugin_dir), fab)
+        main(o, a.quick, a.only, Path(a.plugin_dir), fab, a.sa_path_sls)

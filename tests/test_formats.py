@@ -171,3 +171,64 @@ def test_lft_memory_does_not_grow_with_the_dump(tmp_path):
         tracemalloc.stop()
     assert len(t.lft) == switches and t.max_lid == lids and int(t.lft[switches][lids]) == lids % 36 + 1
     assert peak < 48 << 20, peak
+
+
+def test_path_sls_in_bulk_as_line_by_line(tmp_path, monkeypatch):
+    """A saquery-paths.out in pathrecord.write's layout (every `sim run --path-sls`) is read in bulk
+    (numpy over its bytes): the same pairs and SLs as the line-by-line reader, a later record of a
+    pair winning and the SA's LID-0 padding dropped; any other file (saquery's own layout, a leading
+    zero) goes line by line, with that reader's verdicts and errors."""
+    import random
+
+    from ibtool.formats import pathrecord
+    rnd = random.Random(7)
+    sls = {(s, d): rnd.randrange(16) for s in range(1, 40) for d in (1, 2, 9, 10, 99, 100, 4095, 49151) if s != d}
+    pathrecord.write(sls, tmp_path / "w.out")
+    written = (tmp_path / "w.out").read_text()
+    extra = ("PathRecord dump:\n\t\tdlid....................2\n\t\tslid....................1\n"
+             "\t\tsl......................0xc\n"  # the pair again, later: it wins
+             "PathRecord dump:\n\t\tdlid....................0\n\t\tslid....................0\n"
+             "\t\tsl......................0x0\n")  # the SA's padding
+    (tmp_path / "w.out").write_text(written + extra)
+    fast = pathrecord.read(tmp_path / "w.out")
+    table = pathrecord.read_table(tmp_path / "w.out")
+    monkeypatch.setattr(pathrecord, "_written_arrays", lambda path: None)
+    slow = pathrecord.read(tmp_path / "w.out")
+    assert dict(fast) == dict(slow) == {**sls, (1, 2): 12} and fast.path == slow.path
+    ref = pathrecord.PathSLTable.of(slow)
+    assert (table.keys == ref.keys).all() and (table.sls == ref.sls).all() and len(table) == len(sls)
+    got, found = table.lookup(np.array([1, 3, 1]), np.array([2, 49151, 1]))
+    assert got.tolist() == [12, sls[(3, 49151)], 0] and found.tolist() == [True, True, False]
+    assert table.get((1, 2)) == 12 and table.get((1, 1)) is None
+    monkeypatch.undo()
+    # saquery's own records (more fields, other padding) and a leading zero: line by line
+    saquery = "".join(f"PathRecord dump:\n\t\tservice_id..............0x0000000000000000\n\t\tdlid....................{d}\n"
+                      f"\t\tslid....................{s}\n\t\tsl......................{v:#x}\n\t\tmtu.....................0x4\n"
+                      for (s, d), v in sls.items())
+    (tmp_path / "s.out").write_text(saquery)
+    assert pathrecord._written_arrays(str(tmp_path / "s.out")) is None
+    assert dict(pathrecord.read(tmp_path / "s.out")) == sls
+    (tmp_path / "z.out").write_text(written.replace("dlid....................9\n", "dlid....................09\n", 1))
+    with pytest.raises(InputError, match="dlid '09' is not a number"):
+        pathrecord.read(tmp_path / "z.out")
+    with pytest.raises(InputError, match="dlid '09' is not a number"):
+        pathrecord.read_table(tmp_path / "z.out")
+
+
+def test_sl2vl_rows_shared_by_text_read_as_before(tmp_path):
+    """The SL2VL reader keeps one tuple per distinct row text: every (in, out) row still maps to its
+    16 VLs, and a bad row is still the one-line error at its line."""
+    from ibtool.formats import sl2vl
+    head = "#in out : 0  1  2  3  4  5  6  7  8  9  10 11 12 13 14 15\n"
+    rows = ["0   1   : 0  1  2  3  4  5  6  7  0  1  2  3  4  5  6  7 ", "1   2   : 0  0  0  0  0  0  0  0  0  0  0  0  0  0  0  0",
+            "2   1   : 0  1  2  3  4  5  6  7  0  1  2  3  4  5  6  7"]
+    text = ('Switch 0x0002c90000000010, base LID 1, "R[0,0]"\n' + head + "\n".join(rows) + "\n"
+            'Switch 0x0002c90000000011, base LID 2, "R[0,1]"\n' + head + "\n".join(rows[:2]) + "\n")
+    (tmp_path / "d").write_text(text)
+    t = sl2vl.read(tmp_path / "d")
+    assert t[0x2c90000000010][(0, 1)] == t[0x2c90000000010][(2, 1)] == t[0x2c90000000011][(0, 1)] == (0, 1, 2, 3, 4, 5, 6, 7) * 2
+    assert t[0x2c90000000011][(1, 2)] == (0,) * 16 and t.lines == {0x2c90000000010: 1, 0x2c90000000011: 6}
+    (tmp_path / "bad").write_text(text.replace("2   1   : 0  1", "2   1   : 0  17", 1))
+    with pytest.raises(InputError, match="VL out of range") as e:
+        sl2vl.read(tmp_path / "bad")
+    assert e.value.line == 5

@@ -88,8 +88,8 @@ def certified_dependencies(b, seen, pw, P, N, H, D, ca_w, chains: bool = True) -
 def sl_dependencies(b: Bound, sl2vl, path_sls):
     """Every HCA-to-HCA route traced from its own source port with its own SL (from the path
     SLs), the VL of each hop from the SL2VL tables (the SL itself, 0..7, where there are none):
-    the dependencies between (channel, VL) pairs. Returns (VLMap, edges, None, pairs without a
-    PathRecord, which use SL 0)."""
+    the dependencies between (channel, VL) pairs (path_sls: a pathrecord.PathSLTable). Returns
+    (VLMap, edges, None, pairs without a PathRecord, which use SL 0)."""
     vl = VLMap(b, sl2vl if sl2vl is not None else {}, all_sls=True)
     if sl2vl is None:  # no tables: a switch maps SL to VL one to one, as OpenSM's default SL2VL does
         vl.table[:] = (np.arange(16) & 7).astype(np.int8)[:, None, None, None]
@@ -101,14 +101,8 @@ def sl_dependencies(b: Bound, sl2vl, path_sls):
     L = np.tile(dst, len(src))
     keep = (b.own_node[S] != b.own_node[L]) | (b.own_port[S] != b.own_port[L])
     S, L = S[keep], L[keep]
-    sl = np.zeros(len(S), dtype=np.int8)
-    nosl = 0
-    for j, (a, d) in enumerate(zip(S.tolist(), L.tolist())):
-        v = path_sls.get((a, d))
-        if v is None:
-            nosl += 1
-        else:
-            sl[j] = v
+    sl, found = path_sls.lookup(S, L)
+    nosl = int(len(S) - found.sum())
     nslots = int(b.offset[-1])
     nch = nslots * vl.nvl
     edges: list[np.ndarray] = []

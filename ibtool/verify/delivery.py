@@ -183,10 +183,17 @@ def walk(b: Bound, lids: np.ndarray, dist, t: Tally | None, seen, pw, edges: lis
             if dimt.get("detoured") is not None:  # a fault step: the scheme's detours may turn back
                 acc = bad & dimt["detoured"][b.row[o], L]
                 if dimt.get("sls") is not None:  # and the CA pairs behind it are not left on SL 0 (VL 0)
-                    for j in np.flatnonzero(acc & (b.types[b.own_node[L]] == CA)):
-                        srcs = dimt["cas"].get(int(o[j]), ())
-                        if any(dimt["sls"].get((s, int(L[j])), 0) == 0 for s in srcs if s != L[j]):
-                            acc[j] = False
+                    js, srcs, dsts = [], [], []
+                    for j in np.flatnonzero(acc & (b.types[b.own_node[L]] == CA)).tolist():
+                        d = int(L[j])
+                        for s in dimt["cas"].get(int(o[j]), ()):
+                            if s != d:
+                                js.append(j)
+                                srcs.append(s)
+                                dsts.append(d)
+                    if js:  # one lookup of every such pair; a pair without a PathRecord is on SL 0
+                        sl, _ = dimt["sls"].lookup(np.array(srcs), np.array(dsts))
+                        acc[np.array(js)[sl == 0]] = False
                 dimt["accepted"] += int(wt[acc].sum())
                 bad &= ~acc
             dimt["violations"] += int(wt[bad].sum())

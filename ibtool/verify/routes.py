@@ -28,6 +28,7 @@ import numpy as np
 
 from ibtool.fabric import CA, Fabric
 from ibtool.formats.lft import Tables
+from ibtool.formats.pathrecord import PathSLTable
 from ibtool.verify.balance import Loads, balance_section
 from ibtool.verify.bound import bind, switch_distances
 from ibtool.verify.deadlock import VL_ENGINES, deadlock_section, sl_dependencies
@@ -53,6 +54,8 @@ def verify(fabric: Fabric, tables: Tables, sl2vl=None, expect: str | None = None
     the per-VL deadlock check is what proves that safe), not on any other."""
     say = progress or (lambda m: None)
     t0 = time.monotonic()
+    if path_sls is not None and not isinstance(path_sls, PathSLTable):  # a dict: looked up 3 M pairs at a time
+        path_sls = PathSLTable.of(path_sls)
     b = bind(fabric, tables)
     vl = VLMap(b, sl2vl) if sl2vl is not None and path_sls is None else None
     ns = len(b.sw_nodes)

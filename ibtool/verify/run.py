@@ -13,6 +13,7 @@ step 0 (the reference hdor degrades from, the routes a fault did not touch).
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from ibtool import rundir
@@ -28,6 +29,7 @@ def verify_all(run_dir: Path, plan=None, nnm=None, expect: str | None = None, pe
     summary names); nnm: a node-name-map; expect: "hdor" or "none" (default: hdor when hdor
     configured the tables); say(line): progress; warn(line): the discovery's warnings."""
     say = say or (lambda m: None)
+    t0 = time.monotonic()
     run_dir = Path(run_dir)
     steps = rundir.steps(run_dir)
     if not steps or rundir.fabric(run_dir).is_file():
@@ -35,22 +37,36 @@ def verify_all(run_dir: Path, plan=None, nnm=None, expect: str | None = None, pe
     # each step against its own expected.net (the plan without what was down then), and
     # against step 0 (before any fault): the reference and the routes a fault did not touch
     before = before_faults(steps[0], nnm, expect)
+    t_before = time.monotonic() - t0
     reps = []
     for st in steps:
         say(f"verifying {st.name}")
         reps.append((st, verify_run(st, None, nnm, expect, permutations, lambda m: None,
-                                    before if st != steps[0] else None, warn=warn)))
+                                    before if st != steps[0] else None, warn=warn,
+                                    known=before if st == steps[0] else None)))
     rep = {"schema": report.SCHEMA, "ok": all(r["ok"] for _, r in reps), "inputs": {"run": str(run_dir)},
-           "steps": {d.name: r for d, r in reps}}
+           "steps": {d.name: r for d, r in reps},
+           "timings": {"before_faults_s": round(t_before, 3), "total_s": round(time.monotonic() - t0, 3)}}
     return rep, reps
 
 
-def verify_run(run_dir: Path, plan, nnm, expect, permutations, say, before: dict | None = None, warn=None) -> dict:
+def verify_run(run_dir: Path, plan, nnm, expect, permutations, say, before: dict | None = None, warn=None,
+               known: dict | None = None) -> dict:
     """Every check of `verify all` on one run directory; the report. before: before_faults() of
-    the scenario's step 0 when this is a later step; warn(line): the discovery's warnings."""
+    the scenario's step 0 when this is a later step; known: before_faults() of this very step
+    (step 0), whose hdor references of it and of its plan are not computed again; warn(line): the
+    discovery's warnings."""
     disc = rundir.fabric(run_dir)
     if not disc.is_file():
         raise InputError(f"no {rundir.FABRIC} here (not an `ibtool sim run` output directory?)", path=str(run_dir))
+    timings: dict[str, float] = {}  # seconds per stage, in the report (where a large run's time goes)
+    t0 = time.monotonic()
+    last = [t0]
+
+    def lap(stage: str) -> None:
+        now = time.monotonic()
+        timings[stage] = round(now - last[0], 3)
+        last[0] = now
     summary = rundir.summary(run_dir)
     skipped = None
     from_summary = plan is None
@@ -66,6 +82,7 @@ def verify_run(run_dir: Path, plan, nnm, expect, permutations, say, before: dict
     f = ibnetdiscover.read(disc, names)
     for w in f.discovery.get("warnings", ()):
         (warn or (lambda m: None))(w)
+    lap("read_fabric_s")
     sections: dict = {}
     inputs = {"run": str(run_dir), "plan": str(plan) if plan else None, "lfts": str(lfts),
               "sl2vl": str(sl) if sl else None, "path_sls": str(psl) if psl else None,
@@ -88,6 +105,7 @@ def verify_run(run_dir: Path, plan, nnm, expect, permutations, say, before: dict
             from ibtool.verify import cables as cable_list
             cable_list.annotate(sections["topology"], cl)
         to_plan = t.to_plan
+        lap("topology_s")
     ref = None
     if dump or expect == "hdor":
         from ibtool.formats import hdor_dump
@@ -97,17 +115,25 @@ def verify_run(run_dir: Path, plan, nnm, expect, permutations, say, before: dict
         if (run_dir / rundir.HDOR_CONF).is_file() and not before:  # the description hdor ran with (sim run --hdor-conf)
             from ibtool.formats import hdor_conf
             desc = hdor_conf.read(run_dir / rundir.HDOR_CONF)
+        own = known.get("own") if known and desc is None and f.port_lids else None
+        plan_own = known.get("plan") if known and plan and Path(net).resolve() == (run_dir / rundir.EXPECTED).resolve() \
+            else None
         c = coords.verify(f, hdor_dump.read(dump) if dump else None, p, to_plan,
-                          baseline=before and before["ref"], plan_baseline=before and before["plan"], description=desc)
+                          baseline=before and before["ref"], plan_baseline=before and before["plan"], description=desc,
+                          reference=own, plan_reference=plan_own and plan_own[1])
         ref = c.get("_reference")
         sections["coords"] = c
+        timings.update({k: round(v, 3) for k, v in c.pop("_timings").items()})
+        lap("coords_s")
     if lfts.is_file():
         base = (before["fabric"], before["tables"]) if before and expect == "hdor" else None
         if base is None and expect == "hdor" and ref is not None and ref.kns is not None:
             base = ref.kns  # degraded from the first sweep: the KNS hdor routed against (docs/hdor.md section 7)
         sections["routes"] = check_routes(disc, lfts, sl, expect if expect == "hdor" else None,
                                      permutations, say, f=f, ref=ref, path_sls=psl,
-                                     engine=engine, baseline=base)
+                                     engine=engine, baseline=base, timings=timings,
+                                     tables=known["tables"] if known and rundir.lfts(known["step"]) == lfts else None)
+        lap("routes_s")
     else:
         raise InputError(f"no {rundir.LFTS} nor {rundir.OSM}/{rundir.OSM_LFTS}: no forwarding tables to verify",
                          path=str(run_dir))
@@ -131,7 +157,10 @@ def verify_run(run_dir: Path, plan, nnm, expect, permutations, say, before: dict
                            "fallback": summary.get("fallback"), "interrupted": summary.get("interrupted", False),
                            "hdor_declined": (declined or "no reason logged") if "hdor" in requested and engine
                            and engine != "hdor" else None}
+    lap("health_and_run_s")
     rep = report.build(inputs, sections)
+    timings["total_s"] = round(time.monotonic() - t0, 3)
+    rep["timings"] = timings
     if skipped:
         rep["checks"].insert(0, {"name": "topology", "ok": True, "info": True, "summary": skipped})
     return rep
@@ -148,13 +177,14 @@ def before_faults(step0: Path, nnm, expect) -> dict | None:
     if not disc.is_file() or not lfts.is_file():
         return None
     f0 = ibnetdiscover.read(disc, node_name_map.read(nnm) if nnm else None)
-    out = {"fabric": f0, "tables": lft.read(lfts), "ref": None, "plan": None}
+    out = {"step": step0, "fabric": f0, "tables": lft.read(lfts), "ref": None, "plan": None, "own": None}
     if (expect or ("hdor" if rundir.summary(step0).get("engine") == "hdor" else None)) != "hdor":
         return out
     try:
         r0 = hdor.compute(f0)
     except hdor.NotKNS:
         return out  # each step then says why it has no reference
+    out["own"] = r0  # step 0's own reference, as its coordinates check computes it
     # degraded from the start: the later steps are routed against the KNS hdor completed it to
     out["ref"] = (f0, r0) if r0.kns is None else (r0.kns[0], hdor.compute(r0.kns[0], first_sight=False))
     plan0 = step0 / rundir.EXPECTED
@@ -183,18 +213,25 @@ def read_fabric(path: Path, names: dict | None = None):
 
 def check_routes(fabric: Path, lfts: Path, sl2vl_path: Path | None, expect: str | None, permutations: int, say,
             f=None, ref=None, balance: bool = True, path_sls: Path | None = None, engine: str | None = None,
-            baseline=None) -> dict:
-    """The routes section of a report: the tables at `lfts` traced on the fabric at `fabric`."""
+            baseline=None, timings: dict | None = None, tables=None) -> dict:
+    """The routes section of a report: the tables at `lfts` traced on the fabric at `fabric`
+    (`tables`: those already read); timings: seconds of its reading stages are added there."""
     from ibtool.formats import lft, pathrecord, sl2vl
     from ibtool.verify import routes
     f = f or read_fabric(fabric)
     if not f.port_lids:
         raise InputError("no LIDs in this fabric (a plan? use the ibnetdiscover output of the running fabric)",
                          path=str(fabric))
+    timings = {} if timings is None else timings
+    t0 = time.monotonic()
     say(f"reading {lfts}")
-    t = lft.read(lfts)
+    t = tables if tables is not None else lft.read(lfts)
+    t1 = time.monotonic()
     s = sl2vl.read(sl2vl_path) if sl2vl_path else None
-    psl = pathrecord.read(path_sls) if path_sls else None
+    t2 = time.monotonic()
+    psl = pathrecord.read_table(path_sls) if path_sls else None
+    t3 = time.monotonic()
+    timings.update(read_lfts_s=round(t1 - t0, 3), read_sl2vl_s=round(t2 - t1, 3), read_path_sls_s=round(t3 - t2, 3))
     if expect == "hdor" and ref is None:
         from ibtool.routing import hdor
         try:
