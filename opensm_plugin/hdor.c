@@ -1526,33 +1526,77 @@ typedef struct {
  * min-hop matrix would hold them; returns 0, or -1 (OpenSM builds them) */
 static int fill_hops_graph(const hgraph_t *g)
 {
-	size_t N = (size_t)g->n;
+	size_t N = (size_t)g->n, b0, y;
 	uint8_t *D = NULL;
-	int *q = NULL, w, d, ret = -1;
+	uint32_t *ro = NULL, *fill = NULL, m = g->off[g->n], k;
+	int *ri = NULL, w, d, ret = -1;
+	uint64_t *vis = NULL, *fr = NULL, *nx = NULL;
 	uint32_t l;
 
-	if (N > HDOR_BFS_HOPS_MAX_SWITCHES || !(D = malloc(N * N)) || !(q = malloc(N * sizeof(int))))
+	if (N > HDOR_BFS_HOPS_MAX_SWITCHES || !(D = malloc(N * N)) || !(ro = xcalloc(N + 1, sizeof(uint32_t))) ||
+	    !(fill = xcalloc(N + 1, sizeof(uint32_t))) || !(ri = xcalloc(m + 1, sizeof(int))) ||
+	    !(vis = malloc(N * 8 + 8)) || !(fr = malloc(N * 8 + 8)) || !(nx = malloc(N * 8 + 8)))
 		goto out;
 	memset(D, OSM_NO_PATH, N * N);
-	for (w = 0; w < g->n; w++) {
-		uint8_t *row = D + (size_t)w * N;
-		int qh = 0, qt = 0;
-		row[w] = 0;
-		q[qt++] = w;
-		while (qh < qt) {
-			int x = q[qh++];
-			for (l = g->off[x]; l < g->off[x + 1]; l++)
-				if (row[g->idx[l]] == OSM_NO_PATH && row[x] < 254) {
-					row[g->idx[l]] = (uint8_t)(row[x] + 1);
-					q[qt++] = g->idx[l];
+	/* 64 sources at a time, bit-parallel: a bit per source in each switch's word; a level's
+	 * new switches are those with a link from the frontier (the links reversed: ro/ri), as a
+	 * breadth-first search per source (distances above 254: no path) */
+	for (l = 0; l < m; l++)
+		ro[g->idx[l] + 1]++;
+	for (y = 0; y < N; y++)
+		ro[y + 1] += ro[y];
+	for (w = 0; w < g->n; w++)
+		for (l = g->off[w]; l < g->off[w + 1]; l++)
+			ri[ro[g->idx[l]] + fill[g->idx[l]]++] = w;
+	for (b0 = 0; b0 < N; b0 += 64) {
+		size_t nb = N - b0 < 64 ? N - b0 : 64, s;
+		unsigned lev, any = 1;
+		memset(vis, 0, N * 8);
+		memset(fr, 0, N * 8);
+		for (s = 0; s < nb; s++) {
+			fr[b0 + s] = vis[b0 + s] = 1ULL << s;
+			D[(b0 + s) * N + b0 + s] = 0;
+		}
+		for (lev = 1; lev <= 254 && any; lev++) {
+			uint64_t *t;
+			any = 0;
+			for (y = 0; y < N; y++) {
+				uint64_t a = 0;
+				for (k = ro[y]; k < ro[y + 1]; k++)
+					a |= fr[ri[k]];
+				a &= ~vis[y];
+				nx[y] = a;
+				any |= a != 0;
+			}
+			for (y = 0; y < N; y++) {
+				uint64_t a = nx[y];
+				vis[y] |= a;
+				while (a) {
+					D[(b0 + (unsigned)__builtin_ctzll(a)) * N + y] = (uint8_t)lev;
+					a &= a - 1;
 				}
+			}
+			t = fr;
+			fr = nx;
+			nx = t;
 		}
 	}
+	/* The rows are bound by their writes (~24 M on KNS 16^3): each is built in a buffer that
+	 * stays all "no path" but for the neighbours' ports, and copied whole (a memset per row
+	 * was most of the phase). */
 	for (w = 0; w < g->n; w++) {
 		osm_switch_t *sw = g->sw[w];
-		unsigned np = sw->num_ports;
+		unsigned np = sw->num_ports, nb = 0, i;
+		uint8_t buf[256], nport[256];
+		const uint8_t *nd[256];
 		if (!sw->hops || sw->num_hops <= sw->max_lid_ho)
 			goto out;
+		memset(buf, OSM_NO_PATH, sizeof(buf));
+		for (l = g->off[w]; l < g->off[w + 1] && nb < 256; l++)
+			if (g->port[l] < np) {
+				nport[nb] = g->port[l];
+				nd[nb++] = D + (size_t)g->idx[l] * N;
+			}
 		for (d = 0; d < g->n; d++) {
 			uint16_t lid = g->lid[d];
 			uint8_t *row, best = w == d ? 0 : OSM_NO_PATH;
@@ -1564,19 +1608,24 @@ static int fill_hops_graph(const hgraph_t *g)
 					goto out;
 				sw->hops[lid] = row;
 			}
-			memset(row, OSM_NO_PATH, np);
-			for (l = g->off[w]; l < g->off[w + 1]; l++) {
-				if (g->port[l] >= np || D[(size_t)g->idx[l] * N + d] == OSM_NO_PATH)
-					continue;
-				set_hop(row, g->port[l], 1u + D[(size_t)g->idx[l] * N + d], &best);
-			}
-			row[0] = best;
+			for (i = 0; i < nb; i++)
+				if (nd[i][d] != OSM_NO_PATH)
+					set_hop(buf, nport[i], 1u + nd[i][d], &best);
+			buf[0] = best;
+			memcpy(row, buf, np);
+			for (i = 0; i < nb; i++)
+				buf[nport[i]] = OSM_NO_PATH;
 		}
 	}
 	ret = 0;
 out:
 	free(D);
-	free(q);
+	free(ro);
+	free(fill);
+	free(ri);
+	free(vis);
+	free(fr);
+	free(nx);
 	return ret;
 }
 
@@ -2013,6 +2062,7 @@ struct hdor_deg {
 	uint32_t nlsw, nlrt, nlis, nalist, nseed;
 	/* route_lid's groups and routers (G, R) of this LID: lists and marks */
 	int *glist, *rlist, *gst, *rst, stamp;
+	uint64_t *rbits;
 	uint32_t ngl, nrl;
 	uint32_t *ffs;
 	uint8_t *done, *fixed;
@@ -2094,7 +2144,7 @@ static void deg_free(hdor_deg_t *D)
 			D->aff, D->gof, D->glocal, D->gdim, D->gsoff, D->gsw, D->gmoff, D->gmem,
 			D->rgoff, D->rgl, D->bln, D->bv, D->fdim, D->via, D->fixln, D->fixlist, D->ffl,
 			D->ffx, D->ffs, D->exitof, D->dist, D->q, D->done, D->fixed, D->cand, D->has,
-			D->lsw, D->lrt, D->lis, D->alist, D->seed, D->glist, D->rlist, D->gst, D->rst
+			D->lsw, D->lrt, D->lis, D->alist, D->seed, D->glist, D->rlist, D->gst, D->rst, D->rbits
 		};
 		free_all(all, sizeof(all) / sizeof(all[0]));
 	}
@@ -3163,18 +3213,17 @@ static int route_lid(hdor_ctx_t *ctx, hdor_deg_t *D, uint32_t lid, hheap_t *heap
 #undef HDOR_ADD_R
 #undef HDOR_ADD_G
 	{
-		/* GUID order, as the fabric's: the marked ones among the live routers (a sort per LID
-		 * costs more than this scan) */
-		uint32_t nr = 0;
-		for (j = 0; j < D->nlrt && nr < D->nrl; j++)
-			if (D->rst[D->lrt[j]] == D->stamp)
-				nr++;
-		if (nr == D->nrl) {
-			for (j = 0, nr = 0; j < D->nlrt && nr < D->nrl; j++)
-				if (D->rst[D->lrt[j]] == D->stamp)
-					D->rlist[nr++] = D->lrt[j];
-		} else
-			qsort(D->rlist, D->nrl, sizeof(int), cmp_int);
+		/* GUID order, as the fabric's (node index order): a bit per node, read back a word
+		 * at a time (cheaper than a sort, or a scan of the live routers, per LID); the words
+		 * are left zero */
+		uint32_t nr = 0, wd;
+		for (j = 0; j < D->nrl; j++)
+			D->rbits[D->rlist[j] >> 6] |= 1ULL << (D->rlist[j] & 63);
+		for (wd = 0; wd < (K->nn + 63) / 64 && nr < D->nrl; wd++)
+			while (D->rbits[wd]) {
+				D->rlist[nr++] = (int)(wd * 64 + (unsigned)__builtin_ctzll(D->rbits[wd]));
+				D->rbits[wd] &= D->rbits[wd] - 1;
+			}
 	}
 	for (j = 0; j < D->nrl; j++) {
 		i = (uint32_t)D->rlist[j];
@@ -3722,12 +3771,13 @@ static int deg_route(hdor_ctx_t *ctx, hdor_deg_t *D)
 	D->gst = xcalloc(D->ng + 1, sizeof(int));
 	D->rlist = xcalloc(nn + 1, sizeof(int));
 	D->rst = xcalloc(nn + 1, sizeof(int));
+	D->rbits = xcalloc(nn / 64 + 1, sizeof(uint64_t));
 	/* each group relaxes each member once: pushes <= memberships + fixed routers + T */
 	heap = xcalloc((size_t)D->rgoff[nn] + nn + 64, sizeof(*heap));
 	if (!D->tab || !D->aff || !D->bln || !D->bv || !D->fdim || !D->via || !D->fixln || !D->exitof ||
 	    !D->fixlist || !D->ffl || !D->ffx || !D->ffs || !D->dist || !D->q || !D->done || !D->fixed || !D->cand || !D->has || !D->cnt || !D->ncnt ||
 	    !D->capcnt || !heap || !D->lsw || !D->lrt || !D->lis || !D->alist || !D->seed ||
-	    !D->glist || !D->gst || !D->rlist || !D->rst) {
+	    !D->glist || !D->gst || !D->rlist || !D->rst || !D->rbits) {
 		decline(ctx, "out of memory");
 		goto out;
 	}
