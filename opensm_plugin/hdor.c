@@ -1581,9 +1581,9 @@ static int fill_hops_graph(const hgraph_t *g)
 			nx = t;
 		}
 	}
-	/* The rows are bound by their writes (~24 M on KNS 16^3): each is built in a buffer that
-	 * stays all "no path" but for the neighbours' ports, and copied whole (a memset per row
-	 * was most of the phase). */
+	/* The rows are bound by their writes (~24 M on KNS 16^3, each a cache miss): each is built
+	 * in a buffer that stays all "no path" but for the neighbours' ports and copied whole, and
+	 * the row 16 ahead is prefetched. */
 	for (w = 0; w < g->n; w++) {
 		osm_switch_t *sw = g->sw[w];
 		unsigned np = sw->num_ports, nb = 0, i;
@@ -1608,6 +1608,8 @@ static int fill_hops_graph(const hgraph_t *g)
 					goto out;
 				sw->hops[lid] = row;
 			}
+			if (d + 16 < g->n && g->lid[d + 16] && g->lid[d + 16] <= sw->max_lid_ho)
+				__builtin_prefetch(sw->hops[g->lid[d + 16]], 1);	/* rows are scattered in the heap */
 			for (i = 0; i < nb; i++)
 				if (nd[i][d] != OSM_NO_PATH)
 					set_hop(buf, nport[i], 1u + nd[i][d], &best);
@@ -2022,6 +2024,7 @@ typedef struct {
 	pmask_t *cm;		/* candidate ports */
 	int *icost;		/* per member slot: links from the member (entering) to M */
 	pmask_t *im;
+	int reach;		/* some switch of the group reaches M */
 } hig_t;
 
 typedef struct {
@@ -2050,12 +2053,13 @@ struct hdor_deg {
 	int *gmem;
 	uint32_t *rgoff;	/* router -> its components by (dimension, component) */
 	int *rgl;
+	int *rgslot;		/* the router's member slot in each of those components */
 	hig_t **ig;		/* per component, per member slot */
 	/* spreading counters per switch row */
 	hcnt_t **cnt;
 	uint32_t *ncnt, *capcnt;
 	/* per LID scratch (base nodes) */
-	int *bln, *bv, *fdim, *via, *fixln, *fixlist, *exitof, *dist, *q, *ffl, *ffx;
+	int *bln, *bv, *fdim, *via, *vslot, *fixln, *fixlist, *exitof, *dist, *q, *ffl, *ffx;
 	/* the live switches, routers, indirect switches (index order) and this LID's affected
 	 * switches: the per-LID loops go over these, not over every node */
 	int *lsw, *lrt, *lis, *alist, *seed;
@@ -2142,7 +2146,7 @@ static void deg_free(hdor_deg_t *D)
 		void *all[] = {
 			D->cnt, D->ncnt, D->capcnt, D->ig, D->cur, D->ok, D->onode, D->oport, D->tab,
 			D->aff, D->gof, D->glocal, D->gdim, D->gsoff, D->gsw, D->gmoff, D->gmem,
-			D->rgoff, D->rgl, D->bln, D->bv, D->fdim, D->via, D->fixln, D->fixlist, D->ffl,
+			D->rgoff, D->rgl, D->rgslot, D->vslot, D->bln, D->bv, D->fdim, D->via, D->fixln, D->fixlist, D->ffl,
 			D->ffx, D->ffs, D->exitof, D->dist, D->q, D->done, D->fixed, D->cand, D->has,
 			D->lsw, D->lrt, D->lis, D->alist, D->seed, D->glist, D->rlist, D->gst, D->rst, D->rbits
 		};
@@ -2829,6 +2833,18 @@ static int deg_structure(hdor_ctx_t *ctx, hdor_deg_t *D)
 			D->rgl[b] = v;
 		}
 	}
+	/* each membership's slot (the Dijkstra of route_lid enters a group by it) */
+	D->rgslot = xcalloc(D->rgoff[nn] + 1, sizeof(int));
+	if (!D->rgslot)
+		goto oom;
+	for (g = 0; g < D->ng; g++)
+		for (i = D->gmoff[g]; i < D->gmoff[g + 1]; i++) {
+			int y = D->gmem[i];
+			uint32_t a;
+			for (a = D->rgoff[y]; a < D->rgoff[y + 1]; a++)
+				if (D->rgl[a] == g)
+					D->rgslot[a] = (int)(i - D->gmoff[g]);
+		}
 	ret = 0;
 	free(stamp);
 	free(fill);
@@ -2960,18 +2976,17 @@ static int member_slot(const hdor_deg_t *D, int gi, int M)
 	return -1;
 }
 
-/* up*-down* routes inside component gi toward member M over the working links (cached) */
-static hig_t *in_group(hdor_deg_t *D, int gi, int M)
+/* up*-down* routes inside component gi toward its member in `slot` over the working links
+ * (cached) */
+static hig_t *in_group_at(hdor_deg_t *D, int gi, int slot)
 {
 	const hdor_kns_t *K = D->K;
 	uint32_t ns = D->gsoff[gi + 1] - D->gsoff[gi], nm = D->gmoff[gi + 1] - D->gmoff[gi], i;
 	const int *sw = D->gsw + D->gsoff[gi];
-	int slot = member_slot(D, gi, M), *ord;
+	int M = D->gmem[D->gmoff[gi] + slot], *ord;
 	uint8_t *isdd;
 	hig_t *h;
 
-	if (slot < 0)
-		return NULL;
 	if (!D->ig[gi] && !(D->ig[gi] = xcalloc(nm, sizeof(hig_t))))
 		return NULL;
 	h = &D->ig[gi][slot];
@@ -3071,9 +3086,17 @@ static hig_t *in_group(hdor_deg_t *D, int gi, int M)
 		}
 		h->icost[i] = best + 1;
 	}
+	for (i = 0; i < ns && !h->reach; i++)
+		h->reach = h->cost[i] < HDOR_INF;
 	free(ord);
 	free(isdd);
 	return h;
+}
+
+static hig_t *in_group(hdor_deg_t *D, int gi, int M)
+{
+	int slot = member_slot(D, gi, M);
+	return slot < 0 ? NULL : in_group_at(D, gi, slot);
 }
 
 /* hops from every surviving switch to switch `target` over the working switch links (D->dist,
@@ -3293,17 +3316,15 @@ static int route_lid(hdor_ctx_t *ctx, hdor_deg_t *D, uint32_t lid, hheap_t *heap
 			continue;
 		D->done[X] = 1;
 		for (a = D->rgoff[X]; a < D->rgoff[X + 1]; a++) {
-			int gi = D->rgl[a], e_dim = D->gdim[gi], turn, any = 0;
-			uint32_t m, nm = D->gmoff[gi + 1] - D->gmoff[gi], s;
+			int gi = D->rgl[a], e_dim = D->gdim[gi], turn;
+			uint32_t m, nm = D->gmoff[gi + 1] - D->gmoff[gi];
 			hig_t *h;
 			if (D->gst[gi] != D->stamp || (D->exitof[gi] >= 0 && D->exitof[gi] != X))
 				continue;
-			h = in_group(D, gi, X);
+			h = in_group_at(D, gi, D->rgslot[a]);
 			if (!h)
 				return decline(ctx, "out of memory");
-			for (s = 0; s < D->gsoff[gi + 1] - D->gsoff[gi] && !any; s++)
-				any = h->cost[s] < HDOR_INF;
-			if (!any)
+			if (!h->reach)
 				continue;
 			D->exitof[gi] = X;
 			turn = X != T && D->fdim[X] <= e_dim;
@@ -3317,6 +3338,7 @@ static int route_lid(hdor_ctx_t *ctx, hdor_deg_t *D, uint32_t lid, hheap_t *heap
 					D->bln[W] = ln;
 					D->bv[W] = v;
 					D->via[W] = gi;
+					D->vslot[W] = (int)m;
 					D->fdim[W] = e_dim;
 					heap_push(heap, &nh, (hheap_t){ ln, v, W });
 				}
@@ -3346,7 +3368,7 @@ static int route_lid(hdor_ctx_t *ctx, hdor_deg_t *D, uint32_t lid, hheap_t *heap
 			h = in_group(D, gi, D->exitof[gi]);
 			if (!h)
 				return decline(ctx, "out of memory");
-			D->cand[r] = h->im[member_slot(D, gi, x)];
+			D->cand[r] = h->im[D->vslot[x]];
 			D->has[r] = !mask_empty(&D->cand[r]);
 		} else {
 			int gi = D->gof[x], M = D->exitof[gi];
@@ -3747,6 +3769,7 @@ static int deg_route(hdor_ctx_t *ctx, hdor_deg_t *D)
 	D->bv = xcalloc(nn, sizeof(int));
 	D->fdim = xcalloc(nn, sizeof(int));
 	D->via = xcalloc(nn, sizeof(int));
+	D->vslot = xcalloc(nn, sizeof(int));
 	D->fixln = xcalloc(nn, sizeof(int));
 	D->fixlist = xcalloc(nn, sizeof(int));
 	D->ffl = xcalloc(nn, sizeof(int));
@@ -3774,7 +3797,7 @@ static int deg_route(hdor_ctx_t *ctx, hdor_deg_t *D)
 	D->rbits = xcalloc(nn / 64 + 1, sizeof(uint64_t));
 	/* each group relaxes each member once: pushes <= memberships + fixed routers + T */
 	heap = xcalloc((size_t)D->rgoff[nn] + nn + 64, sizeof(*heap));
-	if (!D->tab || !D->aff || !D->bln || !D->bv || !D->fdim || !D->via || !D->fixln || !D->exitof ||
+	if (!D->tab || !D->aff || !D->bln || !D->bv || !D->fdim || !D->via || !D->vslot || !D->fixln || !D->exitof ||
 	    !D->fixlist || !D->ffl || !D->ffx || !D->ffs || !D->dist || !D->q || !D->done || !D->fixed || !D->cand || !D->has || !D->cnt || !D->ncnt ||
 	    !D->capcnt || !heap || !D->lsw || !D->lrt || !D->lis || !D->alist || !D->seed ||
 	    !D->glist || !D->gst || !D->rlist || !D->rst || !D->rbits) {
