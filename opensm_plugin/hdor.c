@@ -35,9 +35,12 @@
  *   13. fault tolerance (docs section 6): the remembered KNS, degraded routing
  *       13.1 compare with the remembered KNS   13.2 the degraded structure and routes
  *       13.3 SLs and VLs                       13.4 dump, tables, hop matrices, the SL hooks
- *   14. engine callbacks: build_lid_matrices, ucast_build_fwd_tables, destroy
- *   15. in-tree variant (osm_ucast_hdor_setup)
- *   16. plugin variant (the event plugin that registers the engine)
+ *   14. the KNS without a complete sweep: hdor.conf, the remembered state, first sight
+ *       14.1 a pass over a KNS from elsewhere     14.2 the file format
+ *       14.3 identification at first sight        14.4 where the files are, remembering
+ *   15. engine callbacks: build_lid_matrices, ucast_build_fwd_tables, destroy
+ *   16. in-tree variant (osm_ucast_hdor_setup)
+ *   17. plugin variant (the event plugin that registers the engine)
  */
 #include <opensm/osm_config.h>
 
@@ -5651,7 +5654,7 @@ static void phantom_descs(hdor_kns_t *K)
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* 14. engine callbacks                                                                       */
+/* 15. engine callbacks                                                                       */
 
 static uint64_t usec_since(const struct timespec *t0)
 {
@@ -6029,7 +6032,7 @@ static void hdor_fill_engine(osm_routing_engine_t *re, hdor_ctx_t *ctx)
 
 #ifdef HDOR_INTREE
 /* ------------------------------------------------------------------------------------------ */
-/* 15. in-tree variant: listed in static_routing_modules[] of osm_opensm.c                    */
+/* 16. in-tree variant: listed in static_routing_modules[] of osm_opensm.c                    */
 
 int osm_ucast_hdor_setup(struct osm_routing_engine *re, osm_opensm_t *osm);
 int osm_ucast_hdor_setup(struct osm_routing_engine *re, osm_opensm_t *osm)
@@ -6051,7 +6054,7 @@ int osm_ucast_hdor_setup(struct osm_routing_engine *re, osm_opensm_t *osm)
 
 #else
 /* ------------------------------------------------------------------------------------------ */
-/* 16. plugin variant: an event plugin whose create() registers the engine                    */
+/* 17. plugin variant: an event plugin whose create() registers the engine                    */
 
 static int hdor_setup(osm_routing_engine_t *re, osm_opensm_t *osm)
 {
