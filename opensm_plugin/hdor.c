@@ -2926,8 +2926,18 @@ static int affected_lid(hdor_deg_t *D, uint32_t lid)
 		}
 	}
 #undef HDOR_AFF
-	if (D->nalist > 1)
-		qsort(D->alist, D->nalist, sizeof(int), cmp_int);
+	/* index order (as a scan of the live switches would give them): a bit per node, read
+	 * back a word at a time (a sort of ~10^2-10^3 entries per LID cost more); words left zero */
+	if (D->nalist > 1) {
+		uint32_t wd, na = 0;
+		for (j = 0; j < D->nalist; j++)
+			D->rbits[D->alist[j] >> 6] |= 1ULL << (D->alist[j] & 63);
+		for (wd = 0; wd < (K->nn + 63) / 64 && na < D->nalist; wd++)
+			while (D->rbits[wd]) {
+				D->alist[na++] = (int)(wd * 64 + (unsigned)__builtin_ctzll(D->rbits[wd]));
+				D->rbits[wd] &= D->rbits[wd] - 1;
+			}
+	}
 	return 0;
 }
 
