@@ -3441,16 +3441,22 @@ static int spread_pick(hdor_deg_t *D, int r, const pmask_t *m)
 
 /* ---------------- 13.3 SLs and VLs */
 
-/* open-addressing map (SL, switch, in, out) -> VL of the SL2VL entries set so far */
+/* open-addressing map (switch, in, out) -> the VL of each SL set so far: the SLs of one hop
+ * share a slot, so trying SL after SL for a path probes each hop's slot once from memory */
+typedef struct {
+	uint8_t vl[16];
+	uint16_t set;		/* bit sl: vl[sl] is set */
+} hvl_t;
+
 typedef struct {
 	uint64_t *key;		/* 0 = empty */
-	uint8_t *val;
+	hvl_t *val;
 	uint32_t cap, n;
 } hmap_t;
 
-static inline uint64_t hkey(unsigned sl, int b, unsigned pin, unsigned pout)
+static inline uint64_t hkey(int b, unsigned pin, unsigned pout)
 {
-	return ((uint64_t)(sl + 1) << 48) | ((uint64_t)(uint32_t)b << 16) | (pin << 8) | pout;
+	return (1ULL << 48) | ((uint64_t)(uint32_t)b << 16) | (pin << 8) | pout;
 }
 
 static uint32_t hmap_slot(const hmap_t *m, uint64_t k)
@@ -3462,14 +3468,14 @@ static uint32_t hmap_slot(const hmap_t *m, uint64_t k)
 	return h;
 }
 
-static int hmap_put(hmap_t *m, uint64_t k, uint8_t v)
+static int hmap_put(hmap_t *m, uint64_t k, unsigned sl, uint8_t v)
 {
 	uint32_t h;
 	if (2 * (m->n + 1) > m->cap) {
 		hmap_t n = { NULL, NULL, m->cap ? 2 * m->cap : 1024, 0 };
 		uint32_t i;
 		n.key = xcalloc(n.cap, sizeof(uint64_t));
-		n.val = xcalloc(n.cap, 1);
+		n.val = xcalloc(n.cap, sizeof(hvl_t));
 		if (!n.key || !n.val) {
 			free(n.key);
 			free(n.val);
@@ -3490,17 +3496,18 @@ static int hmap_put(hmap_t *m, uint64_t k, uint8_t v)
 	if (!m->key[h])
 		m->n++;
 	m->key[h] = k;
-	m->val[h] = v;
+	m->val[h].vl[sl] = v;
+	m->val[h].set |= (uint16_t)(1u << sl);
 	return 0;
 }
 
-static int hmap_get(const hmap_t *m, uint64_t k, int dflt)
+static int hmap_get(const hmap_t *m, uint64_t k, unsigned sl, int dflt)
 {
 	uint32_t h;
 	if (!m->cap)
 		return dflt;
 	h = hmap_slot(m, k);
-	return m->key[h] ? m->val[h] : dflt;
+	return m->key[h] && (m->val[h].set >> sl & 1) ? m->val[h].vl[sl] : dflt;
 }
 
 typedef struct { int x; uint8_t pin, pout; } hhop_t;
@@ -3622,7 +3629,7 @@ static int deg_sls(hdor_ctx_t *ctx, hdor_deg_t *D)
 							    K->dim[b] <= K->dim[a])
 								vv++;
 						}
-						agree = hmap_get(&map, hkey(sl, x, hops[h].pin, hops[h].pout), vv) == vv;
+						agree = hmap_get(&map, hkey(x, hops[h].pin, hops[h].pout), sl, vv) == vv;
 					}
 					if (agree)
 						break;
@@ -3642,7 +3649,7 @@ static int deg_sls(hdor_ctx_t *ctx, hdor_deg_t *D)
 							    K->dim[b] <= K->dim[a])
 								vv++;
 						}
-						if (hmap_put(&map, hkey(sl, x, hops[h].pin, hops[h].pout), (uint8_t)vv))
+						if (hmap_put(&map, hkey(x, hops[h].pin, hops[h].pout), sl, (uint8_t)vv))
 							goto oom;
 					}
 				}
@@ -3687,12 +3694,17 @@ static int deg_sls(hdor_ctx_t *ctx, hdor_deg_t *D)
 		uint32_t nr = 0, j;
 		for (i = 0; i < map.cap; i++) {
 			uint64_t k = map.key[i];
-			if (!k || !map.val[i])
+			unsigned s, any = 0;
+			if (!k)
 				continue;
+			for (s = 0; s < 16; s++) {
+				rows[nr].vl[s] = map.val[i].set >> s & 1 ? map.val[i].vl[s] : 0;
+				any |= rows[nr].vl[s];
+			}
+			if (!any)
+				continue;	/* VL 0 for every SL: as never set */
 			rows[nr].guid = K->ident[(k >> 16) & 0xffffffffULL];
 			rows[nr].io = (uint16_t)(k & 0xffff);
-			memset(rows[nr].vl, 0, 16);
-			rows[nr].vl[(k >> 48) - 1] = map.val[i];
 			nr++;
 		}
 		qsort(rows, nr, sizeof(*rows), cmp_row);
