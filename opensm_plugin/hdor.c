@@ -1584,22 +1584,11 @@ static int fill_hops_graph(const hgraph_t *g)
 			nx = t;
 		}
 	}
-	/* The rows are bound by their writes (~24 M on KNS 16^3, each a cache miss): each is built
-	 * in a buffer that stays all "no path" but for the neighbours' ports and copied whole, and
-	 * the row 16 ahead is prefetched. */
 	for (w = 0; w < g->n; w++) {
 		osm_switch_t *sw = g->sw[w];
-		unsigned np = sw->num_ports, nb = 0, i;
-		uint8_t buf[256], nport[256];
-		const uint8_t *nd[256];
+		unsigned np = sw->num_ports;
 		if (!sw->hops || sw->num_hops <= sw->max_lid_ho)
 			goto out;
-		memset(buf, OSM_NO_PATH, sizeof(buf));
-		for (l = g->off[w]; l < g->off[w + 1] && nb < 256; l++)
-			if (g->port[l] < np) {
-				nport[nb] = g->port[l];
-				nd[nb++] = D + (size_t)g->idx[l] * N;
-			}
 		for (d = 0; d < g->n; d++) {
 			uint16_t lid = g->lid[d];
 			uint8_t *row, best = w == d ? 0 : OSM_NO_PATH;
@@ -1611,15 +1600,13 @@ static int fill_hops_graph(const hgraph_t *g)
 					goto out;
 				sw->hops[lid] = row;
 			}
-			if (d + 16 < g->n && g->lid[d + 16] && g->lid[d + 16] <= sw->max_lid_ho)
-				__builtin_prefetch(sw->hops[g->lid[d + 16]], 1);	/* rows are scattered in the heap */
-			for (i = 0; i < nb; i++)
-				if (nd[i][d] != OSM_NO_PATH)
-					set_hop(buf, nport[i], 1u + nd[i][d], &best);
-			buf[0] = best;
-			memcpy(row, buf, np);
-			for (i = 0; i < nb; i++)
-				buf[nport[i]] = OSM_NO_PATH;
+			memset(row, OSM_NO_PATH, np);
+			for (l = g->off[w]; l < g->off[w + 1]; l++) {
+				if (g->port[l] >= np || D[(size_t)g->idx[l] * N + d] == OSM_NO_PATH)
+					continue;
+				set_hop(row, g->port[l], 1u + D[(size_t)g->idx[l] * N + d], &best);
+			}
+			row[0] = best;
 		}
 	}
 	ret = 0;
