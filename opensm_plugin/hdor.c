@@ -2050,10 +2050,10 @@ struct hdor_deg {
 	uint32_t *ncnt, *capcnt;
 	/* per LID scratch (base nodes) */
 	int *bln, *bv, *fdim, *via, *vslot, *fixln, *fixlist, *exitof, *dist, *q, *ffl, *ffx;
-	/* the live switches, routers, indirect switches (index order) and this LID's affected
-	 * switches: the per-LID loops go over these, not over every node */
-	int *lsw, *lrt, *lis, *alist, *seed;
-	uint32_t nlsw, nlrt, nlis, nalist, nseed;
+	/* the live switches (index order) and this LID's affected switches: the per-LID loops
+	 * go over these, not over every node */
+	int *lsw, *alist, *seed;
+	uint32_t nlsw, nalist, nseed;
 	/* route_lid's groups and routers (G, R) of this LID: lists and marks */
 	int *glist, *rlist, *gst, *rst, stamp;
 	uint64_t *rbits;
@@ -2138,7 +2138,7 @@ static void deg_free(hdor_deg_t *D)
 			D->aff, D->gof, D->glocal, D->gdim, D->gsoff, D->gsw, D->gmoff, D->gmem,
 			D->rgoff, D->rgl, D->rgslot, D->vslot, D->bln, D->bv, D->fdim, D->via, D->fixln, D->fixlist, D->ffl,
 			D->ffx, D->ffs, D->exitof, D->dist, D->q, D->done, D->fixed, D->cand, D->has,
-			D->lsw, D->lrt, D->lis, D->alist, D->seed, D->glist, D->rlist, D->gst, D->rst, D->rbits
+			D->lsw, D->alist, D->seed, D->glist, D->rlist, D->gst, D->rst, D->rbits
 		};
 		free_all(all, sizeof(all) / sizeof(all[0]));
 	}
@@ -3798,8 +3798,6 @@ static int deg_route(hdor_ctx_t *ctx, hdor_deg_t *D)
 	D->ncnt = xcalloc(K->nrow, sizeof(uint32_t));
 	D->capcnt = xcalloc(K->nrow, sizeof(uint32_t));
 	D->lsw = xcalloc(K->nrow + 1, sizeof(int));
-	D->lrt = xcalloc(K->nrow + 1, sizeof(int));
-	D->lis = xcalloc(K->nrow + 1, sizeof(int));
 	D->alist = xcalloc(K->nrow + 1, sizeof(int));
 	D->seed = xcalloc(K->nrow + 1, sizeof(int));
 	D->glist = xcalloc(D->ng + 1, sizeof(int));
@@ -3811,20 +3809,15 @@ static int deg_route(hdor_ctx_t *ctx, hdor_deg_t *D)
 	heap = xcalloc((size_t)D->rgoff[nn] + nn + 64, sizeof(*heap));
 	if (!D->tab || !D->aff || !D->bln || !D->bv || !D->fdim || !D->via || !D->vslot || !D->fixln || !D->exitof ||
 	    !D->fixlist || !D->ffl || !D->ffx || !D->ffs || !D->dist || !D->q || !D->done || !D->fixed || !D->cand || !D->has || !D->cnt || !D->ncnt ||
-	    !D->capcnt || !heap || !D->lsw || !D->lrt || !D->lis || !D->alist || !D->seed ||
+	    !D->capcnt || !heap || !D->lsw || !D->alist || !D->seed ||
 	    !D->glist || !D->gst || !D->rlist || !D->rst || !D->rbits) {
 		decline(ctx, "out of memory");
 		goto out;
 	}
 	D->dist_target = -1;
 	for (i = 0; i < nn; i++)
-		if (D->cur[i] && K->type[i] == N_SWITCH) {
+		if (D->cur[i] && K->type[i] == N_SWITCH)
 			D->lsw[D->nlsw++] = (int)i;
-			if (K->role[i] == R_ROUTER)
-				D->lrt[D->nlrt++] = (int)i;
-			else if (K->role[i] == R_SWITCH)
-				D->lis[D->nlis++] = (int)i;
-		}
 	/* start from the fault-free tables (the same layout: one LID's row at a time); LIDs
 	 * without an owner now get no entry */
 	for (lid = 0; lid < D->nl; lid++)
