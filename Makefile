@@ -33,10 +33,10 @@ demo: plugin
 
 # the 25 slowest tests are listed at the end: where the 20 minutes go
 test: plugin
-	$(PYTEST) -n $(TEST_JOBS) --dist loadgroup --durations=25 $(PYTEST_ARGS)
+	$(PYTEST) -n $(TEST_JOBS) --dist loadfile --durations=25 $(PYTEST_ARGS)
 
 test-full: plugin
-	IBTOOL_TESTS=full IBTOOL_FAULT_MATRIX=full $(PYTEST) -n $(TEST_JOBS) --dist loadgroup --durations=50 $(PYTEST_ARGS)
+	IBTOOL_TESTS=full IBTOOL_FAULT_MATRIX=full $(PYTEST) -n $(TEST_JOBS) --dist loadfile --durations=50 $(PYTEST_ARGS)
 
 bench: plugin
 	$(VENV)/bin/python perf/run.py
