@@ -118,9 +118,10 @@ def verify_run(run_dir: Path, plan, nnm, expect, permutations, say, before: dict
         own = known.get("own") if known and desc is None and f.port_lids else None
         plan_own = known.get("plan") if known and plan and Path(net).resolve() == (run_dir / rundir.EXPECTED).resolve() \
             else None
+        same = desc is None and to_plan is not None and _plan_is_fabric(f, p, t, before)
         c = coords.verify(f, hdor_dump.read(dump) if dump else None, p, to_plan,
                           baseline=before and before["ref"], plan_baseline=before and before["plan"], description=desc,
-                          reference=own, plan_reference=plan_own and plan_own[1])
+                          reference=own, plan_reference=plan_own and plan_own[1], plan_is_fabric=same)
         ref = c.get("_reference")
         sections["coords"] = c
         timings.update({k: round(v, 3) for k, v in c.pop("_timings").items()})
@@ -164,6 +165,29 @@ def verify_run(run_dir: Path, plan, nnm, expect, permutations, say, before: dict
     if skipped:
         rep["checks"].insert(0, {"name": "topology", "ok": True, "info": True, "summary": skipped})
     return rep
+
+
+def _plan_is_fabric(f, p, t, before: dict | None) -> bool:
+    """The discovered fabric is its plan: every cable where planned (nothing miswired, missing or
+    extra), every device under its planned GUID, and - for a fault step - step 0's fabric and plan
+    placed alike. Then hdor places both alike (coords.verify: plan_is_fabric)."""
+    if t.failing(("miswire", "missing")) or t.not_planned_topology or f.num_nodes != p.num_nodes:
+        return False
+    if len(t.to_plan) != f.num_nodes or any(f.guids[j] != p.guids[i] for j, i in t.to_plan.items()):
+        return False
+    if before is None:
+        return True
+    if not before.get("ref") or not before.get("plan"):
+        return False
+    (fa, ra), (fb, rb) = before["ref"], before["plan"]
+    if (ra.k, ra.n) != (rb.k, rb.n) or fa.num_nodes != fb.num_nodes:
+        return False
+    for x in range(fa.num_nodes):
+        y = fb.by_guid(fa.guids[x])
+        if y is None or ra.role[x] != rb.role[y] or ra.coords.get(x) != rb.coords.get(y) or \
+                ra.dim.get(x) != rb.dim.get(y):
+            return False
+    return True
 
 
 def before_faults(step0: Path, nnm, expect) -> dict | None:
