@@ -2873,6 +2873,22 @@ static int affected(hdor_deg_t *D, int b, uint32_t lid, int depth)
 	return r;
 }
 
+/* LIST (N node indices below NN, no repeats) into index order: a bit per node in BITS, read
+ * back a word at a time (cheaper than a sort of the ~10^2-10^3 entries a LID has); BITS is
+ * left zero */
+static void index_order(int *list, uint32_t n, uint64_t *bits, uint32_t nn)
+{
+	uint32_t i, wd, k = 0;
+
+	for (i = 0; i < n; i++)
+		bits[list[i] >> 6] |= 1ULL << (list[i] & 63);
+	for (wd = 0; wd < (nn + 63) / 64 && k < n; wd++)
+		while (bits[wd]) {
+			list[k++] = (int)(wd * 64 + (unsigned)__builtin_ctzll(bits[wd]));
+			bits[wd] &= bits[wd] - 1;
+		}
+}
+
 /* The affected entries of one owned LID (D->alist, index order, and D->aff), found backwards
  * from the failures: the seeds are the live switches whose fault-free entry has no port or
  * leaves by a failed link; a live switch whose fault-free entry leads over a working link to an
@@ -2913,18 +2929,9 @@ static int affected_lid(hdor_deg_t *D, uint32_t lid)
 		}
 	}
 #undef HDOR_AFF
-	/* index order (as a scan of the live switches would give them): a bit per node, read
-	 * back a word at a time (a sort of ~10^2-10^3 entries per LID cost more); words left zero */
-	if (D->nalist > 1) {
-		uint32_t wd, na = 0;
-		for (j = 0; j < D->nalist; j++)
-			D->rbits[D->alist[j] >> 6] |= 1ULL << (D->alist[j] & 63);
-		for (wd = 0; wd < (K->nn + 63) / 64 && na < D->nalist; wd++)
-			while (D->rbits[wd]) {
-				D->alist[na++] = (int)(wd * 64 + (unsigned)__builtin_ctzll(D->rbits[wd]));
-				D->rbits[wd] &= D->rbits[wd] - 1;
-			}
-	}
+	/* index order, as a scan of the live switches would give them */
+	if (D->nalist > 1)
+		index_order(D->alist, D->nalist, D->rbits, K->nn);
 	return 0;
 }
 
@@ -3235,19 +3242,8 @@ static int route_lid(hdor_ctx_t *ctx, hdor_deg_t *D, uint32_t lid, hheap_t *heap
 	}
 #undef HDOR_ADD_R
 #undef HDOR_ADD_G
-	{
-		/* GUID order, as the fabric's (node index order): a bit per node, read back a word
-		 * at a time (cheaper than a sort, or a scan of the live routers, per LID); the words
-		 * are left zero */
-		uint32_t nr = 0, wd;
-		for (j = 0; j < D->nrl; j++)
-			D->rbits[D->rlist[j] >> 6] |= 1ULL << (D->rlist[j] & 63);
-		for (wd = 0; wd < (K->nn + 63) / 64 && nr < D->nrl; wd++)
-			while (D->rbits[wd]) {
-				D->rlist[nr++] = (int)(wd * 64 + (unsigned)__builtin_ctzll(D->rbits[wd]));
-				D->rbits[wd] &= D->rbits[wd] - 1;
-			}
-	}
+	/* GUID order, as the fabric's (node index order) */
+	index_order(D->rlist, D->nrl, D->rbits, K->nn);
 	for (j = 0; j < D->nrl; j++) {
 		i = (uint32_t)D->rlist[j];
 		D->bln[i] = HDOR_INF;
