@@ -22,7 +22,7 @@ from support import ibtool
 from ibtool.formats import ibnetdiscover, lft, pathrecord
 from ibtool.routing import hdor
 
-pytestmark = [pytest.mark.ibsim, pytest.mark.usefixtures("libhdor")]
+pytestmark = [pytest.mark.ibsim, pytest.mark.alone, pytest.mark.usefixtures("libhdor")]  # alone: Makefile
 
 FULL = os.environ.get("IBTOOL_FAULT_MATRIX") == "full"
 SHAPES = {"k4n2": ("--k", 4, "--n", 2, "--radix", 8)}
