@@ -3200,6 +3200,7 @@ static int route_lid(hdor_ctx_t *ctx, hdor_deg_t *D, uint32_t lid, hheap_t *heap
 	const hdor_kns_t *K = D->K;
 	int c = D->onode[lid], T, fin, x, nh = 0, g;
 	uint32_t i, j, fcnt[HDOR_MAX_HOPS + 3], nf, fp = 0;
+	const uint8_t *arow = &D->aff[(size_t)lid * K->nrow];
 
 	if (K->type[c] == N_CA) {
 		if (!works(D, c, D->oport[lid]))
@@ -3215,10 +3216,11 @@ static int route_lid(hdor_ctx_t *ctx, hdor_deg_t *D, uint32_t lid, hheap_t *heap
 		return 0;
 	}
 	/* Only what the affected entries depend on is computed (work proportional to what the
-	 * failures touch, not to the fabric): the groups of the affected switches (G), the
-	 * routers of those groups, T and the affected routers (R).  A router outside R is never
-	 * relaxed (it is fixed, or in no group of G); a group outside G leads to no affected
-	 * entry.  Marks: gst[g] / rst[x] == stamp. */
+	 * failures touch, not to the fabric): the groups of the affected switches (G); T, the
+	 * affected routers, each group of G's exit when it has one (an unaffected switch's), else
+	 * all its members (R).  When taken, any other router does nothing: it is fixed, so it
+	 * is relaxed by no group, and each of its groups is outside G (no affected entry) or
+	 * has another router as its exit.  Marks: gst[g] / rst[x] == stamp. */
 	D->stamp++;
 	D->ngl = D->nrl = 0;
 #define HDOR_ADD_R(y) do { if (D->rst[y] != D->stamp) { D->rst[y] = D->stamp; D->rlist[D->nrl++] = (y); } } while (0)
@@ -3234,34 +3236,7 @@ static int route_lid(hdor_ctx_t *ctx, hdor_deg_t *D, uint32_t lid, hheap_t *heap
 		} else if (D->gof[y] >= 0)
 			HDOR_ADD_G(D->gof[y]);
 	}
-	for (j = 0; j < D->ngl; j++) {
-		uint32_t m;
-		g = D->glist[j];
-		for (m = D->gmoff[g]; m < D->gmoff[g + 1]; m++)
-			HDOR_ADD_R(D->gmem[m]);
-	}
-#undef HDOR_ADD_R
-#undef HDOR_ADD_G
-	/* GUID order, as the fabric's (node index order) */
-	index_order(D->rlist, D->nrl, D->rbits, K->nn);
-	for (j = 0; j < D->nrl; j++) {
-		i = (uint32_t)D->rlist[j];
-		D->bln[i] = HDOR_INF;
-		D->done[i] = D->fixed[i] = 0;
-		D->via[i] = -1;
-	}
-	/* unaffected entries: routers' fault-free routes, exits of groups (routers, then switches;
-	 * a group's last unaffected switch in GUID order gives its exit) */
-	for (j = 0; j < D->nrl; j++) {
-		int len, ex, d0;
-		i = (uint32_t)D->rlist[j];
-		if (affected(D, (int)i, lid, 0))
-			continue;
-		fault_free_route(D, (int)i, lid, &len, &ex, &d0);
-		D->fixed[i] = 1;
-		D->fixln[i] = len;
-		D->fdim[i] = d0;
-	}
+	/* exits of groups from their unaffected switches (the last one in GUID order gives it) */
 	for (j = 0; j < D->ngl; j++) {
 		uint32_t a;
 		g = D->glist[j];
@@ -3274,6 +3249,32 @@ static int route_lid(hdor_ctx_t *ctx, hdor_deg_t *D, uint32_t lid, hheap_t *heap
 			fault_free_route(D, (int)i, lid, &len, &ex, &d0);
 			D->exitof[g] = ex;
 		}
+		if (D->exitof[g] >= 0)
+			HDOR_ADD_R(D->exitof[g]);
+		else
+			for (a = D->gmoff[g]; a < D->gmoff[g + 1]; a++)
+				HDOR_ADD_R(D->gmem[a]);
+	}
+#undef HDOR_ADD_R
+#undef HDOR_ADD_G
+	/* GUID order, as the fabric's (node index order) */
+	index_order(D->rlist, D->nrl, D->rbits, K->nn);
+	for (j = 0; j < D->nrl; j++) {
+		i = (uint32_t)D->rlist[j];
+		D->bln[i] = HDOR_INF;
+		D->done[i] = D->fixed[i] = 0;
+		D->via[i] = -1;
+	}
+	/* unaffected entries: routers' fault-free routes */
+	for (j = 0; j < D->nrl; j++) {
+		int len, ex, d0;
+		i = (uint32_t)D->rlist[j];
+		if (affected(D, (int)i, lid, 0))
+			continue;
+		fault_free_route(D, (int)i, lid, &len, &ex, &d0);
+		D->fixed[i] = 1;
+		D->fixln[i] = len;
+		D->fdim[i] = d0;
 	}
 	/* Dijkstra over routers from T: key (links, violations, GUID) */
 	D->bln[T] = 0;
@@ -3326,7 +3327,8 @@ static int route_lid(hdor_ctx_t *ctx, hdor_deg_t *D, uint32_t lid, hheap_t *heap
 			turn = X != T && D->fdim[X] <= e_dim;
 			for (m = 0; m < nm; m++) {
 				int W = D->gmem[D->gmoff[gi] + m], ln, v;
-				if (h->icost[m] >= HDOR_INF || D->done[W] || D->fixed[W])
+				/* fixed: unaffected (a member outside R has no marks of this LID) */
+				if (h->icost[m] >= HDOR_INF || arow[K->row[W]] != 2 || D->done[W])
 					continue;
 				ln = e.ln + h->icost[m];
 				v = e.v + turn;
