@@ -3453,49 +3453,47 @@ static uint32_t hmap_slot(const hmap_t *m, uint64_t k)
 	return h;
 }
 
-static int hmap_put(hmap_t *m, uint64_t k, unsigned sl, uint8_t v)
+/* room for `more` keys (the load stays at most 1/2): 0, or -1 out of memory */
+static int hmap_reserve(hmap_t *m, uint32_t more)
 {
-	uint32_t h;
-	if (2 * (m->n + 1) > m->cap) {
-		hmap_t n = { NULL, NULL, m->cap ? 2 * m->cap : 1024, 0 };
-		uint32_t i;
-		n.key = xcalloc(n.cap, sizeof(uint64_t));
-		n.val = xcalloc(n.cap, sizeof(hvl_t));
-		if (!n.key || !n.val) {
-			free(n.key);
-			free(n.val);
-			return -1;
-		}
-		for (i = 0; i < m->cap; i++)
-			if (m->key[i]) {
-				h = hmap_slot(&n, m->key[i]);
-				n.key[h] = m->key[i];
-				n.val[h] = m->val[i];
-				n.n++;
-			}
-		free(m->key);
-		free(m->val);
-		*m = n;
+	hmap_t n = { NULL, NULL, m->cap ? m->cap : 1024, 0 };
+	uint32_t i, h;
+	if (2 * (m->n + more) <= m->cap)
+		return 0;
+	while (2 * (m->n + more) > n.cap)
+		n.cap *= 2;
+	n.key = xcalloc(n.cap, sizeof(uint64_t));
+	n.val = xcalloc(n.cap, sizeof(hvl_t));
+	if (!n.key || !n.val) {
+		free(n.key);
+		free(n.val);
+		return -1;
 	}
-	h = hmap_slot(m, k);
-	if (!m->key[h])
-		m->n++;
-	m->key[h] = k;
-	m->val[h].vl[sl] = v;
-	m->val[h].set |= (uint16_t)(1u << sl);
+	for (i = 0; i < m->cap; i++)
+		if (m->key[i]) {
+			h = hmap_slot(&n, m->key[i]);
+			n.key[h] = m->key[i];
+			n.val[h] = m->val[i];
+			n.n++;
+		}
+	free(m->key);
+	free(m->val);
+	*m = n;
 	return 0;
 }
 
-static int hmap_get(const hmap_t *m, uint64_t k, unsigned sl, int dflt)
+/* k's slot, taken (no SL set) when k is new; room reserved beforehand */
+static uint32_t hmap_claim(hmap_t *m, uint64_t k)
 {
-	uint32_t h;
-	if (!m->cap)
-		return dflt;
-	h = hmap_slot(m, k);
-	return m->key[h] && (m->val[h].set >> sl & 1) ? m->val[h].vl[sl] : dflt;
+	uint32_t h = hmap_slot(m, k);
+	if (!m->key[h]) {
+		m->key[h] = k;
+		m->n++;
+	}
+	return h;
 }
 
-typedef struct { int x; uint8_t pin, pout; } hhop_t;
+typedef struct { int x; uint8_t pin, pout, vl; } hhop_t;	/* vl: set by hop_vls */
 
 /* the walk from CA base node c's port to dlid over the new tables (tab) or the fault-free ones:
  * the hops (switch, in, out) and the links; -1 when the packet is lost */
@@ -3510,7 +3508,7 @@ static int walk(const hdor_deg_t *D, int c, unsigned port, uint32_t dlid, int ta
 		int nx;
 		if (out == OSM_NO_PATH || out == 0)
 			return -1;
-		hops[(*nh)++] = (hhop_t){ x, (uint8_t)pin, out };
+		hops[(*nh)++] = (hhop_t){ x, (uint8_t)pin, out, 0 };
 		nx = kpeer(K, x, out);
 		if (nx < 0 || (tab && !works(D, x, out)))
 			return -1;
@@ -3521,6 +3519,23 @@ static int walk(const hdor_deg_t *D, int c, unsigned port, uint32_t dlid, int ta
 		x = nx;
 	}
 	return -1;
+}
+
+/* each hop's VL (the violations so far, at that router included: docs/hdor.md section 6);
+ * returns the route's violations */
+static int hop_vls(const hdor_kns_t *K, hhop_t *hops, int nh)
+{
+	int h, v = 0;
+	for (h = 0; h < nh; h++) {
+		int x = hops[h].x;
+		if (K->role[x] == R_ROUTER) {
+			int a = kpeer(K, x, hops[h].pin), b = kpeer(K, x, hops[h].pout);
+			if (a >= 0 && b >= 0 && K->dim[a] >= 0 && K->dim[b] >= 0 && K->dim[b] <= K->dim[a])
+				v++;
+		}
+		hops[h].vl = (uint8_t)v;
+	}
+	return v;
 }
 
 typedef struct { uint64_t guid; uint16_t io; uint8_t vl[16]; } hrow_t;
@@ -3592,51 +3607,34 @@ static int deg_sls(hdor_ctx_t *ctx, hdor_deg_t *D)
 			ln = walk(D, c, p, dlid, 1, hops, &nh);
 			if (ln < 0)
 				continue;	/* not delivered: no path SL (the verifier reports it) */
-			for (h = 0; h < nh; h++) {
-				int x = hops[h].x;
-				if (K->role[x] == R_ROUTER) {
-					int a = kpeer(K, x, hops[h].pin), b = kpeer(K, x, hops[h].pout);
-					if (a >= 0 && b >= 0 && K->dim[a] >= 0 && K->dim[b] >= 0 && K->dim[b] <= K->dim[a])
-						v++;
-				}
-			}
+			v = hop_vls(K, hops, nh);
 			if (v > most)
 				most = v;
 			if (v) {
-				/* VL of each hop = violations so far (at that router included) */
-				for (sl = 1; sl < HDOR_MAX_SLS; sl++) {
-					int vv = 0, agree = 1;
-					for (h = 0; h < nh && agree; h++) {
-						int x = hops[h].x;
-						if (K->role[x] == R_ROUTER) {
-							int a = kpeer(K, x, hops[h].pin), b = kpeer(K, x, hops[h].pout);
-							if (a >= 0 && b >= 0 && K->dim[a] >= 0 && K->dim[b] >= 0 &&
-							    K->dim[b] <= K->dim[a])
-								vv++;
-						}
-						agree = hmap_get(&map, hkey(x, hops[h].pin, hops[h].pout), sl, vv) == vv;
-					}
-					if (agree)
-						break;
+				/* the lowest SL >= 1 whose entries set so far agree with every hop's VL: each
+				 * hop's slot is probed once, its 16 SLs compared at a time (a bit per SL) */
+				uint32_t slot[HDOR_MAX_HOPS];
+				unsigned ok = 0xfffe & ((1u << HDOR_MAX_SLS) - 1);
+				if (hmap_reserve(&map, (uint32_t)nh))
+					goto oom;
+				for (h = 0; h < nh; h++) {
+					const hvl_t *e;
+					unsigned agree = 0, s2;
+					slot[h] = hmap_claim(&map, hkey(hops[h].x, hops[h].pin, hops[h].pout));
+					e = &map.val[slot[h]];
+					for (s2 = 0; s2 < 16; s2++)
+						agree |= (unsigned)(e->vl[s2] == hops[h].vl) << s2;
+					ok &= agree | (uint16_t)~e->set;
 				}
-				if (sl == HDOR_MAX_SLS) {
+				if (!ok) {
 					declinec(ctx, HD_SLS, "the failures need more than %d SLs (pair LID %u -> %u)", HDOR_MAX_SLS,
 						 slid, dlid);
 					goto out;
 				}
-				{
-					int vv = 0;
-					for (h = 0; h < nh; h++) {
-						int x = hops[h].x;
-						if (K->role[x] == R_ROUTER) {
-							int a = kpeer(K, x, hops[h].pin), b = kpeer(K, x, hops[h].pout);
-							if (a >= 0 && b >= 0 && K->dim[a] >= 0 && K->dim[b] >= 0 &&
-							    K->dim[b] <= K->dim[a])
-								vv++;
-						}
-						if (hmap_put(&map, hkey(x, hops[h].pin, hops[h].pout), sl, (uint8_t)vv))
-							goto oom;
-					}
+				sl = (unsigned)__builtin_ctz(ok);
+				for (h = 0; h < nh; h++) {
+					map.val[slot[h]].vl[sl] = hops[h].vl;
+					map.val[slot[h]].set |= (uint16_t)(1u << sl);
 				}
 				if (Q->npath == cap) {
 					uint32_t nc = cap ? 2 * cap : 1024;
@@ -3656,12 +3654,15 @@ static int deg_sls(hdor_ctx_t *ctx, hdor_deg_t *D)
 				Q->pkey[Q->npath] = (uint64_t)dlid << 16 | slid;
 				Q->psl[Q->npath++] = (uint8_t)sl;
 			}
-			ln0 = walk(D, c, p, dlid, 0, hops0, &nh0);
-			same = nh0 == nh;
+			/* the route is the fault-free one when every hop leaves as the fault-free table
+			 * says (then that walk takes the same hops); else it is walked for its length */
+			same = 1;
 			for (h = 0; h < nh && same; h++)
-				same = hops0[h].x == hops[h].x && hops0[h].pin == hops[h].pin && hops0[h].pout == hops[h].pout;
+				same = hops[h].pout == t0(K, hops[h].x, dlid);
 			if (!same) {
-				int extra = ln - ln0;
+				int extra;
+				ln0 = walk(D, c, p, dlid, 0, hops0, &nh0);
+				extra = ln - ln0;
 				if (!D->detoured || extra > (int)D->extra_max)
 					D->extra_max = (uint32_t)extra;
 				D->detoured++;
