@@ -3915,13 +3915,37 @@ static int write_dump_degraded(hdor_ctx_t *ctx, hdor_deg_t *D, char *path, size_
 	const hdor_kns_t *K = D->K;
 	char tmp[4200];
 	FILE *f;
-	uint32_t i, j, lid;
+	uint32_t i, j, lid, nr = 0, *hist;
 	unsigned n = K->n, e;
-	int role;
+	int role, ret, *rtr;
 
-	f = dump_open(ctx, path, pathsz, tmp, sizeof(tmp));
-	if (!f)
+	/* the routers' port counts (the spread lines), per (node, port) slot: counted a LID's row
+	 * of DTAB at a time (a router's column is one entry per row: a cache miss each) */
+	hist = xcalloc(K->poff[K->nn] + 1, sizeof(uint32_t));
+	rtr = xcalloc(K->nrow + 1, sizeof(int));
+	if (!hist || !rtr) {
+		free(hist);
+		free(rtr);
+		errno = ENOMEM;
 		return -1;
+	}
+	for (i = 0; i < K->nn; i++)
+		if (D->cur[i] && K->role[i] == R_ROUTER)
+			rtr[nr++] = (int)i;
+	for (lid = 0; lid < D->nl; lid++) {
+		const uint8_t *trow = &DTAB(D, 0, lid);
+		for (j = 0; j < nr; j++) {
+			uint8_t p = trow[K->row[rtr[j]]];
+			if (p < K->np[rtr[j]])
+				hist[K->poff[rtr[j]] + p]++;
+		}
+	}
+	free(rtr);
+	f = dump_open(ctx, path, pathsz, tmp, sizeof(tmp));
+	if (!f) {
+		free(hist);
+		return -1;
+	}
 	fprintf(f, "# hdor k=%u n=%u routers=%u switches=%u hcas=%u lids=%u", K->k, n, D->nrouters, D->nswitches,
 		D->nhcas, D->nowned);
 	if (D->dead_nodes || D->dead_links)	/* a complete KNS: the header of docs section 5 */
@@ -3943,13 +3967,9 @@ static int write_dump_degraded(hdor_ctx_t *ctx, hdor_deg_t *D, char *path, size_
 			fprintf(f, " \"%s\"\n", ndesc(D->cur[i]));
 		}
 	for (j = 0; j < K->nn; j++) {
-		uint32_t hist[256];
 		i = K->isort[j];
 		if (!D->cur[i] || K->role[i] != R_ROUTER)
 			continue;
-		memset(hist, 0, sizeof(hist));
-		for (lid = 0; lid < D->nl; lid++)
-			hist[DTAB(D, K->row[i], lid)]++;
 		for (e = 0; e < n; e++) {
 			unsigned p, np = 0, first = 1;
 			for (p = 1; p < K->np[i]; p++) {
@@ -3963,14 +3983,16 @@ static int write_dump_degraded(hdor_ctx_t *ctx, hdor_deg_t *D, char *path, size_
 			for (p = 1; p < K->np[i]; p++) {
 				int y = K->peer[K->poff[i] + p];
 				if (y >= 0 && works(D, (int)i, p) && K->dim[y] == (int)e) {
-					fprintf(f, first ? "%u:%u" : ",%u:%u", p, hist[p]);
+					fprintf(f, first ? "%u:%u" : ",%u:%u", p, hist[K->poff[i] + p]);
 					first = 0;
 				}
 			}
 			fputc('\n', f);
 		}
 	}
-	return dump_close(f, tmp, path);
+	ret = dump_close(f, tmp, path);
+	free(hist);
+	return ret;
 }
 
 /* the tables of a degraded pass into OpenSM's new_lft */
