@@ -2054,6 +2054,11 @@ struct hdor_deg {
 	 * go over these, not over every node */
 	int *lsw, *alist, *seed;
 	uint32_t nlsw, nalist, nseed;
+	/* each live switch's live switch neighbours over working links, as (node, row, the
+	 * neighbour's port toward it): affected_lid's reverse walk reads only these */
+	uint32_t *upoff, *uprow;
+	int *upx;
+	uint8_t *upport;
 	/* route_lid's groups and routers (G, R) of this LID: lists and marks */
 	int *glist, *rlist, *gst, *rst, stamp;
 	uint64_t *rbits;
@@ -2138,7 +2143,8 @@ static void deg_free(hdor_deg_t *D)
 			D->aff, D->gof, D->glocal, D->gdim, D->gsoff, D->gsw, D->gmoff, D->gmem,
 			D->rgoff, D->rgl, D->rgslot, D->vslot, D->bln, D->bv, D->fdim, D->via, D->fixln, D->fixlist, D->ffl,
 			D->ffx, D->ffs, D->exitof, D->dist, D->q, D->done, D->fixed, D->cand, D->has,
-			D->lsw, D->alist, D->seed, D->glist, D->rlist, D->gst, D->rst, D->rbits
+			D->lsw, D->alist, D->seed, D->glist, D->rlist, D->gst, D->rst, D->rbits, D->upoff,
+			D->uprow, D->upx, D->upport
 		};
 		free_all(all, sizeof(all) / sizeof(all[0]));
 	}
@@ -2917,16 +2923,9 @@ static int affected_lid(hdor_deg_t *D, uint32_t lid)
 	}
 	for (qh = 0; qh < D->nalist; qh++) {
 		int b = D->alist[qh];
-		unsigned p;
-		for (p = 1; p < K->np[b]; p++) {
-			int y = K->peer[K->poff[b] + p];
-			uint8_t yp;
-			if (y < 0 || K->type[y] != N_SWITCH || !D->cur[y] || arow[K->row[y]] != 1)
-				continue;
-			yp = K->pport[K->poff[b] + p];
-			if (trow[K->row[y]] == yp && works(D, y, yp))
-				HDOR_AFF(y);
-		}
+		for (j = D->upoff[b]; j < D->upoff[b + 1]; j++)
+			if (arow[D->uprow[j]] == 1 && trow[D->uprow[j]] == D->upport[j])
+				HDOR_AFF(D->upx[j]);
 	}
 #undef HDOR_AFF
 	/* index order, as a scan of the live switches would give them */
@@ -3830,6 +3829,32 @@ static int deg_route(hdor_ctx_t *ctx, hdor_deg_t *D)
 		if (!D->cur[i] && K->type[i] == N_SWITCH && K->row[i] >= 0)
 			for (lid = 0; lid < D->nl; lid++)
 				D->aff[(size_t)lid * K->nrow + K->row[i]] = 0;
+	/* the live switch neighbours (affected_lid) */
+	D->upoff = xcalloc(nn + 1, sizeof(uint32_t));
+	D->uprow = xcalloc(K->poff[nn] + 1, sizeof(uint32_t));
+	D->upx = xcalloc(K->poff[nn] + 1, sizeof(int));
+	D->upport = xcalloc(K->poff[nn] + 1, 1);
+	if (!D->upoff || !D->uprow || !D->upx || !D->upport) {
+		decline(ctx, "out of memory");
+		goto out;
+	}
+	{
+		uint32_t m = 0;
+		for (i = 0; i < nn; i++) {
+			unsigned p;
+			D->upoff[i] = m;
+			for (p = 1; D->cur[i] && K->type[i] == N_SWITCH && p < K->np[i]; p++) {
+				int y = K->peer[K->poff[i] + p];
+				uint8_t yp = K->pport[K->poff[i] + p];
+				if (y >= 0 && K->type[y] == N_SWITCH && D->cur[y] && works(D, y, yp)) {
+					D->uprow[m] = (uint32_t)K->row[y];
+					D->upx[m] = y;
+					D->upport[m++] = yp;
+				}
+			}
+		}
+		D->upoff[nn] = m;
+	}
 	/* the seeds' candidates: live switches with a failed link */
 	for (i = 0; i < D->nlsw; i++) {
 		int b = D->lsw[i];
