@@ -56,6 +56,9 @@
 #include <unistd.h>
 #include <malloc.h>
 #include <sys/stat.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include <complib/cl_qmap.h>
 #ifdef HDOR_INTREE
@@ -2061,6 +2064,9 @@ struct hdor_deg {
 	uint8_t *upport;
 	/* route_lid's groups and routers (G, R) of this LID: lists and marks */
 	int *glist, *rlist, *gst, *rst, stamp;
+	/* each group of G's affected members (lists in GUID order: head, tail per group; the
+	 * member, its slot, the next entry) */
+	int *amhead, *amtail, *amw, *amslot, *amnext;
 	uint64_t *rbits;
 	uint32_t ngl, nrl;
 	uint32_t *ffs;
@@ -2144,7 +2150,7 @@ static void deg_free(hdor_deg_t *D)
 			D->rgoff, D->rgl, D->rgslot, D->vslot, D->bln, D->bv, D->fdim, D->via, D->fixln, D->fixlist, D->ffl,
 			D->ffx, D->ffs, D->exitof, D->dist, D->q, D->done, D->fixed, D->cand, D->has,
 			D->lsw, D->alist, D->seed, D->glist, D->rlist, D->gst, D->rst, D->rbits, D->upoff,
-			D->uprow, D->upx, D->upport
+			D->uprow, D->upx, D->upport, D->amhead, D->amtail, D->amw, D->amslot, D->amnext
 		};
 		free_all(all, sizeof(all) / sizeof(all[0]));
 	}
@@ -3199,7 +3205,7 @@ static int route_lid(hdor_ctx_t *ctx, hdor_deg_t *D, uint32_t lid, hheap_t *heap
 	const hdor_kns_t *K = D->K;
 	int c = D->onode[lid], T, fin, x, nh = 0, g;
 	uint32_t i, j, fcnt[HDOR_MAX_HOPS + 3], nf, fp = 0;
-	const uint8_t *arow = &D->aff[(size_t)lid * K->nrow];
+	int ne;
 
 	if (K->type[c] == N_CA) {
 		if (!works(D, c, D->oport[lid]))
@@ -3223,15 +3229,26 @@ static int route_lid(hdor_ctx_t *ctx, hdor_deg_t *D, uint32_t lid, hheap_t *heap
 	D->stamp++;
 	D->ngl = D->nrl = 0;
 #define HDOR_ADD_R(y) do { if (D->rst[y] != D->stamp) { D->rst[y] = D->stamp; D->rlist[D->nrl++] = (y); } } while (0)
-#define HDOR_ADD_G(h) do { if (D->gst[h] != D->stamp) { D->gst[h] = D->stamp; D->glist[D->ngl++] = (h); } } while (0)
+#define HDOR_ADD_G(h) do { if (D->gst[h] != D->stamp) { D->gst[h] = D->stamp; D->glist[D->ngl++] = (h); \
+	D->amhead[h] = D->amtail[h] = -1; } } while (0)
 	HDOR_ADD_R(T);
-	for (j = 0; j < D->nalist; j++) {
+	for (j = 0, ne = 0; j < D->nalist; j++) {
 		int y = D->alist[j];
 		uint32_t a;
 		if (K->role[y] == R_ROUTER) {
 			HDOR_ADD_R(y);
-			for (a = D->rgoff[y]; a < D->rgoff[y + 1]; a++)
-				HDOR_ADD_G(D->rgl[a]);
+			for (a = D->rgoff[y]; a < D->rgoff[y + 1]; a++) {
+				g = D->rgl[a];
+				HDOR_ADD_G(g);
+				D->amw[ne] = y;
+				D->amslot[ne] = D->rgslot[a];
+				D->amnext[ne] = -1;
+				if (D->amtail[g] >= 0)
+					D->amnext[D->amtail[g]] = ne;
+				else
+					D->amhead[g] = ne;
+				D->amtail[g] = ne++;
+			}
 		} else if (D->gof[y] >= 0)
 			HDOR_ADD_G(D->gof[y]);
 	}
@@ -3313,7 +3330,7 @@ static int route_lid(hdor_ctx_t *ctx, hdor_deg_t *D, uint32_t lid, hheap_t *heap
 		D->done[X] = 1;
 		for (a = D->rgoff[X]; a < D->rgoff[X + 1]; a++) {
 			int gi = D->rgl[a], e_dim = D->gdim[gi], turn;
-			uint32_t m, nm = D->gmoff[gi + 1] - D->gmoff[gi];
+			uint32_t m;
 			hig_t *h;
 			if (D->gst[gi] != D->stamp || (D->exitof[gi] >= 0 && D->exitof[gi] != X))
 				continue;
@@ -3324,10 +3341,11 @@ static int route_lid(hdor_ctx_t *ctx, hdor_deg_t *D, uint32_t lid, hheap_t *heap
 				continue;
 			D->exitof[gi] = X;
 			turn = X != T && D->fdim[X] <= e_dim;
-			for (m = 0; m < nm; m++) {
-				int W = D->gmem[D->gmoff[gi] + m], ln, v;
-				/* fixed: unaffected (a member outside R has no marks of this LID) */
-				if (h->icost[m] >= HDOR_INF || arow[K->row[W]] != 2 || D->done[W])
+			/* the members that are not fixed: the affected ones */
+			for (ne = D->amhead[gi]; ne >= 0; ne = D->amnext[ne]) {
+				int W = D->amw[ne], ln, v;
+				m = (uint32_t)D->amslot[ne];
+				if (h->icost[m] >= HDOR_INF || D->done[W])
 					continue;
 				ln = e.ln + h->icost[m];
 				v = e.v + turn;
@@ -3426,15 +3444,16 @@ static int spread_pick(hdor_deg_t *D, int r, const pmask_t *m)
 /* ---------------- 13.3 SLs and VLs */
 
 /* open-addressing map (switch, in, out) -> the VL of each SL set so far: the SLs of one hop
- * share a slot, so trying SL after SL for a path probes each hop's slot once from memory */
+ * share a slot, and a slot holds its key (32 bytes), so a hop's SLs cost one probe, one cache
+ * line */
 typedef struct {
-	uint8_t vl[16];
+	uint64_t key;		/* 0 = empty */
 	uint16_t set;		/* bit sl: vl[sl] is set */
+	uint8_t vl[16];
 } hvl_t;
 
 typedef struct {
-	uint64_t *key;		/* 0 = empty */
-	hvl_t *val;
+	hvl_t *slot;
 	uint32_t cap, n;
 } hmap_t;
 
@@ -3447,36 +3466,43 @@ static uint32_t hmap_slot(const hmap_t *m, uint64_t k)
 {
 	uint64_t x = k * 0x9e3779b97f4a7c15ULL;
 	uint32_t h = (uint32_t)(x >> 32) & (m->cap - 1);
-	while (m->key[h] && m->key[h] != k)
+	while (m->slot[h].key && m->slot[h].key != k)
 		h = (h + 1) & (m->cap - 1);
 	return h;
+}
+
+/* a bit per SL whose VL in vl[] is v */
+static inline unsigned vl_agree(const uint8_t vl[16], uint8_t v)
+{
+#ifdef __SSE2__
+	return (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)vl), _mm_set1_epi8((char)v)));
+#else
+	unsigned s, m = 0;
+	for (s = 0; s < 16; s++)
+		m |= (unsigned)(vl[s] == v) << s;
+	return m;
+#endif
 }
 
 /* room for `more` keys (the load stays at most 1/2): 0, or -1 out of memory */
 static int hmap_reserve(hmap_t *m, uint32_t more)
 {
-	hmap_t n = { NULL, NULL, m->cap ? m->cap : 1024, 0 };
-	uint32_t i, h;
+	hmap_t n = { NULL, m->cap ? m->cap : 1024, 0 };
+	uint32_t i;
 	if (2 * (m->n + more) <= m->cap)
 		return 0;
 	while (2 * (m->n + more) > n.cap)
 		n.cap *= 2;
-	n.key = xcalloc(n.cap, sizeof(uint64_t));
-	n.val = xcalloc(n.cap, sizeof(hvl_t));
-	if (!n.key || !n.val) {
-		free(n.key);
-		free(n.val);
+	n.slot = aligned_alloc(64, (size_t)n.cap * sizeof(hvl_t));	/* two slots a cache line */
+	if (!n.slot)
 		return -1;
-	}
+	memset(n.slot, 0, (size_t)n.cap * sizeof(hvl_t));
 	for (i = 0; i < m->cap; i++)
-		if (m->key[i]) {
-			h = hmap_slot(&n, m->key[i]);
-			n.key[h] = m->key[i];
-			n.val[h] = m->val[i];
+		if (m->slot[i].key) {
+			n.slot[hmap_slot(&n, m->slot[i].key)] = m->slot[i];
 			n.n++;
 		}
-	free(m->key);
-	free(m->val);
+	free(m->slot);
 	*m = n;
 	return 0;
 }
@@ -3485,8 +3511,8 @@ static int hmap_reserve(hmap_t *m, uint32_t more)
 static uint32_t hmap_claim(hmap_t *m, uint64_t k)
 {
 	uint32_t h = hmap_slot(m, k);
-	if (!m->key[h]) {
-		m->key[h] = k;
+	if (!m->slot[h].key) {
+		m->slot[h].key = k;
 		m->n++;
 	}
 	return h;
@@ -3551,7 +3577,7 @@ static int deg_sls(hdor_ctx_t *ctx, hdor_deg_t *D)
 {
 	const hdor_kns_t *K = D->K;
 	hdor_qos_t *Q = xcalloc(1, sizeof(*Q));
-	hmap_t map = { NULL, NULL, 0, 0 };
+	hmap_t map = { NULL, 0, 0 };
 	uint32_t *src = NULL, *srow = NULL, nsrc = 0, dlid, i, cap = 0;
 	hhop_t hops[HDOR_MAX_HOPS], hops0[HDOR_MAX_HOPS];
 	int most = 0, ret = -1;
@@ -3618,12 +3644,9 @@ static int deg_sls(hdor_ctx_t *ctx, hdor_deg_t *D)
 					goto oom;
 				for (h = 0; h < nh; h++) {
 					const hvl_t *e;
-					unsigned agree = 0, s2;
 					slot[h] = hmap_claim(&map, hkey(hops[h].x, hops[h].pin, hops[h].pout));
-					e = &map.val[slot[h]];
-					for (s2 = 0; s2 < 16; s2++)
-						agree |= (unsigned)(e->vl[s2] == hops[h].vl) << s2;
-					ok &= agree | (uint16_t)~e->set;
+					e = &map.slot[slot[h]];
+					ok &= vl_agree(e->vl, hops[h].vl) | (uint16_t)~e->set;
 				}
 				if (!ok) {
 					declinec(ctx, HD_SLS, "the failures need more than %d SLs (pair LID %u -> %u)", HDOR_MAX_SLS,
@@ -3632,8 +3655,8 @@ static int deg_sls(hdor_ctx_t *ctx, hdor_deg_t *D)
 				}
 				sl = (unsigned)__builtin_ctz(ok);
 				for (h = 0; h < nh; h++) {
-					map.val[slot[h]].vl[sl] = hops[h].vl;
-					map.val[slot[h]].set |= (uint16_t)(1u << sl);
+					map.slot[slot[h]].vl[sl] = hops[h].vl;
+					map.slot[slot[h]].set |= (uint16_t)(1u << sl);
 				}
 				if (Q->npath == cap) {
 					uint32_t nc = cap ? 2 * cap : 1024;
@@ -3678,12 +3701,12 @@ static int deg_sls(hdor_ctx_t *ctx, hdor_deg_t *D)
 	{
 		uint32_t nr = 0, j;
 		for (i = 0; i < map.cap; i++) {
-			uint64_t k = map.key[i];
+			uint64_t k = map.slot[i].key;
 			unsigned s, any = 0;
 			if (!k)
 				continue;
 			for (s = 0; s < 16; s++) {
-				rows[nr].vl[s] = map.val[i].set >> s & 1 ? map.val[i].vl[s] : 0;
+				rows[nr].vl[s] = map.slot[i].set >> s & 1 ? map.slot[i].vl[s] : 0;
 				any |= rows[nr].vl[s];
 			}
 			if (!any)
@@ -3726,8 +3749,7 @@ out:
 	free(src);
 	free(srow);
 	free(rows);
-	free(map.key);
-	free(map.val);
+	free(map.slot);
 	return ret;
 }
 
@@ -3803,12 +3825,18 @@ static int deg_route(hdor_ctx_t *ctx, hdor_deg_t *D)
 	D->rlist = xcalloc(nn + 1, sizeof(int));
 	D->rst = xcalloc(nn + 1, sizeof(int));
 	D->rbits = xcalloc(nn / 64 + 1, sizeof(uint64_t));
+	D->amhead = xcalloc(D->ng + 1, sizeof(int));
+	D->amtail = xcalloc(D->ng + 1, sizeof(int));
+	D->amw = xcalloc(D->rgoff[nn] + 1, sizeof(int));
+	D->amslot = xcalloc(D->rgoff[nn] + 1, sizeof(int));
+	D->amnext = xcalloc(D->rgoff[nn] + 1, sizeof(int));
 	/* each group relaxes each member once: pushes <= memberships + fixed routers + T */
 	heap = xcalloc((size_t)D->rgoff[nn] + nn + 64, sizeof(*heap));
 	if (!D->tab || !D->aff || !D->bln || !D->bv || !D->fdim || !D->via || !D->vslot || !D->fixln || !D->exitof ||
 	    !D->fixlist || !D->ffl || !D->ffx || !D->ffs || !D->dist || !D->q || !D->done || !D->fixed || !D->cand || !D->has || !D->cnt || !D->ncnt ||
 	    !D->capcnt || !heap || !D->lsw || !D->alist || !D->seed ||
-	    !D->glist || !D->gst || !D->rlist || !D->rst || !D->rbits) {
+	    !D->glist || !D->gst || !D->rlist || !D->rst || !D->rbits || !D->amhead || !D->amtail || !D->amw ||
+	    !D->amslot || !D->amnext) {
 		decline(ctx, "out of memory");
 		goto out;
 	}
