@@ -2062,6 +2062,9 @@ struct hdor_deg {
 	uint32_t *upoff, *uprow;
 	int *upx;
 	uint8_t *upport;
+	/* each switch's neighbour switches over its working links (switch_dist) */
+	uint32_t *swoff;
+	int *swnb;
 	/* route_lid's groups and routers (G, R) of this LID: lists and marks */
 	int *glist, *rlist, *gst, *rst, stamp;
 	/* each group of G's affected members (lists in GUID order: head, tail per group; the
@@ -2150,7 +2153,8 @@ static void deg_free(hdor_deg_t *D)
 			D->rgoff, D->rgl, D->rgslot, D->vslot, D->bln, D->bv, D->fdim, D->via, D->fixln, D->fixlist, D->ffl,
 			D->ffx, D->ffs, D->exitof, D->dist, D->q, D->done, D->fixed, D->cand, D->has,
 			D->lsw, D->alist, D->seed, D->glist, D->rlist, D->gst, D->rst, D->rbits, D->upoff,
-			D->uprow, D->upx, D->upport, D->amhead, D->amtail, D->amw, D->amslot, D->amnext
+			D->uprow, D->upx, D->upport, D->amhead, D->amtail, D->amw, D->amslot, D->amnext,
+			D->swoff, D->swnb
 		};
 		free_all(all, sizeof(all) / sizeof(all[0]));
 	}
@@ -3126,10 +3130,10 @@ static void switch_dist(hdor_deg_t *D, int target)
 	D->q[qt++] = target;
 	while (qh < qt) {
 		int u = D->q[qh++];
-		unsigned p;
-		for (p = 1; p < K->np[u]; p++) {
-			int y = K->peer[K->poff[u] + p];
-			if (y >= 0 && K->type[y] == N_SWITCH && D->dist[y] == HDOR_INF && works(D, u, p)) {
+		uint32_t a;
+		for (a = D->swoff[u]; a < D->swoff[u + 1]; a++) {
+			int y = D->swnb[a];
+			if (D->dist[y] == HDOR_INF) {
 				D->dist[y] = D->dist[u] + 1;
 				D->q[qt++] = y;
 			}
@@ -3636,12 +3640,19 @@ static int deg_sls(hdor_ctx_t *ctx, hdor_deg_t *D)
 			}
 			/* the route is the fault-free one when every hop leaves as the fault-free table
 			 * says (then that walk takes the same hops); else it is walked for its length */
-			same = 1;
-			for (h = 0; h < nh && same; h++)
-				same = hops[h].pout == t0(K, hops[h].x, dlid);
+			for (h = 0; h < nh && hops[h].pout == t0(K, hops[h].x, dlid); h++)
+				;
+			same = h == nh;
 			if (!same) {
-				int extra;
-				ln0 = walk(D, c, p, dlid, 0, hops0, &nh0);
+				int extra, x = hops[h].x;
+				/* the fault-free route's length: the hops before this one, then the fault-free
+				 * route from here (ff_memo's, kept for this LID); its own walk when that
+				 * could differ from one (port 0, a route at the hop limit) */
+				ff_memo(D, x, dlid, 0);
+				if (t0(K, x, dlid) != 0 && D->ffl[x] >= 0 && h + D->ffl[x] < HDOR_MAX_HOPS)
+					ln0 = 1 + h + D->ffl[x];
+				else
+					ln0 = walk(D, c, p, dlid, 0, hops0, &nh0);
 				extra = ln - ln0;
 				if (!D->detoured || extra > (int)D->extra_max)
 					D->extra_max = (uint32_t)extra;
@@ -3830,10 +3841,12 @@ static int deg_route(hdor_ctx_t *ctx, hdor_deg_t *D)
 				D->aff[(size_t)lid * K->nrow + K->row[i]] = 0;
 	/* the live switch neighbours (affected_lid) */
 	D->upoff = xcalloc(nn + 1, sizeof(uint32_t));
+	D->swoff = xcalloc(nn + 1, sizeof(uint32_t));
+	D->swnb = xcalloc(K->poff[nn] + 1, sizeof(int));
 	D->uprow = xcalloc(K->poff[nn] + 1, sizeof(uint32_t));
 	D->upx = xcalloc(K->poff[nn] + 1, sizeof(int));
 	D->upport = xcalloc(K->poff[nn] + 1, 1);
-	if (!D->upoff || !D->uprow || !D->upx || !D->upport) {
+	if (!D->upoff || !D->uprow || !D->upx || !D->upport || !D->swoff || !D->swnb) {
 		decline(ctx, "out of memory");
 		goto out;
 	}
@@ -3853,6 +3866,16 @@ static int deg_route(hdor_ctx_t *ctx, hdor_deg_t *D)
 			}
 		}
 		D->upoff[nn] = m;
+		for (i = 0, m = 0; i < nn; i++) {
+			unsigned p;
+			D->swoff[i] = m;
+			for (p = 1; K->type[i] == N_SWITCH && p < K->np[i]; p++) {
+				int y = K->peer[K->poff[i] + p];
+				if (y >= 0 && K->type[y] == N_SWITCH && works(D, (int)i, p))
+					D->swnb[m++] = y;
+			}
+		}
+		D->swoff[nn] = m;
 	}
 	/* the seeds' candidates: live switches with a failed link */
 	for (i = 0; i < D->nlsw; i++) {
