@@ -2053,6 +2053,7 @@ struct hdor_deg {
 	uint32_t *ncnt, *capcnt;
 	/* per LID scratch (base nodes) */
 	int *bln, *bv, *fdim, *via, *vslot, *fixln, *fixlist, *exitof, *dist, *q, *ffl, *ffx;
+	int *exitslot;		/* the exit's member slot in its group, -1 */
 	/* the live switches (index order) and this LID's affected switches: the per-LID loops
 	 * go over these, not over every node */
 	int *lsw, *alist, *seed;
@@ -2151,7 +2152,7 @@ static void deg_free(hdor_deg_t *D)
 			D->cnt, D->ncnt, D->capcnt, D->ig, D->cur, D->ok, D->onode, D->oport, D->tab,
 			D->aff, D->gof, D->glocal, D->gdim, D->gsoff, D->gsw, D->gmoff, D->gmem,
 			D->rgoff, D->rgl, D->rgslot, D->vslot, D->bln, D->bv, D->fdim, D->via, D->fixln, D->fixlist, D->ffl,
-			D->ffx, D->ffs, D->exitof, D->dist, D->q, D->done, D->fixed, D->cand, D->has,
+			D->ffx, D->ffs, D->exitof, D->exitslot, D->dist, D->q, D->done, D->fixed, D->cand, D->has,
 			D->lsw, D->alist, D->seed, D->glist, D->rlist, D->gst, D->rst, D->rbits, D->upoff,
 			D->uprow, D->upx, D->upport, D->amhead, D->amtail, D->amw, D->amslot, D->amnext,
 			D->swoff, D->swnb
@@ -3269,9 +3270,24 @@ static int route_lid(hdor_ctx_t *ctx, hdor_deg_t *D, uint32_t lid, hheap_t *heap
 			fault_free_route(D, (int)i, lid, &len, &ex, &d0);
 			D->exitof[g] = ex;
 		}
-		if (D->exitof[g] >= 0)
-			HDOR_ADD_R(D->exitof[g]);
-		else
+		D->exitslot[g] = -1;
+		if (D->exitof[g] >= 0) {
+			int X = D->exitof[g];
+			HDOR_ADD_R(X);
+			for (a = D->rgoff[X]; a < D->rgoff[X + 1]; a++)
+				if (D->rgl[a] == g) {
+					hig_t *h;
+					D->exitslot[g] = D->rgslot[a];
+					/* what the Dijkstra will read of it, asked for now: the misses overlap */
+					if (D->ig[g] && (h = &D->ig[g][D->rgslot[a]])->cost) {
+						int e;
+						for (e = D->amhead[g]; e >= 0; e = D->amnext[e]) {
+							__builtin_prefetch(&h->icost[D->amslot[e]]);
+							__builtin_prefetch(&h->im[D->amslot[e]]);
+						}
+					}
+				}
+		} else
 			for (a = D->gmoff[g]; a < D->gmoff[g + 1]; a++)
 				HDOR_ADD_R(D->gmem[a]);
 	}
@@ -3344,6 +3360,7 @@ static int route_lid(hdor_ctx_t *ctx, hdor_deg_t *D, uint32_t lid, hheap_t *heap
 			if (!h->reach)
 				continue;
 			D->exitof[gi] = X;
+			D->exitslot[gi] = D->rgslot[a];
 			turn = X != T && D->fdim[X] <= e_dim;
 			/* the members that are not fixed: the affected ones */
 			for (ne = D->amhead[gi]; ne >= 0; ne = D->amnext[ne]) {
@@ -3384,14 +3401,14 @@ static int route_lid(hdor_ctx_t *ctx, hdor_deg_t *D, uint32_t lid, hheap_t *heap
 				return declinec(ctx, HD_SCHEME, "router 0x%016" PRIx64 " '%s' reaches LID %u only by a route the scheme does not allow (a group connects them only down and up again)",
 						K->ident[x], ndesc(D->cur[x]), lid);
 			}
-			h = in_group(D, gi, D->exitof[gi]);
+			h = in_group_at(D, gi, D->exitslot[gi]);	/* set with via */
 			if (!h)
 				return decline(ctx, "out of memory");
 			D->cand[r] = h->im[D->vslot[x]];
 			D->has[r] = !mask_empty(&D->cand[r]);
 		} else {
 			int gi = D->gof[x], M = D->exitof[gi];
-			hig_t *h = M >= 0 ? in_group(D, gi, M) : NULL;
+			hig_t *h = M < 0 ? NULL : D->exitslot[gi] >= 0 ? in_group_at(D, gi, D->exitslot[gi]) : in_group(D, gi, M);
 			if (h && h->cost[D->glocal[x]] < HDOR_INF) {
 				D->cand[r] = h->cm[D->glocal[x]];
 				D->has[r] = 1;
@@ -3790,6 +3807,7 @@ static int deg_route(hdor_ctx_t *ctx, hdor_deg_t *D)
 	D->ffx = xcalloc(nn, sizeof(int));
 	D->ffs = xcalloc(nn, sizeof(uint32_t));
 	D->exitof = xcalloc(D->ng + 1, sizeof(int));
+	D->exitslot = xcalloc(D->ng + 1, sizeof(int));
 	D->dist = xcalloc(nn, sizeof(int));
 	D->q = xcalloc(nn, sizeof(int));
 	D->done = xcalloc(nn, 1);
@@ -3814,7 +3832,7 @@ static int deg_route(hdor_ctx_t *ctx, hdor_deg_t *D)
 	D->amnext = xcalloc(D->rgoff[nn] + 1, sizeof(int));
 	/* each group relaxes each member once: pushes <= memberships + fixed routers + T */
 	heap = xcalloc((size_t)D->rgoff[nn] + nn + 64, sizeof(*heap));
-	if (!D->tab || !D->aff || !D->bln || !D->bv || !D->fdim || !D->via || !D->vslot || !D->fixln || !D->exitof ||
+	if (!D->tab || !D->aff || !D->bln || !D->bv || !D->fdim || !D->via || !D->vslot || !D->fixln || !D->exitof || !D->exitslot ||
 	    !D->fixlist || !D->ffl || !D->ffx || !D->ffs || !D->dist || !D->q || !D->done || !D->fixed || !D->cand || !D->has || !D->cnt || !D->ncnt ||
 	    !D->capcnt || !heap || !D->lsw || !D->alist || !D->seed ||
 	    !D->glist || !D->gst || !D->rlist || !D->rst || !D->rbits || !D->amhead || !D->amtail || !D->amw ||
