@@ -3464,18 +3464,32 @@ static int spread_pick(hdor_deg_t *D, int r, const pmask_t *m)
 
 /* ---------------- 13.3 SLs and VLs */
 
-/* the VL of each SL set so far per (switch, in, out), indexed directly: a switch's np^2 entries
- * from off[row] on, in * np + out; a hop's 16 SLs are one 16-byte read (a hash map of the same
- * was a cache miss per probe, over ~5x the memory) */
+/* open-addressing map (switch, in, out) -> the VL of each SL set so far: the SLs of one hop
+ * share a slot, and a slot holds its key (32 bytes), so a hop's SLs cost one probe, one cache
+ * line */
 typedef struct {
-	uint32_t *off;		/* per switch row; off[nrow] entries in all */
-	uint16_t *set;		/* bit sl: vl[.][sl] is set */
-	uint8_t (*vl)[16];
-} hvlt_t;
+	uint64_t key;		/* 0 = empty */
+	uint16_t set;		/* bit sl: vl[sl] is set */
+	uint8_t vl[16];
+} hvl_t;
 
-static inline uint32_t hvl_at(const hdor_kns_t *K, const hvlt_t *t, int x, unsigned pin, unsigned pout)
+typedef struct {
+	hvl_t *slot;
+	uint32_t cap, n;
+} hmap_t;
+
+static inline uint64_t hkey(int b, unsigned pin, unsigned pout)
 {
-	return t->off[K->row[x]] + pin * K->np[x] + pout;
+	return (1ULL << 48) | ((uint64_t)(uint32_t)b << 16) | (pin << 8) | pout;
+}
+
+static uint32_t hmap_slot(const hmap_t *m, uint64_t k)
+{
+	uint64_t x = k * 0x9e3779b97f4a7c15ULL;
+	uint32_t h = (uint32_t)(x >> 32) & (m->cap - 1);
+	while (m->slot[h].key && m->slot[h].key != k)
+		h = (h + 1) & (m->cap - 1);
+	return h;
 }
 
 /* a bit per SL whose VL in vl[] is v */
@@ -3489,6 +3503,40 @@ static inline unsigned vl_agree(const uint8_t vl[16], uint8_t v)
 		m |= (unsigned)(vl[s] == v) << s;
 	return m;
 #endif
+}
+
+/* room for `more` keys (the load stays at most 1/2): 0, or -1 out of memory */
+static int hmap_reserve(hmap_t *m, uint32_t more)
+{
+	hmap_t n = { NULL, m->cap ? m->cap : 1024, 0 };
+	uint32_t i;
+	if (2 * (m->n + more) <= m->cap)
+		return 0;
+	while (2 * (m->n + more) > n.cap)
+		n.cap *= 2;
+	n.slot = aligned_alloc(64, (size_t)n.cap * sizeof(hvl_t));	/* two slots a cache line */
+	if (!n.slot)
+		return -1;
+	memset(n.slot, 0, (size_t)n.cap * sizeof(hvl_t));
+	for (i = 0; i < m->cap; i++)
+		if (m->slot[i].key) {
+			n.slot[hmap_slot(&n, m->slot[i].key)] = m->slot[i];
+			n.n++;
+		}
+	free(m->slot);
+	*m = n;
+	return 0;
+}
+
+/* k's slot, taken (no SL set) when k is new; room reserved beforehand */
+static uint32_t hmap_claim(hmap_t *m, uint64_t k)
+{
+	uint32_t h = hmap_slot(m, k);
+	if (!m->slot[h].key) {
+		m->slot[h].key = k;
+		m->n++;
+	}
+	return h;
 }
 
 typedef struct { int x; uint8_t pin, pout, vl; } hhop_t;	/* vl: set by hop_vls */
@@ -3550,7 +3598,7 @@ static int deg_sls(hdor_ctx_t *ctx, hdor_deg_t *D)
 {
 	const hdor_kns_t *K = D->K;
 	hdor_qos_t *Q = xcalloc(1, sizeof(*Q));
-	hvlt_t vt = { NULL, NULL, NULL };
+	hmap_t map = { NULL, 0, 0 };
 	uint32_t *src = NULL, *srow = NULL, nsrc = 0, dlid, i, cap = 0;
 	hhop_t hops[HDOR_MAX_HOPS], hops0[HDOR_MAX_HOPS];
 	int most = 0, ret = -1;
@@ -3566,17 +3614,7 @@ static int deg_sls(hdor_ctx_t *ctx, hdor_deg_t *D)
 		goto oom;
 	Q->nl = D->nl;
 	Q->base = xcalloc(D->nl, sizeof(uint16_t));
-	vt.off = xcalloc(K->nrow + 1, sizeof(uint32_t));
-	if (!Q->base || !vt.off)
-		goto oom;
-	for (i = 0; i < K->nn; i++)
-		if (K->row[i] >= 0)
-			vt.off[K->row[i] + 1] = (uint32_t)K->np[i] * K->np[i];
-	for (i = 0; i < (uint32_t)K->nrow; i++)
-		vt.off[i + 1] += vt.off[i];
-	vt.set = xcalloc(vt.off[K->nrow] + 1, sizeof(uint16_t));	/* pages touched only where set */
-	vt.vl = xcalloc(vt.off[K->nrow] + 1, 16);
-	if (!vt.set || !vt.vl)
+	if (!Q->base)
 		goto oom;
 	for (dlid = 1; dlid < D->nl; dlid++)
 		Q->base[dlid] = (uint16_t)(D->onode[dlid] >= 0 && D->onode[dlid - 1] == D->onode[dlid] &&
@@ -3620,12 +3658,16 @@ static int deg_sls(hdor_ctx_t *ctx, hdor_deg_t *D)
 				most = v;
 			if (v) {
 				/* the lowest SL >= 1 whose entries set so far agree with every hop's VL: each
-				 * hop's 16 SLs compared at a time (a bit per SL) */
+				 * hop's slot is probed once, its 16 SLs compared at a time (a bit per SL) */
 				uint32_t slot[HDOR_MAX_HOPS];
 				unsigned ok = 0xfffe & ((1u << HDOR_MAX_SLS) - 1);
+				if (hmap_reserve(&map, (uint32_t)nh))
+					goto oom;
 				for (h = 0; h < nh; h++) {
-					slot[h] = hvl_at(K, &vt, hops[h].x, hops[h].pin, hops[h].pout);
-					ok &= vl_agree(vt.vl[slot[h]], hops[h].vl) | (uint16_t)~vt.set[slot[h]];
+					const hvl_t *e;
+					slot[h] = hmap_claim(&map, hkey(hops[h].x, hops[h].pin, hops[h].pout));
+					e = &map.slot[slot[h]];
+					ok &= vl_agree(e->vl, hops[h].vl) | (uint16_t)~e->set;
 				}
 				if (!ok) {
 					declinec(ctx, HD_SLS, "the failures need more than %d SLs (pair LID %u -> %u)", HDOR_MAX_SLS,
@@ -3634,8 +3676,8 @@ static int deg_sls(hdor_ctx_t *ctx, hdor_deg_t *D)
 				}
 				sl = (unsigned)__builtin_ctz(ok);
 				for (h = 0; h < nh; h++) {
-					vt.vl[slot[h]][sl] = hops[h].vl;
-					vt.set[slot[h]] |= (uint16_t)(1u << sl);
+					map.slot[slot[h]].vl[sl] = hops[h].vl;
+					map.slot[slot[h]].set |= (uint16_t)(1u << sl);
 				}
 				if (Q->npath == cap) {
 					uint32_t nc = cap ? 2 * cap : 1024;
@@ -3681,36 +3723,25 @@ static int deg_sls(hdor_ctx_t *ctx, hdor_deg_t *D)
 	D->extra_mean = D->detoured ? sum / D->detoured : 0.0;
 	D->vls = (unsigned)most + 1;
 	/* SL2VL rows: (switch, in, out) -> VL per SL; entries never set are VL 0 */
-	{
-		uint32_t nset = 0;
-		for (i = 0; i < vt.off[K->nrow]; i++)
-			nset += vt.set[i] != 0;
-		rows = xcalloc(nset + 1, sizeof(*rows));
-	}
+	rows = xcalloc(map.n + 1, sizeof(*rows));
 	if (!rows)
 		goto oom;
 	{
 		uint32_t nr = 0, j;
-		for (i = 0; i < K->nn; i++) {
-			unsigned pin, pout, np = K->np[i];
-			if (K->row[i] < 0)
+		for (i = 0; i < map.cap; i++) {
+			uint64_t k = map.slot[i].key;
+			unsigned s, any = 0;
+			if (!k)
 				continue;
-			for (pin = 0; pin < np; pin++)
-				for (pout = 0; pout < np; pout++) {
-					uint32_t e = vt.off[K->row[i]] + pin * np + pout;
-					unsigned sl, any = 0;
-					if (!vt.set[e])
-						continue;
-					for (sl = 0; sl < 16; sl++) {
-						rows[nr].vl[sl] = vt.set[e] >> sl & 1 ? vt.vl[e][sl] : 0;
-						any |= rows[nr].vl[sl];
-					}
-					if (!any)
-						continue;	/* VL 0 for every SL: as never set */
-					rows[nr].guid = K->ident[i];
-					rows[nr].io = (uint16_t)(pin << 8 | pout);
-					nr++;
-				}
+			for (s = 0; s < 16; s++) {
+				rows[nr].vl[s] = map.slot[i].set >> s & 1 ? map.slot[i].vl[s] : 0;
+				any |= rows[nr].vl[s];
+			}
+			if (!any)
+				continue;	/* VL 0 for every SL: as never set */
+			rows[nr].guid = K->ident[(k >> 16) & 0xffffffffULL];
+			rows[nr].io = (uint16_t)(k & 0xffff);
+			nr++;
 		}
 		qsort(rows, nr, sizeof(*rows), cmp_row);
 		for (i = 0, j = 0; i < nr; i++) {
@@ -3746,9 +3777,7 @@ out:
 	free(src);
 	free(srow);
 	free(rows);
-	free(vt.off);
-	free(vt.set);
-	free(vt.vl);
+	free(map.slot);
 	return ret;
 }
 
