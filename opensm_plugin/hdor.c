@@ -3699,19 +3699,12 @@ static int deg_sls(hdor_ctx_t *ctx, hdor_deg_t *D)
 			}
 			/* the route is the fault-free one when every hop leaves as the fault-free table
 			 * says (then that walk takes the same hops); else it is walked for its length */
-			for (h = 0; h < nh && hops[h].pout == t0(K, hops[h].x, dlid); h++)
-				;
-			same = h == nh;
+			same = 1;
+			for (h = 0; h < nh && same; h++)
+				same = hops[h].pout == t0(K, hops[h].x, dlid);
 			if (!same) {
-				int extra, x = hops[h].x;
-				/* the fault-free route's length: the hops before this one, then the fault-free
-				 * route from here (ff_memo's, kept for this LID); its own walk when that
-				 * could differ from one (port 0, a route at the hop limit) */
-				ff_memo(D, x, dlid, 0);
-				if (t0(K, x, dlid) != 0 && D->ffl[x] >= 0 && h + D->ffl[x] < HDOR_MAX_HOPS)
-					ln0 = 1 + h + D->ffl[x];
-				else
-					ln0 = walk(D, c, p, dlid, 0, hops0, &nh0);
+				int extra;
+				ln0 = walk(D, c, p, dlid, 0, hops0, &nh0);
 				extra = ln - ln0;
 				if (!D->detoured || extra > (int)D->extra_max)
 					D->extra_max = (uint32_t)extra;
