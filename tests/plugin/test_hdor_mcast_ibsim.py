@@ -1,7 +1,7 @@
 """hdor's multicast spanning trees (opensm_plugin/hdor.c section 15, docs/hdor.md section 8) on
 real ibsim + OpenSM with the plugin, its routing dumps off (`-D 0x07`, as a production OpenSM runs):
 so hdor leaves no hop matrix at all and OpenSM's own multicast tree, which is built on them,
-cannot be what programs the switches.
+cannot be what programs the switches (and the SA still answers every PathRecord).
 
 HCAs join two groups through OpenSM's SA (SubnAdmSet(MCMemberRecord), ibtool.mad): the IPoIB
 broadcast group of the default partition (OpenSM creates it) with some of them, and the IPv6
@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from hdor_walk import CONFIGURED, libhdor, settle  # noqa: F401
@@ -151,6 +152,9 @@ def test_multicast_trees_follow_hdor_routes_without_hop_matrices(tmp_path):
         f, lfts, mft = fab.read()
         trees = {mlid: check_tree(f, mft, lfts, mlid, members) for mlid, members in groups.items()}
         assert len(re.findall(r"hdor: multicast group 0x[0-9A-F]+: \d+ member port", log)) >= 2
+        # the SA needs no hop matrix either: a PathRecord for every HCA pair
+        paths = mad.path_sls(SimpleNamespace(work=lf.scratch, env=lf.env), tmp_path / "paths.out", f, 60)
+        assert paths["records"] == paths["pairs"] == 16 * 15, paths
         assert "ERR 0A17" not in log and "ERR HD40" not in log
 
         # a cable of the IPv6 group's tree fails: the degraded KNS's routes, and trees on them
