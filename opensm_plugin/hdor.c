@@ -210,7 +210,6 @@ typedef struct hdor_ctx {
 	struct timespec ph_t;	/* end of the last phase */
 	uint64_t ph[16];	/* us per phase (PH_*) */
 	size_t mem0, mem_peak;	/* heap in use at the start of the pass, and the most seen since */
-	int hops_clear;		/* the last pass left no hop-matrix row in any switch (HOPS_NONE) */
 } hdor_ctx_t;
 
 /* the phases of a pass, in the order of its summary line */
@@ -288,6 +287,14 @@ static size_t heap_in_use(void)
 {
 	struct mallinfo2 mi = mallinfo2();
 	return mi.uordblks + mi.hblkhd;
+}
+
+static uint64_t usec_since(const struct timespec *t0)
+{
+	struct timespec t1;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (uint64_t)(t1.tv_sec - t0->tv_sec) * 1000000ULL +
+	    (uint64_t)((t1.tv_nsec - t0->tv_nsec) / 1000);
 }
 
 static void ph_start(hdor_ctx_t *ctx, const struct timespec *t0)
@@ -5806,12 +5813,14 @@ static ib_api_status_t hdor_mcast_build_stree(void *context, osm_mgrp_box_t *mbo
 	unsigned nmem = 0, lost = 0, reached = 0, tree = 0, depth = 0, i;
 	int root, a, b, x, ret = -1;
 	uint16_t root_lid;
+	struct timespec t0;
 
 	if (!ctx || !hdor_layout_ok(ctx->osm)) {
 		hdor_layout_complain();
 		return IB_ERROR;
 	}
 	osm = ctx->osm;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	memset(&M, 0, sizeof(M));
 	M.osm = osm;
 	M.mlid = mbox->mlid;
@@ -5946,8 +5955,8 @@ static ib_api_status_t hdor_mcast_build_stree(void *context, osm_mgrp_box_t *mbo
 			depth = d;
 	}
 	OSM_LOG(&osm->log, OSM_LOG_VERBOSE, "hdor: multicast group 0x%X: %u member port(s), a tree of %u switch(es) "
-		"rooted at 0x%016" PRIx64 ", depth %u\n", M.mlid, reached, tree,
-		cl_ntoh64(osm_node_get_node_guid(M.sw[root]->p_node)), depth);
+		"rooted at 0x%016" PRIx64 ", depth %u, %" PRIu64 " us\n", M.mlid, reached, tree,
+		cl_ntoh64(osm_node_get_node_guid(M.sw[root]->p_node)), depth, usec_since(&t0));
 	ret = lost ? 1 : 0;
 out:
 	if (ret < 0)
@@ -5968,14 +5977,6 @@ out:
 
 /* ------------------------------------------------------------------------------------------ */
 /* 16. engine callbacks                                                                       */
-
-static uint64_t usec_since(const struct timespec *t0)
-{
-	struct timespec t1;
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	return (uint64_t)(t1.tv_sec - t0->tv_sec) * 1000000ULL +
-	    (uint64_t)((t1.tv_nsec - t0->tv_nsec) / 1000);
-}
 
 
 /* the fabric against the KNS hdor knows (ctx->kns; its tables built first when it came from a
@@ -6177,22 +6178,28 @@ static int hops_read(osm_opensm_t *osm)
 	return osm_log_is_active_v2(&osm->log, OSM_LOG_ROUTING, OSM_FILE_DUMP_C);
 }
 
-/* frees the rows an earlier pass left (hdor's, or OpenSM's for another engine); nothing to do
- * when the last pass left none (clear) */
-static void hops_drop(hdor_ctx_t *ctx, int clear)
+/* frees the hop-matrix rows an earlier pass left (OpenSM's for another engine, or hdor's with
+ * the dumps on).  Whoever built them gave every switch a row toward its own LID, so when no
+ * switch has that row there is nothing to free (and nothing to scan: a first pass on KNS 16^3
+ * would read 350 MB of empty row pointers). */
+static void hops_drop(osm_opensm_t *osm)
 {
-	cl_qmap_t *tbl = &ctx->osm->subn.sw_guid_tbl;
+	cl_qmap_t *tbl = &osm->subn.sw_guid_tbl;
 	cl_map_item_t *it;
-	if (!clear)
-		for (it = cl_qmap_head(tbl); it != cl_qmap_end(tbl); it = cl_qmap_next(it)) {
-			osm_switch_t *sw = (osm_switch_t *)it;
-			unsigned i;
-			for (i = 0; sw->hops && i < sw->num_hops; i++) {
-				free(sw->hops[i]);
-				sw->hops[i] = NULL;
-			}
+	int any = 0;
+	for (it = cl_qmap_head(tbl); it != cl_qmap_end(tbl) && !any; it = cl_qmap_next(it)) {
+		osm_switch_t *sw = (osm_switch_t *)it;
+		uint16_t lid = cl_ntoh16(osm_node_get_base_lid(sw->p_node, 0));
+		any = sw->hops && lid < sw->num_hops && sw->hops[lid];
+	}
+	for (it = cl_qmap_head(tbl); any && it != cl_qmap_end(tbl); it = cl_qmap_next(it)) {
+		osm_switch_t *sw = (osm_switch_t *)it;
+		unsigned i;
+		for (i = 0; sw->hops && i < sw->num_hops; i++) {
+			free(sw->hops[i]);
+			sw->hops[i] = NULL;
 		}
-	ctx->hops_clear = 1;
+	}
 }
 
 static int hdor_build_lid_matrices(void *context)
@@ -6200,15 +6207,13 @@ static int hdor_build_lid_matrices(void *context)
 	hdor_ctx_t *ctx = context;
 	osm_opensm_t *osm;
 	hdor_pass_t *P;
-	int rc, clear, want;
+	int rc, want;
 
 	if (!ctx || !hdor_layout_ok(ctx->osm)) {
 		hdor_layout_complain();
 		return -1;
 	}
 	osm = ctx->osm;
-	clear = ctx->hops_clear;
-	ctx->hops_clear = 0;	/* until this pass is known to leave no row */
 	if (getenv("HDOR_OPENSM_HOPS"))
 		want = HOPS_OPENSM;	/* OpenSM builds its min-hop matrices (the tests' reference) */
 	else
@@ -6221,7 +6226,7 @@ static int hdor_build_lid_matrices(void *context)
 		hdor_deg_t *D = ctx->deg;
 		int hr = want == HOPS_OWN ? deg_fill_hops(D) : 1;
 		if (want == HOPS_NONE)
-			hops_drop(ctx, clear);
+			hops_drop(osm);
 		ph_mark(ctx, PH_HOPS);
 		if (want == HOPS_NONE || hr == 0) {
 			D->own_hops = want;
@@ -6231,7 +6236,7 @@ static int hdor_build_lid_matrices(void *context)
 	}
 	P = ctx->pass;
 	if (want == HOPS_NONE) {
-		hops_drop(ctx, clear);
+		hops_drop(osm);
 		ph_mark(ctx, PH_HOPS);
 		P->own_hops = HOPS_NONE;
 		return 0;
