@@ -45,6 +45,9 @@ _SA_CLASS, _SA_CLASS_VERSION, _GET_TABLE, _PATH_RECORD = 0x03, 2, 0x12, 0x0035
 _COMP_DLID, _COMP_SLID = 1 << 4, 1 << 5
 _PR = 56  # the first record's offset in the MAD
 _SMI_DR_CLASS, _LFT = 0x81, 0x0019  # directed-route SMP, LinearForwardingTable
+_SET, _MCMEMBER_RECORD = 0x02, 0x0038  # SubnAdmSet(MCMemberRecord): a multicast join (IBA 15.2.5.17)
+# what OpenSM requires to create a group: MGID, PortGID, Q_Key, TClass, P_Key, SL, FlowLabel, JoinState
+_MCR_CREATE = sum(1 << b for b in (0, 1, 2, 6, 7, 12, 13, 16))
 _MAD = 256
 _QP1_QKEY = 0x80010000
 _BUSY = 0x0001  # MAD status: the SA is busy (OpenSM mid-sweep), ask again
@@ -224,13 +227,50 @@ def _lft_blocks(paths: list[str], block: int, ca: str | None, port: int, window:
     _pipeline(lib, fd, agent, paths, write, read, window, emit, say, "LFT blocks")
 
 
+def _join(mgid: bytes, guids: list[int], ca: str | None, port: int, window: int, out, say) -> None:
+    """SubnAdmSet(MCMemberRecord): each port GUID joins multicast group `mgid` as a full member
+    (the first join creates it; the SA lets a port that shares a partition with them join for the
+    others: a proxy join, o15-0.1.2): "GUID MLID" in hex."""
+    lib, info, fd, agent = _open(ca, port, _SA_CLASS, _SA_CLASS_VERSION, 1)
+    if not info.sm_lid:
+        raise SystemExit(f"port {info.ca_name.decode()}:{info.portnum} knows no SM (SM LID 0): is an SM running?")
+    us = lib.umad_size()
+    prefix = struct.pack("=Q", info.gid_prefix)  # libibumad keeps it in network order
+
+    def write(buf, us, guid):
+        ctypes.memset(buf, 0, us + _MAD)
+        lib.umad_set_addr(buf, info.sm_lid, 1, info.sm_sl, _QP1_QKEY)
+        lib.umad_set_pkey(buf, 0)
+        struct.pack_into(">BBBB", buf, us, 1, _SA_CLASS, _SA_CLASS_VERSION, _SET)
+        struct.pack_into(">H", buf, us + 16, _MCMEMBER_RECORD)
+        struct.pack_into(">Q", buf, us + 48, _MCR_CREATE)
+        r = us + _PR
+        struct.pack_into(">16s8sQ", buf, r, mgid, prefix, guid)  # MGID, PortGID (prefix, GUID)
+        struct.pack_into(">I", buf, r + 32, 0x0B1B)  # Q_Key
+        struct.pack_into(">H", buf, r + 40, 0xFFFF)  # P_Key: the default partition, full
+        struct.pack_into(">B", buf, r + 48, 0x21)  # Scope 2 (link-local), JoinState 1 (full member)
+
+    def read(buf, us, guid, status):
+        if status:
+            return f"! SA status {status:#06x}"
+        (mlid,) = struct.unpack_from(">H", buf, us + _PR + 36)
+        return f"{mlid:#06x}"
+
+    def emit(guid, what):
+        out.write(f"{guid:#018x} {what}\n")
+
+    _pipeline(lib, fd, agent, guids, write, read, window, emit, say, "joins")
+
+
 def main(argv: list[str] | None = None) -> int:
-    """`python -m ibtool.mad paths|lft [--block B] [--ca CA] [--port N] [--window W]`: HCA port
-    LIDs as LID or LID/LMC (paths) or switches' directed routes as dump_fts prints them (lft) on stdin."""
+    """`python -m ibtool.mad paths|lft|join [--block B] [--mgid GID] [--ca CA] [--port N] [--window W]`:
+    HCA port LIDs as LID or LID/LMC (paths), switches' directed routes as dump_fts prints them (lft),
+    or port GUIDs to join multicast group --mgid (join) on stdin."""
     import argparse
     ap = argparse.ArgumentParser(prog="python -m ibtool.mad", description=main.__doc__)
-    ap.add_argument("what", choices=["paths", "lft"])
+    ap.add_argument("what", choices=["paths", "lft", "join"])
     ap.add_argument("--block", type=int, default=0)
+    ap.add_argument("--mgid", default="ff12:a01b::1")
     ap.add_argument("--ca", default=None)
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--window", type=int, default=WINDOW)
@@ -242,6 +282,10 @@ def main(argv: list[str] | None = None) -> int:
     if a.what == "paths":
         ports = [(int(b), int(lmc or 0)) for b, _, lmc in (w.partition("/") for w in words)]
         _paths(ports, a.ca, a.port, max(1, a.window), sys.stdout, say)
+    elif a.what == "join":
+        import ipaddress
+        _join(ipaddress.IPv6Address(a.mgid).packed, [int(w, 16) for w in words], a.ca, a.port, max(1, a.window),
+              sys.stdout, say)
     else:
         _lft_blocks(words, a.block, a.ca, a.port, max(1, a.window), sys.stdout, say)
     sys.stdout.flush()
@@ -359,6 +403,29 @@ def lft_blocks(clients, paths: list[str], block: int, timeout: float, local: tup
     if failed:
         raise EnvironmentProblem(f"SubnGet(LinearForwardingTable) block {block} by directed route went unanswered "
                                  f"for {len(failed)} of {len(paths)} switches, e.g. {failed[0]}")
+    return got
+
+
+def mcast_join(clients, mgid: str, guids: list[int], timeout: float, local: tuple[str, ...] = ()) -> dict[int, int]:
+    """Join each port GUID to multicast group `mgid` ("ff12:a01b::1") through the SA, from the port
+    `local` names (a proxy join for the others): {GUID: MLID}. Raises EnvironmentProblem naming a
+    join the SA refused or left unanswered."""
+    from ibtool.errors import EnvironmentProblem
+    got: dict[int, int] = {}
+    failed: list[str] = []
+
+    def line(ln: bytes) -> None:
+        guid, what = ln.decode().split(" ", 1)
+        if what.startswith("!"):
+            failed.append(f"{guid}: {what[1:].strip()}")
+        else:
+            got[int(guid, 16)] = int(what, 16)
+
+    _child(clients, ["join", "--mgid", mgid, *_local(local)], [f"{g:#x}" for g in guids], timeout,
+           lambda m: None, "joins", line)
+    if failed:
+        raise EnvironmentProblem(f"the SA refused or left unanswered {len(failed)} of {len(guids)} joins to {mgid}, "
+                                 f"e.g. {failed[0]}")
     return got
 
 

@@ -38,9 +38,10 @@
  *   14. the KNS without a complete sweep: hdor.conf, the remembered state, first sight
  *       14.1 a pass over a KNS from elsewhere     14.2 the file format
  *       14.3 identification at first sight        14.4 where the files are, remembering
- *   15. engine callbacks: build_lid_matrices, ucast_build_fwd_tables, destroy
- *   16. in-tree variant (osm_ucast_hdor_setup)
- *   17. plugin variant (the event plugin that registers the engine)
+ *   15. multicast trees: the union of hdor's routes to a root switch (docs section 8)
+ *   16. engine callbacks: build_lid_matrices, ucast_build_fwd_tables, mcast_build_stree, destroy
+ *   17. in-tree variant (osm_ucast_hdor_setup)
+ *   18. plugin variant (the event plugin that registers the engine)
  */
 #include <opensm/osm_config.h>
 
@@ -61,8 +62,8 @@
 #endif
 
 #include <complib/cl_qmap.h>
-#ifdef HDOR_INTREE
 #include <opensm/osm_file_ids.h>
+#ifdef HDOR_INTREE
 #define FILE_ID OSM_FILE_UCAST_HDOR_C
 #endif
 #include <opensm/osm_opensm.h>
@@ -71,6 +72,8 @@
 #include <opensm/osm_node.h>
 #include <opensm/osm_port.h>
 #include <opensm/osm_log.h>
+#include <opensm/osm_mcast_mgr.h>
+#include <opensm/osm_multicast.h>
 #include <opensm/osm_version.h>
 #ifndef HDOR_INTREE
 #include <opensm/osm_event_plugin.h>
@@ -175,9 +178,12 @@ typedef struct hdor_pass {
 	ltgt_t *lt;
 	uint32_t max_lid, nlids;
 	int ready;		/* analysis done, tables may be written */
-	int own_hops;		/* this pass filled the hop matrices itself */
+	int own_hops;		/* HOPS_*: who filled the hop matrices this pass */
 	struct timespec t0;
 } hdor_pass_t;
+
+/* whose hop matrices a pass leaves in OpenSM's switches (its summary line says which) */
+enum { HOPS_OPENSM, HOPS_OWN, HOPS_NONE };
 
 typedef struct hdor_kns hdor_kns_t;
 typedef struct hdor_qos hdor_qos_t;
@@ -246,6 +252,7 @@ enum {
 	HD_SCHEME = 0x30,	/* a detour the scheme does not allow (docs section 6) */
 	HD_VLS = 0x31,		/* the failures need more VLs than the ports offer */
 	HD_SLS = 0x32,		/* the failures need more than 16 SLs */
+	HD_MCAST = 0x40,	/* a multicast member left out of its group's tree (error) */
 };
 
 /* ------------------------------------------------------------------------------------------ */
@@ -283,6 +290,14 @@ static size_t heap_in_use(void)
 {
 	struct mallinfo2 mi = mallinfo2();
 	return mi.uordblks + mi.hblkhd;
+}
+
+static uint64_t usec_since(const struct timespec *t0)
+{
+	struct timespec t1;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (uint64_t)(t1.tv_sec - t0->tv_sec) * 1000000ULL +
+	    (uint64_t)((t1.tv_nsec - t0->tv_nsec) / 1000);
 }
 
 static void ph_start(hdor_ctx_t *ctx, const struct timespec *t0)
@@ -5764,15 +5779,316 @@ static void phantom_descs(hdor_kns_t *K)
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* 15. engine callbacks                                                                       */
+/* 15. multicast trees (docs/hdor.md section 8)                                               */
 
-static uint64_t usec_since(const struct timespec *t0)
+/* A group's spanning tree is the union of hdor's own unicast routes from its members' switches
+ * to one root switch: a switch's parent is where its new LFT sends the root's LID.  So it needs
+ * no hop matrices (OpenSM's min-hop tree is built on them, and on a large KNS they cost most of
+ * a pass), it follows the routes' dimension order, it avoids what a degraded pass avoids, and it
+ * has no cycle (the routes to one LID form a tree).  The root: the middle switch of the longest
+ * shortest path between two members' switches (two breadth-first searches), moved down while it
+ * has a single branch and no member port. */
+
+typedef struct {
+	osm_opensm_t *osm;
+	uint16_t mlid;
+	int nsw;
+	osm_switch_t **sw;	/* by index (OpenSM's switch table order) */
+	int *by_lid;		/* switch base LID -> index, -1 */
+	uint32_t *aoff;		/* neighbours of switch i: adj[aoff[i] .. aoff[i + 1]) */
+	int *adj;
+	int *dist, *prev, *queue;
+} hmc_t;
+
+static void mc_free(hmc_t *M)
 {
-	struct timespec t1;
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	return (uint64_t)(t1.tv_sec - t0->tv_sec) * 1000000ULL +
-	    (uint64_t)((t1.tv_nsec - t0->tv_nsec) / 1000);
+	free(M->sw);
+	free(M->by_lid);
+	free(M->aoff);
+	free(M->adj);
+	free(M->dist);
+	free(M->prev);
+	free(M->queue);
 }
+
+/* switch index of the far end of switch x's port p for this group, or -1: a healthy link to a
+ * switch whose multicast table holds the MLID (*rport: the port there) */
+static int mc_link(const hmc_t *M, int x, unsigned p, uint8_t *rport)
+{
+	osm_physp_t *ph, *rp;
+	osm_switch_t *y;
+	int i;
+	if (p == 0 || p >= M->sw[x]->num_ports)
+		return -1;
+	ph = osm_node_get_physp_ptr(M->sw[x]->p_node, (uint8_t)p);
+	if (!ph || !osm_link_is_healthy(ph))
+		return -1;
+	rp = osm_physp_get_remote(ph);
+	if (!rp || !rp->p_node || !(y = rp->p_node->sw))
+		return -1;
+	i = M->by_lid[cl_ntoh16(osm_node_get_base_lid(rp->p_node, 0))];
+	if (i < 0 || M->sw[i] != y || !osm_switch_supports_mcast(y) || !y->mcast_tbl.p_mask_tbl ||
+	    M->mlid > y->mcast_tbl.max_mlid_ho)
+		return -1;
+	if (rport)
+		*rport = osm_physp_get_port_num(rp);
+	return i;
+}
+
+static int mc_graph(hmc_t *M)
+{
+	cl_qmap_t *tbl = &M->osm->subn.sw_guid_tbl;
+	cl_map_item_t *it;
+	int i, n = 0;
+	uint32_t e = 0;
+	M->nsw = (int)cl_qmap_count(tbl);
+	M->sw = xcalloc((size_t)M->nsw, sizeof(*M->sw));
+	M->by_lid = malloc((IB_LID_UCAST_END_HO + 1) * sizeof(int));
+	M->aoff = xcalloc((size_t)M->nsw + 1, sizeof(uint32_t));
+	M->dist = xcalloc((size_t)M->nsw, sizeof(int));
+	M->prev = xcalloc((size_t)M->nsw, sizeof(int));
+	M->queue = xcalloc((size_t)M->nsw, sizeof(int));
+	if (!M->sw || !M->by_lid || !M->aoff || !M->dist || !M->prev || !M->queue)
+		return -1;
+	memset(M->by_lid, 0xff, (IB_LID_UCAST_END_HO + 1) * sizeof(int));
+	for (it = cl_qmap_head(tbl); it != cl_qmap_end(tbl) && n < M->nsw; it = cl_qmap_next(it)) {
+		osm_switch_t *sw = (osm_switch_t *)it;
+		uint16_t lid = cl_ntoh16(osm_node_get_base_lid(sw->p_node, 0));
+		M->sw[n] = sw;
+		if (lid && lid <= IB_LID_UCAST_END_HO)
+			M->by_lid[lid] = n;
+		n++;
+	}
+	M->nsw = n;
+	for (i = 0; i < n; i++)
+		e += M->sw[i]->num_ports;
+	M->adj = xcalloc(e, sizeof(int));
+	if (!M->adj)
+		return -1;
+	for (i = 0, e = 0; i < n; i++) {
+		unsigned p;
+		M->aoff[i] = e;
+		for (p = 1; p < M->sw[i]->num_ports; p++) {
+			int y = mc_link(M, i, p, NULL);
+			if (y >= 0)
+				M->adj[e++] = y;
+		}
+	}
+	M->aoff[n] = e;
+	return 0;
+}
+
+/* hops from src to every switch (M->dist, -1 unreached; M->prev: the switch before) */
+static void mc_bfs(hmc_t *M, int src)
+{
+	int h = 0, t = 0, i;
+	for (i = 0; i < M->nsw; i++)
+		M->dist[i] = -1;
+	M->dist[src] = 0;
+	M->prev[src] = -1;
+	M->queue[t++] = src;
+	while (h < t) {
+		int x = M->queue[h++];
+		uint32_t a;
+		for (a = M->aoff[x]; a < M->aoff[x + 1]; a++) {
+			int y = M->adj[a];
+			if (M->dist[y] < 0) {
+				M->dist[y] = M->dist[x] + 1;
+				M->prev[y] = x;
+				M->queue[t++] = y;
+			}
+		}
+	}
+}
+
+/* the member switch farthest from the last search's source (the first in index order of
+ * equals; -1 when none is reached) */
+static int mc_farthest(const hmc_t *M, const uint8_t *memb)
+{
+	int i, best = -1;
+	for (i = 0; i < M->nsw; i++)
+		if (memb[i] && M->dist[i] >= 0 && (best < 0 || M->dist[i] > M->dist[best]))
+			best = i;
+	return best;
+}
+
+static ib_api_status_t hdor_mcast_build_stree(void *context, osm_mgrp_box_t *mbox)
+{
+	hdor_ctx_t *ctx = context;
+	osm_opensm_t *osm;
+	hmc_t M;
+	cl_qlist_t list;
+	cl_qmap_t map;
+	cl_list_item_t *li;
+	uint8_t *memb = NULL, *on = NULL, *up = NULL, *dn = NULL, *mport = NULL;
+	int *msw = NULL, *par = NULL, *seen = NULL, *path = NULL;
+	unsigned nmem = 0, lost = 0, reached = 0, tree = 0, depth = 0, i;
+	int root, a, b, x, ret = -1;
+	uint16_t root_lid;
+	struct timespec t0;
+
+	if (!ctx || !hdor_layout_ok(ctx->osm)) {
+		hdor_layout_complain();
+		return IB_ERROR;
+	}
+	osm = ctx->osm;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	memset(&M, 0, sizeof(M));
+	M.osm = osm;
+	M.mlid = mbox->mlid;
+	/* an earlier engine's (OpenSM's) tree object; OpenSM has cleared this MLID's MFT entries */
+	osm_purge_mtree(&osm->sm, mbox);
+	if (osm_mcast_make_port_list_and_map(&list, &map, mbox)) {
+		osm_mcast_drop_port_list(&list);
+		log_error(ctx, HD_NOMEM, "out of memory: no spanning tree for multicast group 0x%X", mbox->mlid);
+		return IB_ERROR;
+	}
+	if (cl_qlist_count(&list) < 2) {
+		osm_mcast_drop_port_list(&list);
+		return IB_SUCCESS;	/* as OpenSM: nothing to forward */
+	}
+	if (mc_graph(&M))
+		goto out;
+	memb = xcalloc((size_t)M.nsw, 1);
+	on = xcalloc((size_t)M.nsw, 1);
+	up = xcalloc((size_t)M.nsw, 1);
+	dn = xcalloc((size_t)M.nsw, 1);
+	par = xcalloc((size_t)M.nsw, sizeof(int));
+	seen = xcalloc((size_t)M.nsw, sizeof(int));
+	path = xcalloc((size_t)M.nsw, sizeof(int));
+	msw = xcalloc(cl_qlist_count(&list), sizeof(int));
+	mport = xcalloc(cl_qlist_count(&list), 1);
+	if (!memb || !on || !up || !dn || !par || !seen || !path || !msw || !mport)
+		goto out;
+	/* each member port's switch and the port there (0: the switch itself is the member) */
+	for (li = cl_qlist_head(&list); li != cl_qlist_end(&list); li = cl_qlist_next(li)) {
+		osm_port_t *port = ((osm_mcast_work_obj_t *)li)->p_port;
+		osm_physp_t *ph = port->p_physp, *rp;
+		int s = -1;
+		uint8_t pn = 0;
+		if (port->p_node->sw) {
+			s = M.by_lid[cl_ntoh16(osm_node_get_base_lid(port->p_node, 0))];
+		} else if (ph && osm_link_is_healthy(ph) && (rp = osm_physp_get_remote(ph)) && rp->p_node->sw) {
+			s = M.by_lid[cl_ntoh16(osm_node_get_base_lid(rp->p_node, 0))];
+			pn = osm_physp_get_port_num(rp);
+		}
+		if (s < 0 || !osm_switch_supports_mcast(M.sw[s]) || !M.sw[s]->mcast_tbl.p_mask_tbl ||
+		    M.mlid > M.sw[s]->mcast_tbl.max_mlid_ho) {
+			log_error(ctx, HD_MCAST, "multicast group 0x%X: member port 0x%016" PRIx64
+				  " is not on a switch that forwards the group", M.mlid, cl_ntoh64(port->guid));
+			lost++;
+			continue;
+		}
+		msw[nmem] = s;
+		mport[nmem++] = pn;
+		memb[s] = 1;
+	}
+	if (!nmem) {
+		ret = 0;
+		goto out;
+	}
+	/* the root: the middle of the longest shortest path between two members' switches */
+	mc_bfs(&M, msw[0]);
+	a = mc_farthest(&M, memb);
+	mc_bfs(&M, a);
+	b = mc_farthest(&M, memb);
+	root = b;
+	for (x = M.dist[b] / 2; x > 0; x--)
+		root = M.prev[root];
+	root_lid = cl_ntoh16(osm_node_get_base_lid(M.sw[root]->p_node, 0));
+	/* each member switch up its route to the root, until a switch already in the tree */
+	on[root] = 1;
+	par[root] = -1;
+	for (i = 0; i < nmem; i++) {
+		int len = 0, ok = 1;
+		x = msw[i];
+		while (!on[x]) {
+			uint8_t out = osm_switch_get_port_by_lid(M.sw[x], root_lid, OSM_NEW_LFT), rport = 0;
+			int y = mc_link(&M, x, out, &rport);
+			if (y < 0 || seen[x] == (int)i + 1) {
+				ok = 0;	/* no route to the root, or a loop: this member stays out */
+				break;
+			}
+			seen[x] = (int)i + 1;
+			path[len++] = x;
+			up[x] = out;
+			dn[x] = rport;
+			par[x] = y;
+			x = y;
+		}
+		if (!ok) {
+			log_error(ctx, HD_MCAST, "multicast group 0x%X: switch 0x%016" PRIx64
+				  " of a member has no working route to the tree's root 0x%016" PRIx64, M.mlid,
+				cl_ntoh64(osm_node_get_node_guid(M.sw[msw[i]]->p_node)),
+				cl_ntoh64(osm_node_get_node_guid(M.sw[root]->p_node)));
+			memb[msw[i]] = 0;
+			msw[i] = -1;
+			lost++;
+			continue;
+		}
+		while (len)
+			on[path[--len]] = 1;
+	}
+	/* the root moves down while it has a single branch and no member port */
+	for (;;) {
+		int kids = 0, kid = -1, y;
+		if (memb[root])
+			break;
+		for (y = 0; y < M.nsw && kids < 2; y++)
+			if (on[y] && y != root && par[y] == root) {
+				kids++;
+				kid = y;
+			}
+		if (kids != 1)
+			break;
+		on[root] = 0;
+		root = kid;
+		par[root] = -1;
+	}
+	/* the tables: member ports, and both ends of every tree link */
+	for (i = 0; i < nmem; i++)
+		if (msw[i] >= 0) {
+			osm_mcast_tbl_set(&M.sw[msw[i]]->mcast_tbl, M.mlid, mport[i]);
+			reached++;
+		}
+	for (x = 0; x < M.nsw; x++) {
+		unsigned d = 0;
+		int y;
+		if (!on[x])
+			continue;
+		tree++;
+		if (x == root)
+			continue;
+		osm_mcast_tbl_set(&M.sw[x]->mcast_tbl, M.mlid, up[x]);
+		osm_mcast_tbl_set(&M.sw[par[x]]->mcast_tbl, M.mlid, dn[x]);
+		for (y = x; y != root; y = par[y])
+			d++;
+		if (d > depth)
+			depth = d;
+	}
+	OSM_LOG(&osm->log, OSM_LOG_VERBOSE, "hdor: multicast group 0x%X: %u member port(s), a tree of %u switch(es) "
+		"rooted at 0x%016" PRIx64 ", depth %u, %" PRIu64 " us\n", M.mlid, reached, tree,
+		cl_ntoh64(osm_node_get_node_guid(M.sw[root]->p_node)), depth, usec_since(&t0));
+	ret = lost ? 1 : 0;
+out:
+	if (ret < 0)
+		log_error(ctx, HD_NOMEM, "out of memory: no spanning tree for multicast group 0x%X", M.mlid);
+	osm_mcast_drop_port_list(&list);
+	mc_free(&M);
+	free(memb);
+	free(on);
+	free(up);
+	free(dn);
+	free(par);
+	free(seen);
+	free(path);
+	free(msw);
+	free(mport);
+	return ret ? IB_ERROR : IB_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* 16. engine callbacks                                                                       */
 
 
 /* the fabric against the KNS hdor knows (ctx->kns; its tables built first when it came from a
@@ -5965,39 +6281,84 @@ static int prepare(hdor_ctx_t *ctx)
 	return 0;
 }
 
+/* While hdor routes, OpenSM reads the hop matrices only for its routing dumps
+ * (opensm-lid-matrix.dump, opensm.fdbs: log flag 0x40): its multicast trees are hdor's (section
+ * 15).  So without those dumps a pass leaves no hop-matrix row at all: on KNS 16^3 the rows are
+ * 23.7 M allocations, most of a pass's time, and ~1 GiB. */
+static int hops_read(osm_opensm_t *osm)
+{
+	return osm_log_is_active_v2(&osm->log, OSM_LOG_ROUTING, OSM_FILE_DUMP_C);
+}
+
+/* frees the hop-matrix rows an earlier pass left (OpenSM's for another engine, or hdor's with
+ * the dumps on).  Whoever built them gave every switch a row toward its own LID, so when no
+ * switch has that row there is nothing to free (and nothing to scan: a first pass on KNS 16^3
+ * would read 350 MB of empty row pointers). */
+static void hops_drop(osm_opensm_t *osm)
+{
+	cl_qmap_t *tbl = &osm->subn.sw_guid_tbl;
+	cl_map_item_t *it;
+	int any = 0;
+	for (it = cl_qmap_head(tbl); it != cl_qmap_end(tbl) && !any; it = cl_qmap_next(it)) {
+		osm_switch_t *sw = (osm_switch_t *)it;
+		uint16_t lid = cl_ntoh16(osm_node_get_base_lid(sw->p_node, 0));
+		any = sw->hops && lid < sw->num_hops && sw->hops[lid];
+	}
+	for (it = cl_qmap_head(tbl); any && it != cl_qmap_end(tbl); it = cl_qmap_next(it)) {
+		osm_switch_t *sw = (osm_switch_t *)it;
+		unsigned i;
+		for (i = 0; sw->hops && i < sw->num_hops; i++) {
+			free(sw->hops[i]);
+			sw->hops[i] = NULL;
+		}
+	}
+}
+
 static int hdor_build_lid_matrices(void *context)
 {
 	hdor_ctx_t *ctx = context;
 	osm_opensm_t *osm;
 	hdor_pass_t *P;
-	int rc;
+	int rc, want;
 
 	if (!ctx || !hdor_layout_ok(ctx->osm)) {
 		hdor_layout_complain();
 		return -1;
 	}
 	osm = ctx->osm;
+	if (getenv("HDOR_OPENSM_HOPS"))
+		want = HOPS_OPENSM;	/* OpenSM builds its min-hop matrices (the tests' reference) */
+	else
+		want = hops_read(osm) ? HOPS_OWN : HOPS_NONE;
 	rc = prepare(ctx);
 	if (rc < 0)
 		return -1;
 	if (rc == 1) {
 		/* degraded: the hop matrices over the working links (OpenSM's own when that fails) */
 		hdor_deg_t *D = ctx->deg;
-		int hr = getenv("HDOR_OPENSM_HOPS") ? 1 : deg_fill_hops(D);
+		int hr = want == HOPS_OWN ? deg_fill_hops(D) : 1;
+		if (want == HOPS_NONE)
+			hops_drop(osm);
 		ph_mark(ctx, PH_HOPS);
-		if (hr == 0) {
-			D->own_hops = 1;
+		if (want == HOPS_NONE || hr == 0) {
+			D->own_hops = want;
 			return 0;
 		}
 		return 1;
 	}
 	P = ctx->pass;
-	if (!getenv("HDOR_OPENSM_HOPS")) {
+	if (want == HOPS_NONE) {
+		hops_drop(osm);
+		ph_mark(ctx, PH_HOPS);
+		P->own_hops = HOPS_NONE;
+		return 0;
+	}
+	if (want == HOPS_OWN) {
 		int closed = closed_form_ok(P);
 		int hr = closed ? fill_hops(P) : fill_hops_bfs(P);
 		ph_mark(ctx, PH_HOPS);
 		if (hr == 0) {
-			P->own_hops = 1;
+			P->own_hops = HOPS_OWN;
 			OSM_LOG(&osm->log, OSM_LOG_VERBOSE,
 				"hdor: hop matrices of %d switches filled %s\n", P->nsw,
 				closed ? "from coordinates" : "by breadth-first search");
@@ -6009,6 +6370,12 @@ static int hdor_build_lid_matrices(void *context)
 		return 1;
 	}
 	return 1;		/* OpenSM builds its min-hop matrices */
+}
+
+/* the hop matrices' part of a summary line: whose they are */
+static const char *hops_whose(int own_hops)
+{
+	return own_hops == HOPS_OWN ? "own " : own_hops == HOPS_NONE ? "no " : "OpenSM's ";
 }
 
 static int degraded_tables(hdor_ctx_t *ctx)
@@ -6032,7 +6399,7 @@ static int degraded_tables(hdor_ctx_t *ctx)
 	kns_persist(ctx);
 	ph_mark(ctx, PH_STATE);
 	ph_text(ctx, ana, sizeof(ana), PH_KNS, PH_SLVL, "");
-	ph_text(ctx, rest, sizeof(rest), PH_HOPS, PH_STATE, D->own_hops ? "own " : "OpenSM's ");
+	ph_text(ctx, rest, sizeof(rest), PH_HOPS, PH_STATE, hops_whose(D->own_hops));
 	if (failed)
 		snprintf(what, sizeof(what), "degraded KNS: %u failed link(s), %u failed node(s); %u VL(s) used of %u the ports offer, SLs 0-%u; %u pair(s) detoured, extra links max %u mean %.3f%s%s",
 			 D->dead_links, D->dead_nodes, D->vls, D->vlcap, ctx->qos ? ctx->qos->maxsl : 0,
@@ -6090,7 +6457,7 @@ static int hdor_build_fwd_tables(void *context)
 	{
 		char ana[400], rest[400];
 		ph_text(ctx, ana, sizeof(ana), PH_KNS, PH_SETS, "");
-		ph_text(ctx, rest, sizeof(rest), PH_HOPS, PH_STATE, P->own_hops ? "own " : "OpenSM's ");
+		ph_text(ctx, rest, sizeof(rest), PH_HOPS, PH_STATE, hops_whose(P->own_hops));
 		OSM_LOG(&osm->log, OSM_LOG_INFO,
 			"hdor: routed k=%u n=%u s=%u: %d switches, %u LIDs, %" PRIu64 " us (pass %lu; analysis %" PRIu64
 			" us: %s; %s; peak allocation %.1f MiB)\n",
@@ -6136,13 +6503,14 @@ static void hdor_fill_engine(osm_routing_engine_t *re, hdor_ctx_t *ctx)
 	 * calls update_sl2vl only with `qos TRUE`) */
 	re->path_sl = hdor_path_sl;
 	re->update_sl2vl = hdor_update_sl2vl;
-	/* everything else stays NULL: OpenSM's defaults (multicast spanning tree on the hop
-	 * matrices) */
+	/* multicast trees along hdor's routes (section 15): OpenSM's own need the hop matrices */
+	re->mcast_build_stree = hdor_mcast_build_stree;
+	/* everything else stays NULL: OpenSM's defaults (VL arbitration) */
 }
 
 #ifdef HDOR_INTREE
 /* ------------------------------------------------------------------------------------------ */
-/* 16. in-tree variant: listed in static_routing_modules[] of osm_opensm.c                    */
+/* 17. in-tree variant: listed in static_routing_modules[] of osm_opensm.c                    */
 
 int osm_ucast_hdor_setup(struct osm_routing_engine *re, osm_opensm_t *osm);
 int osm_ucast_hdor_setup(struct osm_routing_engine *re, osm_opensm_t *osm)
@@ -6164,7 +6532,7 @@ int osm_ucast_hdor_setup(struct osm_routing_engine *re, osm_opensm_t *osm)
 
 #else
 /* ------------------------------------------------------------------------------------------ */
-/* 17. plugin variant: an event plugin whose create() registers the engine                    */
+/* 18. plugin variant: an event plugin whose create() registers the engine                    */
 
 static int hdor_setup(osm_routing_engine_t *re, osm_opensm_t *osm)
 {

@@ -3,7 +3,9 @@ stock engines in the same run; the degraded pass against the fault-free one; the
 
 (a) Per fabric (KNS 8^3, 12^3, 16^3 and 16^3 with 8 HCAs per router, 37,632 LIDs): one ibsim and one
     OpenSM daemon (`-D 0x07`, `qos TRUE`) with hdor; the first routing pass, then two re-sweeps
-    (SIGHUP to OpenSM: the hop-matrix rows exist by then). For each pass: OpenSM's routing step
+    (SIGHUP to OpenSM), then (one HCA per router) every HCA joined to one multicast group (SA proxy
+    joins) and one more re-sweep, which rebuilds hdor's tree of the group (its time from hdor's log line). For each
+    pass: OpenSM's routing step
     (log `building routing with` -> `tables configured on all switches`) and hdor's summary line,
     split into its phases. minhop and updn (indirect switches as roots) route the same plan, one
     fresh `ibtool sim run` each, capped.
@@ -40,8 +42,10 @@ from hdor_faults_bench import cables, one_shot, scenario_run
 from measure import measure
 from run import plan
 
+from ibtool import mad
 from ibtool.formats import ibnetdiscover
 from ibtool.sim import faults, opensm
+from ibtool.sim.clients import Clients
 from ibtool.sim.live import LiveFabric
 from ibtool.topologies.kns import kns
 
@@ -132,8 +136,33 @@ def resweep(lf: LiveFabric, have: int) -> list[dict]:
     return wait_passes(lf, have + 1)
 
 
-def live(net: Path, work: Path, plugin_dir: Path, resweeps: int = 2, down: list[str] = ()) -> list[dict]:
-    """hdor's passes on `net`: the first, `resweeps` re-sweeps, then with `down` unlinked one more."""
+TREE = re.compile(r"hdor: multicast group 0x[0-9A-F]+: (\d+) member port\(s\), a tree of (\d+) switch\(es\) "
+                  r"rooted at \S+, depth (\d+), (\d+) us")
+
+
+def multicast(lf: LiveFabric, net: Path, have: int) -> dict:
+    """Every HCA joins one multicast group through the SA (proxy joins from SM 1's port), then a
+    re-sweep rebuilds its tree after routing: hdor's tree times from its log (`-D 0x07`)."""
+    f = ibnetdiscover.read(net)
+    hcas = [f.port_guid(i, p) for i in range(f.num_nodes) if not f.is_switch(i) for p, _, _ in f.neighbors(i)]
+    t0 = time.monotonic()
+    mad.mcast_join(Clients(lf.scratch, timeout=600, environ=lf.env()), "ff12:601b:ffff::1", hcas, 600)
+    joined = time.monotonic() - t0
+    lf.wait_quiet(secs=5, timeout=600)
+    mark = len(lf.opensm_log.read_text(errors="replace"))
+    got = resweep(lf, have)
+    lf.wait_quiet(secs=5, timeout=600)
+    after = TREE.findall(lf.opensm_log.read_text(errors="replace")[mark:])
+    full = [int(us) for m, _, _, us in after if int(m) == len(hcas)]
+    return {"members": len(hcas), "joins_s": round(joined, 3), "trees_after_resweep": len(after),
+            "tree_us": full, "tree_switches": [int(sw) for m, sw, _, _ in after if int(m) == len(hcas)],
+            "depth": [int(d) for m, _, d, _ in after if int(m) == len(hcas)], "resweep": got[-1]}
+
+
+def live(net: Path, work: Path, plugin_dir: Path, resweeps: int = 2, down: list[str] = (),
+         mcast: dict | None = None) -> list[dict]:
+    """hdor's passes on `net`: the first, `resweeps` re-sweeps, then with `down` unlinked one more;
+    with `mcast` (a dict, filled), then every HCA joined to a group and one more re-sweep."""
     with LiveFabric(net, work, ["hdor"], timeout=1800, conf_options=[("qos", "TRUE")],
                     opensm_args=["-D", "0x07"], plugin_dir=plugin_dir) as lf:
         if not lf.outcome.get("engine") == "hdor":
@@ -149,6 +178,8 @@ def live(net: Path, work: Path, plugin_dir: Path, resweeps: int = 2, down: list[
                 lf.console(f'Unlink "{ids[node]}"' + (f"[{port}]" if port else ""))
             got = wait_passes(lf, len(got) + 1, quiet=15)
             got = resweep(lf, len(got))
+        if mcast is not None:
+            mcast.update(multicast(lf, net, len(got)))
         return got
 
 
@@ -176,13 +207,16 @@ def part_a(out: Path, plugin_dir: Path, fabrics: list[str], stock_engines: list[
         k, n, h = FABRICS[fid]
         net = plan(out, k, n, hcas=h)
         with heavy(k >= 12):
+            mc: dict = {}
             row = {"fabric": f"KNS {k}-ary {n}-direct" + (f", {h} HCAs/router" if h > 1 else ""), "load_before": load(),
-                   "hdor": live(net, out / "a" / fid / "hdor", plugin_dir)}
+                   "hdor": live(net, out / "a" / fid / "hdor", plugin_dir, mcast=mc if h == 1 else None),
+                   "multicast": mc}
             for e in stock_engines:
                 row[e] = stock(net, out / "a" / fid, e, k, n)
             row["load_after"] = load()
         rows.append(row)
-        print(json.dumps({x: v for x, v in row.items() if x != "hdor"}), flush=True)
+        print(json.dumps({x: v for x, v in row.items() if x not in ("hdor", "multicast")}), flush=True)
+        print("   multicast:", json.dumps({x: v for x, v in mc.items() if x != "resweep"}), flush=True)
         for p in row["hdor"]:
             print("  ", p.get("step_s"), p.get("line", ""), flush=True)
     return rows

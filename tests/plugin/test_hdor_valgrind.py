@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 from hdor_walk import PLUGIN, fat_tree, libhdor  # noqa: F401
+from ibtool import mad
 from ibtool.formats import ibnetdiscover
+from ibtool.sim.clients import Clients
 from ibtool.sim.runner import ibsim
 from ibtool.topologies.kns import kns
 
@@ -150,9 +152,13 @@ def test_valgrind_failures_and_recoveries_no_hdor_errors_or_leaks(tmp_path, monk
     steps = [("Unlink", cable), ("Unlink", "S[0,2]"), ("ReLink", cable), ("ReLink", "S[0,2]"),
              ("Unlink", "R[2,0]"), ("ReLink", "R[2,0]")]
     lf = LiveFabric(net, tmp_path / "live", ["hdor"], timeout=300, conf_options=[("qos", "TRUE")],
-                    opensm_args=["-D", "0x03"])
+                    opensm_args=["-D", "0x07"])
     with lf:
         assert lf.outcome.get("engine") == "hdor", lf.outcome
+        # a multicast group of every HCA: each pass after this builds its tree (hdor's, section 15)
+        hcas = [f.port_guid(i, p) for i in range(f.num_nodes) if not f.is_switch(i) for p, _, _ in f.neighbors(i)]
+        got = mad.mcast_join(Clients(lf.scratch, timeout=120, environ=lf.env()), "ff12:601b:ffff::1", hcas, 120)
+        assert len(got) == len(hcas), got
 
         def configured() -> int:
             return lf.opensm_log.read_text(errors="replace").count("hdor tables configured on all switches")
@@ -171,6 +177,8 @@ def test_valgrind_failures_and_recoveries_no_hdor_errors_or_leaks(tmp_path, monk
         degraded = re.findall(r"hdor: routed k=3 n=2 s=1: .*degraded KNS", log)
         complete = re.findall(r"hdor: routed k=3 n=2 s=1: \d+ switches, \d+ LIDs, \d+ us \(pass \d+; analysis", log)
         assert len(degraded) >= 4 and len(complete) >= 3, (len(degraded), len(complete))
+        trees = re.findall(r"hdor: multicast group 0x[0-9A-F]+: (\d+) member port", log)
+        assert len(trees) >= len(steps) and str(len(hcas)) in trees, trees  # (R[2,0]'s HCA leaves)
         assert "hdor: declined" not in log
         assert rc == 0, rc
         lf.sm_stop(1)  # it has exited (valgrind's report written): forget it
