@@ -6003,7 +6003,9 @@ static ib_api_status_t hdor_mcast_build_stree(void *context, osm_mgrp_box_t *mbo
 		int len = 0, ok = 1;
 		x = msw[i];
 		while (!on[x]) {
-			uint8_t out = osm_switch_get_port_by_lid(M.sw[x], root_lid, OSM_NEW_LFT), rport = 0;
+			/* (a switch OpenSM has not routed yet has no new LFT) */
+			uint8_t out = M.sw[x]->new_lft ? osm_switch_get_port_by_lid(M.sw[x], root_lid, OSM_NEW_LFT) : 0,
+			    rport = 0;
 			int y = mc_link(&M, x, out, &rport);
 			if (y < 0 || seen[x] == (int)i + 1) {
 				ok = 0;	/* no route to the root, or a loop: this member stays out */
