@@ -1,6 +1,7 @@
 """MADs in bulk, from one process: what one infiniband-diags run per item would ask, asked all at
 once — the SA's PathRecord of every pair of HCA ports (the SL the routing engine gives each path,
-which the deadlock check per VL needs), and one LinearForwardingTable block of every switch.
+which the deadlock check per VL needs), one LinearForwardingTable block of every switch, and
+multicast joins (SubnAdmSet(MCMemberRecord); no diags tool joins a group).
 
 Why not the tools: one `saquery -p --slid S --dlid D` (or `smpdump -D PATH 0x19 BLOCK`) per item
 costs ~0.1 s (a process, the umad port opened, under ibsim the attach to the simulator): 702
@@ -16,10 +17,11 @@ counted in the result, none left out.
     from ibtool.mad import path_sls, lft_blocks
     path_sls(clients, Path("saquery-paths.out"), fabric, timeout=60)
     lft_blocks(clients, ["0,1,3", "0,2"], block=19, timeout=60)   # {path: 64 ports}
+    mcast_join(clients, "ff12:601b:ffff::1", port_guids, timeout=60)  # {GUID: MLID}
 
-run `python -m ibtool.mad paths|lft` under the clients' environment (LD_PRELOAD=umad2sim and
-IBSIM_SOCKNAME under ibsim; nothing on a host of a real fabric). The child reads LIDs or directed
-routes on stdin and prints one line per item; it imports nothing beyond the standard library, so
+run `python -m ibtool.mad paths|lft|join` under the clients' environment (LD_PRELOAD=umad2sim and
+IBSIM_SOCKNAME under ibsim; nothing on a host of a real fabric). The child reads LIDs, directed
+routes or port GUIDs on stdin and prints one line per item; it imports nothing beyond the standard library, so
 it starts fast. path_sls writes the records as saquery prints them (formats.pathrecord).
 """
 
@@ -270,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ibtool.mad", description=main.__doc__)
     ap.add_argument("what", choices=["paths", "lft", "join"])
     ap.add_argument("--block", type=int, default=0)
-    ap.add_argument("--mgid", default="ff12:a01b::1")
+    ap.add_argument("--mgid", default="ff12:601b:ffff::1")  # IPv6 all-nodes, default partition
     ap.add_argument("--ca", default=None)
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--window", type=int, default=WINDOW)
@@ -407,7 +409,7 @@ def lft_blocks(clients, paths: list[str], block: int, timeout: float, local: tup
 
 
 def mcast_join(clients, mgid: str, guids: list[int], timeout: float, local: tuple[str, ...] = ()) -> dict[int, int]:
-    """Join each port GUID to multicast group `mgid` ("ff12:a01b::1") through the SA, from the port
+    """Join each port GUID to multicast group `mgid` ("ff12:601b:ffff::1") through the SA, from the port
     `local` names (a proxy join for the others): {GUID: MLID}. Raises EnvironmentProblem naming a
     join the SA refused or left unanswered."""
     from ibtool.errors import EnvironmentProblem
