@@ -264,6 +264,19 @@ def _join(mgid: bytes, guids: list[int], ca: str | None, port: int, window: int,
     _pipeline(lib, fd, agent, guids, write, read, window, emit, say, "joins")
 
 
+def _mgid(text: str) -> bytes:
+    """--mgid: a multicast GID as IPv6 text (ff12:601b:ffff::1) -> its 16 bytes."""
+    import argparse
+    import ipaddress
+    try:
+        g = ipaddress.IPv6Address(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a GID in IPv6 notation: {text!r}") from None
+    if not g.is_multicast:
+        raise argparse.ArgumentTypeError(f"not a multicast GID (they start with ff): {text!r}")
+    return g.packed
+
+
 def main(argv: list[str] | None = None) -> int:
     """`python -m ibtool.mad paths|lft|join [--block B] [--mgid GID] [--ca CA] [--port N] [--window W]`:
     HCA port LIDs as LID or LID/LMC (paths), switches' directed routes as dump_fts prints them (lft),
@@ -272,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ibtool.mad", description=main.__doc__)
     ap.add_argument("what", choices=["paths", "lft", "join"])
     ap.add_argument("--block", type=int, default=0)
-    ap.add_argument("--mgid", default="ff12:601b:ffff::1")  # IPv6 all-nodes, default partition
+    ap.add_argument("--mgid", default="ff12:601b:ffff::1", type=_mgid)  # IPv6 all-nodes, default partition
     ap.add_argument("--ca", default=None)
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--window", type=int, default=WINDOW)
@@ -285,9 +298,11 @@ def main(argv: list[str] | None = None) -> int:
         ports = [(int(b), int(lmc or 0)) for b, _, lmc in (w.partition("/") for w in words)]
         _paths(ports, a.ca, a.port, max(1, a.window), sys.stdout, say)
     elif a.what == "join":
-        import ipaddress
-        _join(ipaddress.IPv6Address(a.mgid).packed, [int(w, 16) for w in words], a.ca, a.port, max(1, a.window),
-              sys.stdout, say)
+        try:
+            guids = [int(w, 16) for w in words]
+        except ValueError as e:
+            raise SystemExit(f"join: a port GUID is hexadecimal ({e})") from None
+        _join(a.mgid, guids, a.ca, a.port, max(1, a.window), sys.stdout, say)
     else:
         _lft_blocks(words, a.block, a.ca, a.port, max(1, a.window), sys.stdout, say)
     sys.stdout.flush()

@@ -1532,8 +1532,8 @@ static int closed_form_ok(const hdor_pass_t *P)
 
 #define HDOR_BFS_HOPS_MAX_SWITCHES 16384
 
-/* a switch graph for hop matrices: switch i is sw[i] with LID lid[i], its links to other
- * switches are (port[j], idx[j]) for j in off[i] .. off[i+1]-1 */
+/* a switch graph (hop matrices; multicast trees, section 15, without lid): switch i is sw[i]
+ * with LID lid[i], its links to other switches are (port[j], idx[j]) for j in off[i] .. off[i+1]-1 */
 typedef struct {
 	int n;
 	osm_switch_t **sw;
@@ -5794,21 +5794,16 @@ typedef struct {
 	uint16_t mlid;
 	int nsw;
 	osm_switch_t **sw;	/* by index (OpenSM's switch table order) */
+	hgraph_t g;		/* the working links between switches that forward the MLID */
 	int *by_lid;		/* switch base LID -> index, -1 */
-	uint32_t *aoff;		/* neighbours of switch i: adj[aoff[i] .. aoff[i + 1]) */
-	int *adj;
 	int *dist, *prev, *queue;
 } hmc_t;
 
 static void mc_free(hmc_t *M)
 {
-	free(M->sw);
-	free(M->by_lid);
-	free(M->aoff);
-	free(M->adj);
-	free(M->dist);
-	free(M->prev);
-	free(M->queue);
+	void *all[] = { M->by_lid, M->dist, M->prev, M->queue };
+	graph_free(&M->g);
+	free_all(all, sizeof(all) / sizeof(all[0]));
 }
 
 /* switch index of the far end of switch x's port p for this group, or -1: a healthy link to a
@@ -5842,13 +5837,13 @@ static int mc_graph(hmc_t *M)
 	int i, n = 0;
 	uint32_t e = 0;
 	M->nsw = (int)cl_qmap_count(tbl);
-	M->sw = xcalloc((size_t)M->nsw, sizeof(*M->sw));
+	M->sw = M->g.sw = xcalloc((size_t)M->nsw, sizeof(*M->sw));
 	M->by_lid = malloc((IB_LID_UCAST_END_HO + 1) * sizeof(int));
-	M->aoff = xcalloc((size_t)M->nsw + 1, sizeof(uint32_t));
+	M->g.off = xcalloc((size_t)M->nsw + 1, sizeof(uint32_t));
 	M->dist = xcalloc((size_t)M->nsw, sizeof(int));
 	M->prev = xcalloc((size_t)M->nsw, sizeof(int));
 	M->queue = xcalloc((size_t)M->nsw, sizeof(int));
-	if (!M->sw || !M->by_lid || !M->aoff || !M->dist || !M->prev || !M->queue)
+	if (!M->sw || !M->by_lid || !M->g.off || !M->dist || !M->prev || !M->queue)
 		return -1;
 	memset(M->by_lid, 0xff, (IB_LID_UCAST_END_HO + 1) * sizeof(int));
 	for (it = cl_qmap_head(tbl); it != cl_qmap_end(tbl) && n < M->nsw; it = cl_qmap_next(it)) {
@@ -5859,22 +5854,25 @@ static int mc_graph(hmc_t *M)
 			M->by_lid[lid] = n;
 		n++;
 	}
-	M->nsw = n;
+	M->nsw = M->g.n = n;
 	for (i = 0; i < n; i++)
 		e += M->sw[i]->num_ports;
-	M->adj = xcalloc(e, sizeof(int));
-	if (!M->adj)
+	M->g.idx = xcalloc(e, sizeof(int));
+	M->g.port = xcalloc(e, 1);
+	if (!M->g.idx || !M->g.port)
 		return -1;
 	for (i = 0, e = 0; i < n; i++) {
 		unsigned p;
-		M->aoff[i] = e;
+		M->g.off[i] = e;
 		for (p = 1; p < M->sw[i]->num_ports; p++) {
 			int y = mc_link(M, i, p, NULL);
-			if (y >= 0)
-				M->adj[e++] = y;
+			if (y >= 0) {
+				M->g.idx[e] = y;
+				M->g.port[e++] = (uint8_t)p;
+			}
 		}
 	}
-	M->aoff[n] = e;
+	M->g.off[n] = e;
 	return 0;
 }
 
@@ -5890,8 +5888,8 @@ static void mc_bfs(hmc_t *M, int src)
 	while (h < t) {
 		int x = M->queue[h++];
 		uint32_t a;
-		for (a = M->aoff[x]; a < M->aoff[x + 1]; a++) {
-			int y = M->adj[a];
+		for (a = M->g.off[x]; a < M->g.off[x + 1]; a++) {
+			int y = M->g.idx[a];
 			if (M->dist[y] < 0) {
 				M->dist[y] = M->dist[x] + 1;
 				M->prev[y] = x;

@@ -113,7 +113,7 @@ def wait_trees(lf: LiveFabric, groups: dict[int, set[int]], after: int = 0, time
         time.sleep(0.2)
 
 
-class Fabric:
+class Readback:
     def __init__(self, tmp: Path, lf: LiveFabric):
         self.tmp, self.lf, self.n = tmp, lf, 0
         self.clients = Clients(lf.scratch, timeout=60, environ=lf.env())
@@ -139,7 +139,7 @@ def test_multicast_trees_follow_hdor_routes_without_hop_matrices(tmp_path):
     with LiveFabric(net, tmp_path / "live", ["hdor", "nue"], timeout=180, opensm_args=["-D", "0x07"],
                     conf_options=[("qos", "TRUE"), ("sweep_interval", "1")]) as lf:
         assert lf.outcome["engine"] == "hdor" and not lf.outcome["fallback"], lf.outcome
-        fab = Fabric(tmp_path, lf)
+        fab = Readback(tmp_path, lf)
         some = hcas[::3]
         groups = {}
         for mgid, who in ((IPOIB_BROADCAST, some), (IPV6_ALL_NODES, hcas)):
