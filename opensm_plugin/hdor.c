@@ -189,6 +189,15 @@ typedef struct hdor_kns hdor_kns_t;
 typedef struct hdor_qos hdor_qos_t;
 typedef struct hdor_deg hdor_deg_t;
 
+/* a base node's per-LID scratch in the degraded pass (section 13.2): the Dijkstra's key (bln,
+ * bv), how it was reached (via, vslot, fdim), its fault-free length when fixed (fixln), the
+ * memo of its fault-free route (ffs: the LID it is for; ffl, ffx), the mark of R (rst) */
+typedef struct {
+	int bln, bv, fdim, via, vslot, fixln, ffl, ffx, rst;
+	uint32_t ffs;
+	uint8_t done, fixed;
+} __attribute__((aligned(64))) hnode_t;
+
 typedef struct hdor_ctx {
 	osm_opensm_t *osm;
 	hdor_pass_t *pass;	/* only between build_lid_matrices and ucast_build_fwd_tables */
@@ -2037,7 +2046,7 @@ typedef struct {
 
 typedef struct {
 	pmask_t m;
-	uint32_t cnt;
+	uint32_t cnt, np;	/* LIDs that took m so far; |m| */
 } hcnt_t;
 
 /* one degraded pass */
@@ -2066,8 +2075,10 @@ struct hdor_deg {
 	/* spreading counters per switch row */
 	hcnt_t **cnt;
 	uint32_t *ncnt, *capcnt;
-	/* per LID scratch (base nodes) */
-	int *bln, *bv, *fdim, *via, *vslot, *fixln, *fixlist, *exitof, *dist, *q, *ffl, *ffx;
+	/* per LID scratch: per base node, one cache line (route_lid reads a dozen fields of a
+	 * node at a time, at random nodes); and lists */
+	hnode_t *nd;
+	int *fixlist, *exitof, *dist, *q;
 	int *exitslot;		/* the exit's member slot in its group, -1 */
 	/* the live switches (index order) and this LID's affected switches: the per-LID loops
 	 * go over these, not over every node */
@@ -2082,14 +2093,12 @@ struct hdor_deg {
 	uint32_t *swoff;
 	int *swnb;
 	/* route_lid's groups and routers (G, R) of this LID: lists and marks */
-	int *glist, *rlist, *gst, *rst, stamp;
+	int *glist, *rlist, *gst, stamp;
 	/* each group of G's affected members (lists in GUID order: head, tail per group; the
 	 * member, its slot, the next entry) */
 	int *amhead, *amtail, *amw, *amslot, *amnext;
 	uint64_t *rbits;
 	uint32_t ngl, nrl;
-	uint32_t *ffs;
-	uint8_t *done, *fixed;
 	pmask_t *cand;
 	uint8_t *has;
 	int dist_target;
@@ -2166,9 +2175,9 @@ static void deg_free(hdor_deg_t *D)
 		void *all[] = {
 			D->cnt, D->ncnt, D->capcnt, D->ig, D->cur, D->ok, D->onode, D->oport, D->tab,
 			D->aff, D->gof, D->glocal, D->gdim, D->gsoff, D->gsw, D->gmoff, D->gmem,
-			D->rgoff, D->rgl, D->rgslot, D->vslot, D->bln, D->bv, D->fdim, D->via, D->fixln, D->fixlist, D->ffl,
-			D->ffx, D->ffs, D->exitof, D->exitslot, D->dist, D->q, D->done, D->fixed, D->cand, D->has,
-			D->lsw, D->alist, D->seed, D->glist, D->rlist, D->gst, D->rst, D->rbits, D->upoff,
+			D->rgoff, D->rgl, D->rgslot, D->nd, D->fixlist,
+			D->exitof, D->exitslot, D->dist, D->q, D->cand, D->has,
+			D->lsw, D->alist, D->seed, D->glist, D->rlist, D->gst, D->rbits, D->upoff,
 			D->uprow, D->upx, D->upport, D->amhead, D->amtail, D->amw, D->amslot, D->amnext,
 			D->swoff, D->swnb
 		};
@@ -2968,7 +2977,7 @@ static void ff_memo(hdor_deg_t *D, int b, uint32_t lid, int depth)
 	const hdor_kns_t *K = D->K;
 	uint8_t port = t0(K, b, lid);
 	int p, len, ex = K->role[b] == R_ROUTER ? b : -1;
-	if (D->ffs[b] == lid)
+	if (D->nd[b].ffs == lid)
 		return;
 	if (port == 0)
 		len = 0;
@@ -2980,13 +2989,13 @@ static void ff_memo(hdor_deg_t *D, int b, uint32_t lid, int depth)
 		len = -1;
 	else {
 		ff_memo(D, p, lid, depth + 1);
-		len = D->ffl[p] < 0 ? -1 : D->ffl[p] + 1;
+		len = D->nd[p].ffl < 0 ? -1 : D->nd[p].ffl + 1;
 		if (ex < 0)
-			ex = D->ffx[p];
+			ex = D->nd[p].ffx;
 	}
-	D->ffs[b] = lid;
-	D->ffl[b] = len;
-	D->ffx[b] = ex;
+	D->nd[b].ffs = lid;
+	D->nd[b].ffl = len;
+	D->nd[b].ffx = ex;
 }
 
 static void fault_free_route(hdor_deg_t *D, int b, uint32_t lid, int *len, int *exitr, int *dim0)
@@ -2995,8 +3004,8 @@ static void fault_free_route(hdor_deg_t *D, int b, uint32_t lid, int *len, int *
 	int p0 = kpeer(K, b, t0(K, b, lid));
 	*dim0 = p0 >= 0 ? K->dim[p0] : -1;
 	ff_memo(D, b, lid, 0);
-	*len = D->ffl[b];
-	*exitr = D->ffx[b];
+	*len = D->nd[b].ffl;
+	*exitr = D->nd[b].ffx;
 }
 
 static int member_slot(const hdor_deg_t *D, int gi, int M)
@@ -3248,7 +3257,7 @@ static int route_lid(hdor_ctx_t *ctx, hdor_deg_t *D, uint32_t lid, hheap_t *heap
 	 * has another router as its exit.  Marks: gst[g] / rst[x] == stamp. */
 	D->stamp++;
 	D->ngl = D->nrl = 0;
-#define HDOR_ADD_R(y) do { if (D->rst[y] != D->stamp) { D->rst[y] = D->stamp; D->rlist[D->nrl++] = (y); } } while (0)
+#define HDOR_ADD_R(y) do { if (D->nd[y].rst != D->stamp) { D->nd[y].rst = D->stamp; D->rlist[D->nrl++] = (y); } } while (0)
 #define HDOR_ADD_G(h) do { if (D->gst[h] != D->stamp) { D->gst[h] = D->stamp; D->glist[D->ngl++] = (h); \
 	D->amhead[h] = D->amtail[h] = -1; } } while (0)
 	HDOR_ADD_R(T);
@@ -3312,9 +3321,9 @@ static int route_lid(hdor_ctx_t *ctx, hdor_deg_t *D, uint32_t lid, hheap_t *heap
 	index_order(D->rlist, D->nrl, D->rbits, K->nn);
 	for (j = 0; j < D->nrl; j++) {
 		i = (uint32_t)D->rlist[j];
-		D->bln[i] = HDOR_INF;
-		D->done[i] = D->fixed[i] = 0;
-		D->via[i] = -1;
+		D->nd[i].bln = HDOR_INF;
+		D->nd[i].done = D->nd[i].fixed = 0;
+		D->nd[i].via = -1;
 	}
 	/* unaffected entries: routers' fault-free routes */
 	for (j = 0; j < D->nrl; j++) {
@@ -3323,36 +3332,36 @@ static int route_lid(hdor_ctx_t *ctx, hdor_deg_t *D, uint32_t lid, hheap_t *heap
 		if (affected(D, (int)i, lid, 0))
 			continue;
 		fault_free_route(D, (int)i, lid, &len, &ex, &d0);
-		D->fixed[i] = 1;
-		D->fixln[i] = len;
-		D->fdim[i] = d0;
+		D->nd[i].fixed = 1;
+		D->nd[i].fixln = len;
+		D->nd[i].fdim = d0;
 	}
 	/* Dijkstra over routers from T: key (links, violations, GUID) */
-	D->bln[T] = 0;
-	D->bv[T] = 0;
-	D->fdim[T] = -1;
+	D->nd[T].bln = 0;
+	D->nd[T].bv = 0;
+	D->nd[T].fdim = -1;
 	heap_push(heap, &nh, (hheap_t){ 0, 0, T });
 	/* the fixed routers' keys (links, 0, GUID) never change: a counting sort by links (routers
 	 * visited in GUID order) gives them in key order, and only relaxed routers use the heap */
 	memset(fcnt, 0, sizeof(fcnt));
 	for (j = 0; j < D->nrl; j++)
-		if (D->fixed[i = (uint32_t)D->rlist[j]] && (int)i != T) {
-			D->bln[i] = D->fixln[i];
-			D->bv[i] = 0;
-			fcnt[D->fixln[i] + 2]++;	/* fixln is -1 .. HDOR_MAX_HOPS */
+		if (D->nd[i = (uint32_t)D->rlist[j]].fixed && (int)i != T) {
+			D->nd[i].bln = D->nd[i].fixln;
+			D->nd[i].bv = 0;
+			fcnt[D->nd[i].fixln + 2]++;	/* fixln is -1 .. HDOR_MAX_HOPS */
 		}
 	for (i = 1; i < HDOR_MAX_HOPS + 3; i++)
 		fcnt[i] += fcnt[i - 1];
 	nf = fcnt[HDOR_MAX_HOPS + 2];
 	for (j = 0; j < D->nrl; j++)
-		if (D->fixed[i = (uint32_t)D->rlist[j]] && (int)i != T)
-			D->fixlist[fcnt[D->fixln[i] + 1]++] = (int)i;
+		if (D->nd[i = (uint32_t)D->rlist[j]].fixed && (int)i != T)
+			D->fixlist[fcnt[D->nd[i].fixln + 1]++] = (int)i;
 	while (nh || fp < nf) {
 		hheap_t e;
 		int X;
 		uint32_t a;
 		if (fp < nf) {
-			e = (hheap_t){ D->fixln[D->fixlist[fp]], 0, D->fixlist[fp] };
+			e = (hheap_t){ D->nd[D->fixlist[fp]].fixln, 0, D->fixlist[fp] };
 			if (!nh || heap_lt(&e, &heap[0]))
 				fp++;
 			else
@@ -3360,9 +3369,9 @@ static int route_lid(hdor_ctx_t *ctx, hdor_deg_t *D, uint32_t lid, hheap_t *heap
 		} else
 			e = heap_pop(heap, &nh);
 		X = e.b;
-		if (D->done[X] || D->bln[X] != e.ln || D->bv[X] != e.v)
+		if (D->nd[X].done || D->nd[X].bln != e.ln || D->nd[X].bv != e.v)
 			continue;
-		D->done[X] = 1;
+		D->nd[X].done = 1;
 		for (a = D->rgoff[X]; a < D->rgoff[X + 1]; a++) {
 			int gi = D->rgl[a], e_dim = D->gdim[gi], turn;
 			uint32_t m;
@@ -3376,21 +3385,21 @@ static int route_lid(hdor_ctx_t *ctx, hdor_deg_t *D, uint32_t lid, hheap_t *heap
 				continue;
 			D->exitof[gi] = X;
 			D->exitslot[gi] = D->rgslot[a];
-			turn = X != T && D->fdim[X] <= e_dim;
+			turn = X != T && D->nd[X].fdim <= e_dim;
 			/* the members that are not fixed: the affected ones */
 			for (ne = D->amhead[gi]; ne >= 0; ne = D->amnext[ne]) {
 				int W = D->amw[ne], ln, v;
 				m = (uint32_t)D->amslot[ne];
-				if (h->icost[m] >= HDOR_INF || D->done[W])
+				if (h->icost[m] >= HDOR_INF || D->nd[W].done)
 					continue;
 				ln = e.ln + h->icost[m];
 				v = e.v + turn;
-				if (D->bln[W] == HDOR_INF || ln < D->bln[W] || (ln == D->bln[W] && v < D->bv[W])) {
-					D->bln[W] = ln;
-					D->bv[W] = v;
-					D->via[W] = gi;
-					D->vslot[W] = (int)m;
-					D->fdim[W] = e_dim;
+				if (D->nd[W].bln == HDOR_INF || ln < D->nd[W].bln || (ln == D->nd[W].bln && v < D->nd[W].bv)) {
+					D->nd[W].bln = ln;
+					D->nd[W].bv = v;
+					D->nd[W].via = gi;
+					D->nd[W].vslot = (int)m;
+					D->nd[W].fdim = e_dim;
 					heap_push(heap, &nh, (hheap_t){ ln, v, W });
 				}
 			}
@@ -3408,8 +3417,8 @@ static int route_lid(hdor_ctx_t *ctx, hdor_deg_t *D, uint32_t lid, hheap_t *heap
 			D->has[r] = 1;
 		} else if (K->role[x] == R_ROUTER) {
 			hig_t *h;
-			int gi = D->via[x];
-			if (!D->done[x]) {
+			int gi = D->nd[x].via;
+			if (!D->nd[x].done) {
 				switch_dist(D, T);
 				if (D->dist[x] == HDOR_INF)
 					continue;	/* cut off from the destination: no entry */
@@ -3419,7 +3428,7 @@ static int route_lid(hdor_ctx_t *ctx, hdor_deg_t *D, uint32_t lid, hheap_t *heap
 			h = in_group_at(D, gi, D->exitslot[gi]);	/* set with via */
 			if (!h)
 				return decline(ctx, "out of memory");
-			D->cand[r] = h->im[D->vslot[x]];
+			D->cand[r] = h->im[D->nd[x].vslot];
 			D->has[r] = !mask_empty(&D->cand[r]);
 		} else {
 			int gi = D->gof[x], M = D->exitof[gi];
@@ -3442,9 +3451,11 @@ static int spread_pick(hdor_deg_t *D, int r, const pmask_t *m)
 {
 	uint32_t i, j, np = 0, want;
 	unsigned p;
-	for (i = 0; i < D->ncnt[r]; i++)
-		if (!memcmp(&D->cnt[r][i].m, m, sizeof(*m)))
+	for (i = 0; i < D->ncnt[r]; i++) {
+		const pmask_t *c = &D->cnt[r][i].m;
+		if (!((c->m[0] ^ m->m[0]) | (c->m[1] ^ m->m[1]) | (c->m[2] ^ m->m[2]) | (c->m[3] ^ m->m[3])))
 			break;
+	}
 	if (i == D->ncnt[r]) {
 		if (D->ncnt[r] == D->capcnt[r]) {
 			uint32_t nc = D->capcnt[r] ? 2 * D->capcnt[r] : 8;
@@ -3456,16 +3467,23 @@ static int spread_pick(hdor_deg_t *D, int r, const pmask_t *m)
 		}
 		D->cnt[r][i].m = *m;
 		D->cnt[r][i].cnt = 0;
+		for (p = 0; p < 4; p++)
+			np += (uint32_t)__builtin_popcountll(m->m[p]);
+		D->cnt[r][i].np = np;
 		D->ncnt[r]++;
 	}
-	for (p = 0; p < 4; p++)
-		np += (uint32_t)__builtin_popcountll(m->m[p]);
+	np = D->cnt[r][i].np;
 	j = D->cnt[r][i].cnt++;
 	want = j % np;
 	/* the want-th port of the set, ascending: whole words first, then bit by bit */
 	for (p = 0; p < 4; p++) {
 		uint64_t x = m->m[p];
-		uint32_t c = (uint32_t)__builtin_popcountll(x);
+		uint32_t c;
+		if (!x)
+			continue;
+		if (!want)
+			return (int)(p * 64 + (unsigned)__builtin_ctzll(x));
+		c = (uint32_t)__builtin_popcountll(x);
 		if (want >= c) {
 			want -= c;
 			continue;
@@ -3498,10 +3516,14 @@ static inline uint64_t hkey(int b, unsigned pin, unsigned pout)
 	return (1ULL << 48) | ((uint64_t)(uint32_t)b << 16) | (pin << 8) | pout;
 }
 
+static inline uint32_t hmap_home(const hmap_t *m, uint64_t k)
+{
+	return (uint32_t)((k * 0x9e3779b97f4a7c15ULL) >> 32) & (m->cap - 1);
+}
+
 static uint32_t hmap_slot(const hmap_t *m, uint64_t k)
 {
-	uint64_t x = k * 0x9e3779b97f4a7c15ULL;
-	uint32_t h = (uint32_t)(x >> 32) & (m->cap - 1);
+	uint32_t h = hmap_home(m, k);
 	while (m->slot[h].key && m->slot[h].key != k)
 		h = (h + 1) & (m->cap - 1);
 	return h;
@@ -3614,8 +3636,10 @@ static int deg_sls(hdor_ctx_t *ctx, hdor_deg_t *D)
 	const hdor_kns_t *K = D->K;
 	hdor_qos_t *Q = xcalloc(1, sizeof(*Q));
 	hmap_t map = { NULL, 0, 0 };
-	uint32_t *src = NULL, *srow = NULL, nsrc = 0, dlid, i, cap = 0;
-	hhop_t hops[HDOR_MAX_HOPS], hops0[HDOR_MAX_HOPS];
+	uint32_t *src = NULL, *srow = NULL, nsrc = 0, dlid, i, cap = 0, caphop = 0;
+	/* one dlid's walked pairs with SLs to find: source LID, hops (offset, count) */
+	uint32_t *pslid = NULL, *poff = NULL, *pnh = NULL;
+	hhop_t hops0[HDOR_MAX_HOPS], *phop = NULL;
 	int most = 0, ret = -1;
 	double sum = 0;
 	hrow_t *rows = NULL;
@@ -3625,7 +3649,10 @@ static int deg_sls(hdor_ctx_t *ctx, hdor_deg_t *D)
 	D->qos = Q;
 	src = xcalloc(D->nl, sizeof(uint32_t));
 	srow = xcalloc(D->nl, sizeof(uint32_t));
-	if (!src || !srow)
+	pslid = xcalloc(D->nl, sizeof(uint32_t));
+	poff = xcalloc(D->nl, sizeof(uint32_t));
+	pnh = xcalloc(D->nl, sizeof(uint32_t));
+	if (!src || !srow || !pslid || !poff || !pnh)
 		goto oom;
 	Q->nl = D->nl;
 	Q->base = xcalloc(D->nl, sizeof(uint16_t));
@@ -3647,16 +3674,21 @@ static int deg_sls(hdor_ctx_t *ctx, hdor_deg_t *D)
 	/* Only the pairs whose route changed are walked: a pair is one when its source's switch has
 	 * an affected entry for dlid (D->aff, complete for the live switches after the affected
 	 * entries phase).  The test per pair reads one byte of dlid's row of D->aff, in the cache:
-	 * the 16.7 M pairs of KNS 16^3 cost a scan, the walks follow the failures. */
+	 * the 16.7 M pairs of KNS 16^3 cost a scan, the walks follow the failures.  Per dlid in two
+	 * stages: the walks (they do not read the map), asking for each hop's map slot as they go,
+	 * then the SLs in the same pair order; the map's misses overlap instead of following one
+	 * another. */
 	for (dlid = 1; dlid < D->nl; dlid++) {
 		int dc = D->onode[dlid];
 		const uint8_t *arow = &D->aff[(size_t)dlid * K->nrow];
+		uint32_t np = 0, nhop = 0, e;
 		if (dc < 0 || K->type[dc] != N_CA || !works(D, dc, D->oport[dlid]))
 			continue;
 		for (i = 0; i < nsrc; i++) {
 			uint32_t slid = src[i];
-			int c, nh, nh0, ln, ln0, h, v = 0, same;
-			unsigned p, sl;
+			int c, nh, nh0, ln, ln0, h, v, same;
+			unsigned p;
+			hhop_t *hops;
 			if (srow[i] != UINT32_MAX && arow[srow[i]] == 1)
 				continue;	/* the fault-free route, intact: SL 0 */
 			c = D->onode[slid];
@@ -3665,6 +3697,15 @@ static int deg_sls(hdor_ctx_t *ctx, hdor_deg_t *D)
 				continue;
 			if (!affected(D, kpeer(K, c, p), dlid, 0))
 				continue;
+			if (nhop + HDOR_MAX_HOPS > caphop) {
+				uint32_t nc = caphop ? 2 * caphop : 4096;
+				hhop_t *n = realloc(phop, nc * sizeof(*n));
+				if (!n)
+					goto oom;
+				phop = n;
+				caphop = nc;
+			}
+			hops = phop + nhop;	/* kept (nhop advanced) when it needs an SL */
 			ln = walk(D, c, p, dlid, 1, hops, &nh);
 			if (ln < 0)
 				continue;	/* not delivered: no path SL (the verifier reports it) */
@@ -3672,45 +3713,15 @@ static int deg_sls(hdor_ctx_t *ctx, hdor_deg_t *D)
 			if (v > most)
 				most = v;
 			if (v) {
-				/* the lowest SL >= 1 whose entries set so far agree with every hop's VL: each
-				 * hop's slot is probed once, its 16 SLs compared at a time (a bit per SL) */
-				uint32_t slot[HDOR_MAX_HOPS];
-				unsigned ok = 0xfffe & ((1u << HDOR_MAX_SLS) - 1);
-				if (hmap_reserve(&map, (uint32_t)nh))
+				/* room for all this dlid's keys: the map does not move under the slots asked for */
+				if (hmap_reserve(&map, nhop + (uint32_t)nh))
 					goto oom;
-				for (h = 0; h < nh; h++) {
-					const hvl_t *e;
-					slot[h] = hmap_claim(&map, hkey(hops[h].x, hops[h].pin, hops[h].pout));
-					e = &map.slot[slot[h]];
-					ok &= vl_agree(e->vl, hops[h].vl) | (uint16_t)~e->set;
-				}
-				if (!ok) {
-					declinec(ctx, HD_SLS, "the failures need more than %d SLs (pair LID %u -> %u)", HDOR_MAX_SLS,
-						 slid, dlid);
-					goto out;
-				}
-				sl = (unsigned)__builtin_ctz(ok);
-				for (h = 0; h < nh; h++) {
-					map.slot[slot[h]].vl[sl] = hops[h].vl;
-					map.slot[slot[h]].set |= (uint16_t)(1u << sl);
-				}
-				if (Q->npath == cap) {
-					uint32_t nc = cap ? 2 * cap : 1024;
-					uint64_t *nk = realloc(Q->pkey, nc * sizeof(uint64_t));
-					uint8_t *ns;
-					if (!nk)
-						goto oom;
-					Q->pkey = nk;
-					ns = realloc(Q->psl, nc);
-					if (!ns)
-						goto oom;
-					Q->psl = ns;
-					cap = nc;
-				}
-				if (sl > Q->maxsl)
-					Q->maxsl = sl;
-				Q->pkey[Q->npath] = (uint64_t)dlid << 16 | slid;
-				Q->psl[Q->npath++] = (uint8_t)sl;
+				for (h = 0; h < nh; h++)
+					__builtin_prefetch(&map.slot[hmap_home(&map, hkey(hops[h].x, hops[h].pin, hops[h].pout))]);
+				pslid[np] = slid;
+				poff[np] = nhop;
+				pnh[np++] = (uint32_t)nh;
+				nhop += (uint32_t)nh;
 			}
 			/* the route is the fault-free one when every hop leaves as the fault-free table
 			 * says (then that walk takes the same hops); else it is walked for its length */
@@ -3726,6 +3737,48 @@ static int deg_sls(hdor_ctx_t *ctx, hdor_deg_t *D)
 				D->detoured++;
 				sum += extra;
 			}
+		}
+		for (e = 0; e < np; e++) {
+			/* the lowest SL >= 1 whose entries set so far agree with every hop's VL: each hop's
+			 * slot is probed once, its 16 SLs compared at a time (a bit per SL) */
+			uint32_t slot[HDOR_MAX_HOPS], h, nh = pnh[e];
+			const hhop_t *hops = phop + poff[e];
+			unsigned ok = 0xfffe & ((1u << HDOR_MAX_SLS) - 1), sl;
+			if (hmap_reserve(&map, nh))
+				goto oom;
+			for (h = 0; h < nh; h++) {
+				const hvl_t *m;
+				slot[h] = hmap_claim(&map, hkey(hops[h].x, hops[h].pin, hops[h].pout));
+				m = &map.slot[slot[h]];
+				ok &= vl_agree(m->vl, hops[h].vl) | (uint16_t)~m->set;
+			}
+			if (!ok) {
+				declinec(ctx, HD_SLS, "the failures need more than %d SLs (pair LID %u -> %u)", HDOR_MAX_SLS,
+					 pslid[e], dlid);
+				goto out;
+			}
+			sl = (unsigned)__builtin_ctz(ok);
+			for (h = 0; h < nh; h++) {
+				map.slot[slot[h]].vl[sl] = hops[h].vl;
+				map.slot[slot[h]].set |= (uint16_t)(1u << sl);
+			}
+			if (Q->npath == cap) {
+				uint32_t nc = cap ? 2 * cap : 1024;
+				uint64_t *nk = realloc(Q->pkey, nc * sizeof(uint64_t));
+				uint8_t *ns;
+				if (!nk)
+					goto oom;
+				Q->pkey = nk;
+				ns = realloc(Q->psl, nc);
+				if (!ns)
+					goto oom;
+				Q->psl = ns;
+				cap = nc;
+			}
+			if (sl > Q->maxsl)
+				Q->maxsl = sl;
+			Q->pkey[Q->npath] = (uint64_t)dlid << 16 | pslid[e];
+			Q->psl[Q->npath++] = (uint8_t)sl;
 		}
 	}
 	D->extra_mean = D->detoured ? sum / D->detoured : 0.0;
@@ -3784,6 +3837,10 @@ oom:
 out:
 	free(src);
 	free(srow);
+	free(pslid);
+	free(poff);
+	free(pnh);
+	free(phop);
 	free(rows);
 	free(map.slot);
 	return ret;
@@ -3833,22 +3890,12 @@ static int deg_route(hdor_ctx_t *ctx, hdor_deg_t *D)
 		return -1;
 	D->tab = malloc((size_t)K->nrow * D->nl);
 	D->aff = malloc((size_t)K->nrow * D->nl);
-	D->bln = xcalloc(nn, sizeof(int));
-	D->bv = xcalloc(nn, sizeof(int));
-	D->fdim = xcalloc(nn, sizeof(int));
-	D->via = xcalloc(nn, sizeof(int));
-	D->vslot = xcalloc(nn, sizeof(int));
-	D->fixln = xcalloc(nn, sizeof(int));
+	D->nd = aligned_alloc(64, (size_t)(nn + 1) * sizeof(hnode_t));
 	D->fixlist = xcalloc(nn, sizeof(int));
-	D->ffl = xcalloc(nn, sizeof(int));
-	D->ffx = xcalloc(nn, sizeof(int));
-	D->ffs = xcalloc(nn, sizeof(uint32_t));
 	D->exitof = xcalloc(D->ng + 1, sizeof(int));
 	D->exitslot = xcalloc(D->ng + 1, sizeof(int));
 	D->dist = xcalloc(nn, sizeof(int));
 	D->q = xcalloc(nn, sizeof(int));
-	D->done = xcalloc(nn, 1);
-	D->fixed = xcalloc(nn, 1);
 	D->cand = xcalloc(K->nrow, sizeof(pmask_t));
 	D->has = xcalloc(K->nrow, 1);
 	D->cnt = xcalloc(K->nrow, sizeof(*D->cnt));
@@ -3860,7 +3907,6 @@ static int deg_route(hdor_ctx_t *ctx, hdor_deg_t *D)
 	D->glist = xcalloc(D->ng + 1, sizeof(int));
 	D->gst = xcalloc(D->ng + 1, sizeof(int));
 	D->rlist = xcalloc(nn + 1, sizeof(int));
-	D->rst = xcalloc(nn + 1, sizeof(int));
 	D->rbits = xcalloc(nn / 64 + 1, sizeof(uint64_t));
 	D->amhead = xcalloc(D->ng + 1, sizeof(int));
 	D->amtail = xcalloc(D->ng + 1, sizeof(int));
@@ -3869,14 +3915,15 @@ static int deg_route(hdor_ctx_t *ctx, hdor_deg_t *D)
 	D->amnext = xcalloc(D->rgoff[nn] + 1, sizeof(int));
 	/* each group relaxes each member once: pushes <= memberships + fixed routers + T */
 	heap = xcalloc((size_t)D->rgoff[nn] + nn + 64, sizeof(*heap));
-	if (!D->tab || !D->aff || !D->bln || !D->bv || !D->fdim || !D->via || !D->vslot || !D->fixln || !D->exitof || !D->exitslot ||
-	    !D->fixlist || !D->ffl || !D->ffx || !D->ffs || !D->dist || !D->q || !D->done || !D->fixed || !D->cand || !D->has || !D->cnt || !D->ncnt ||
+	if (!D->tab || !D->aff || !D->nd || !D->exitof || !D->exitslot ||
+	    !D->fixlist || !D->dist || !D->q || !D->cand || !D->has || !D->cnt || !D->ncnt ||
 	    !D->capcnt || !heap || !D->lsw || !D->alist || !D->seed ||
-	    !D->glist || !D->gst || !D->rlist || !D->rst || !D->rbits || !D->amhead || !D->amtail || !D->amw ||
+	    !D->glist || !D->gst || !D->rlist || !D->rbits || !D->amhead || !D->amtail || !D->amw ||
 	    !D->amslot || !D->amnext) {
 		decline(ctx, "out of memory");
 		goto out;
 	}
+	memset(D->nd, 0, (size_t)(nn + 1) * sizeof(hnode_t));
 	D->dist_target = -1;
 	for (i = 0; i < nn; i++)
 		if (D->cur[i] && K->type[i] == N_SWITCH)
@@ -4021,8 +4068,9 @@ static int write_dump_degraded(hdor_ctx_t *ctx, hdor_deg_t *D, char *path, size_
 	unsigned n = K->n, e;
 	int role, ret, *rtr;
 
-	/* the routers' port counts (the spread lines), per (node, port) slot: counted a LID's row
-	 * of DTAB at a time (a router's column is one entry per row: a cache miss each) */
+	/* the port counts of the routers with a spread line (two working links or more into one
+	 * dimension), per (node, port) slot: counted a LID's row of DTAB at a time (a router's
+	 * column is one entry per row: a cache miss each) */
 	hist = xcalloc(K->poff[K->nn] + 1, sizeof(uint32_t));
 	rtr = xcalloc(K->nrow + 1, sizeof(int));
 	if (!hist || !rtr) {
@@ -4031,9 +4079,19 @@ static int write_dump_degraded(hdor_ctx_t *ctx, hdor_deg_t *D, char *path, size_
 		errno = ENOMEM;
 		return -1;
 	}
-	for (i = 0; i < K->nn; i++)
-		if (D->cur[i] && K->role[i] == R_ROUTER)
+	for (i = 0; i < K->nn; i++) {
+		unsigned p, q, spread = 0;
+		if (!D->cur[i] || K->role[i] != R_ROUTER)
+			continue;
+		for (p = 1; p < K->np[i] && !spread; p++)
+			for (q = p + 1; q < K->np[i] && !spread; q++) {
+				int y = K->peer[K->poff[i] + p], z = K->peer[K->poff[i] + q];
+				spread = y >= 0 && z >= 0 && K->dim[y] >= 0 && K->dim[y] == K->dim[z] && works(D, (int)i, p) &&
+					 works(D, (int)i, q);
+			}
+		if (spread)
 			rtr[nr++] = (int)i;
+	}
 	for (lid = 0; lid < D->nl; lid++) {
 		const uint8_t *trow = &DTAB(D, 0, lid);
 		for (j = 0; j < nr; j++) {
@@ -4101,15 +4159,14 @@ static int write_dump_degraded(hdor_ctx_t *ctx, hdor_deg_t *D, char *path, size_
 static void deg_write_tables(hdor_deg_t *D)
 {
 	const hdor_kns_t *K = D->K;
-	uint32_t i, lid, l0, j, nsw = 0, *top = NULL, counts[4 * 256] = { 0 };
-	osm_switch_t **sw = NULL;
-	int *row = NULL;
+	uint32_t i, lid, l0, r0, r, nrow = (uint32_t)K->nrow, counts[4 * 256] = { 0 };
+	osm_switch_t **sw = NULL;	/* by DTAB row */
+	uint32_t *top = NULL;
 	unsigned p;
 
 	sw = calloc(K->nrow + 1, sizeof(*sw));
-	row = calloc(K->nrow + 1, sizeof(int));
 	top = calloc(K->nrow + 1, sizeof(uint32_t));
-	if (!sw || !row || !top) {
+	if (!sw || !top) {
 		/* out of memory: entry by entry */
 		for (i = 0; i < K->nn; i++) {
 			osm_switch_t *s1;
@@ -4121,32 +4178,42 @@ static void deg_write_tables(hdor_deg_t *D)
 					osm_switch_count_path(s1, s1->new_lft[lid]);
 			}
 		}
+		free(sw);
+		free(top);
+		return;
 	}
-	for (i = 0; sw && row && top && i < K->nn; i++)
-		if (D->cur[i] && K->type[i] == N_SWITCH && D->cur[i]->sw) {
-			sw[nsw] = D->cur[i]->sw;
-			row[nsw] = K->row[i];
-			top[nsw] = lft_top(sw[nsw]);
-			if (top[nsw] >= D->nl)
-				top[nsw] = D->nl ? D->nl - 1 : 0;
-			nsw++;
+	for (i = 0; i < K->nn; i++)
+		if (D->cur[i] && K->type[i] == N_SWITCH && D->cur[i]->sw && K->row[i] >= 0) {
+			r = (uint32_t)K->row[i];
+			sw[r] = D->cur[i]->sw;
+			top[r] = lft_top(sw[r]);
+			if (top[r] >= D->nl)
+				top[r] = D->nl ? D->nl - 1 : 0;
 		}
-	/* a transpose (LID-major DTAB -> switch-major new_lft) by blocks of 64 LIDs: entry by
-	 * entry it is a cache miss per entry */
-	for (l0 = 1; l0 < D->nl; l0 += 64)
-		for (j = 0; j < nsw; j++)
-			for (lid = l0; lid < l0 + 64 && lid <= top[j]; lid++)
-				sw[j]->new_lft[lid] = DTAB(D, row[j], lid);
-	for (j = 0; j < nsw; j++) {
+	/* a transpose (LID-major DTAB -> switch-major new_lft) by tiles of 64 rows x 64 LIDs: a
+	 * tile is 64 lines read and 64 written, in the L1 cache (entry by entry, or a column of
+	 * all rows at a time, it is a miss per entry) */
+	for (r0 = 0; r0 < nrow; r0 += 64)
+		for (l0 = 1; l0 < D->nl; l0 += 64)
+			for (r = r0; r < r0 + 64 && r < nrow; r++) {
+				uint32_t end = l0 + 64 <= top[r] + 1 ? l0 + 64 : top[r] + 1;
+				const uint8_t *src = &DTAB(D, r, 0);
+				if (!sw[r])
+					continue;
+				for (lid = l0; lid < end; lid++)
+					sw[r]->new_lft[lid] = src[(size_t)lid * nrow];
+			}
+	for (r = 0; r < nrow; r++) {
+		if (!sw[r])
+			continue;
 		/* the port profiles' path counts (as osm_switch_count_path; four histograms) */
-		for (lid = 1; lid <= top[j]; lid++)
-			counts[(lid & 3) << 8 | sw[j]->new_lft[lid]]++;
-		for (p = 0; p < sw[j]->num_ports && p < OSM_NO_PATH; p++)
-			sw[j]->p_prof[p].num_paths += counts[p] + counts[256 + p] + counts[512 + p] + counts[768 + p];
+		for (lid = 1; lid <= top[r]; lid++)
+			counts[(lid & 3) << 8 | sw[r]->new_lft[lid]]++;
+		for (p = 0; p < sw[r]->num_ports && p < OSM_NO_PATH; p++)
+			sw[r]->p_prof[p].num_paths += counts[p] + counts[256 + p] + counts[512 + p] + counts[768 + p];
 		memset(counts, 0, sizeof(counts));
 	}
 	free(sw);
-	free(row);
 	free(top);
 }
 
