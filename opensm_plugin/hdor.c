@@ -3516,14 +3516,10 @@ static inline uint64_t hkey(int b, unsigned pin, unsigned pout)
 	return (1ULL << 48) | ((uint64_t)(uint32_t)b << 16) | (pin << 8) | pout;
 }
 
-static inline uint32_t hmap_home(const hmap_t *m, uint64_t k)
-{
-	return (uint32_t)((k * 0x9e3779b97f4a7c15ULL) >> 32) & (m->cap - 1);
-}
-
 static uint32_t hmap_slot(const hmap_t *m, uint64_t k)
 {
-	uint32_t h = hmap_home(m, k);
+	uint64_t x = k * 0x9e3779b97f4a7c15ULL;
+	uint32_t h = (uint32_t)(x >> 32) & (m->cap - 1);
 	while (m->slot[h].key && m->slot[h].key != k)
 		h = (h + 1) & (m->cap - 1);
 	return h;
@@ -3636,10 +3632,8 @@ static int deg_sls(hdor_ctx_t *ctx, hdor_deg_t *D)
 	const hdor_kns_t *K = D->K;
 	hdor_qos_t *Q = xcalloc(1, sizeof(*Q));
 	hmap_t map = { NULL, 0, 0 };
-	uint32_t *src = NULL, *srow = NULL, nsrc = 0, dlid, i, cap = 0, caphop = 0;
-	/* one dlid's walked pairs with SLs to find: source LID, hops (offset, count) */
-	uint32_t *pslid = NULL, *poff = NULL, *pnh = NULL;
-	hhop_t hops0[HDOR_MAX_HOPS], *phop = NULL;
+	uint32_t *src = NULL, *srow = NULL, nsrc = 0, dlid, i, cap = 0;
+	hhop_t hops[HDOR_MAX_HOPS], hops0[HDOR_MAX_HOPS];
 	int most = 0, ret = -1;
 	double sum = 0;
 	hrow_t *rows = NULL;
@@ -3649,10 +3643,7 @@ static int deg_sls(hdor_ctx_t *ctx, hdor_deg_t *D)
 	D->qos = Q;
 	src = xcalloc(D->nl, sizeof(uint32_t));
 	srow = xcalloc(D->nl, sizeof(uint32_t));
-	pslid = xcalloc(D->nl, sizeof(uint32_t));
-	poff = xcalloc(D->nl, sizeof(uint32_t));
-	pnh = xcalloc(D->nl, sizeof(uint32_t));
-	if (!src || !srow || !pslid || !poff || !pnh)
+	if (!src || !srow)
 		goto oom;
 	Q->nl = D->nl;
 	Q->base = xcalloc(D->nl, sizeof(uint16_t));
@@ -3674,21 +3665,16 @@ static int deg_sls(hdor_ctx_t *ctx, hdor_deg_t *D)
 	/* Only the pairs whose route changed are walked: a pair is one when its source's switch has
 	 * an affected entry for dlid (D->aff, complete for the live switches after the affected
 	 * entries phase).  The test per pair reads one byte of dlid's row of D->aff, in the cache:
-	 * the 16.7 M pairs of KNS 16^3 cost a scan, the walks follow the failures.  Per dlid in two
-	 * stages: the walks (they do not read the map), asking for each hop's map slot as they go,
-	 * then the SLs in the same pair order; the map's misses overlap instead of following one
-	 * another. */
+	 * the 16.7 M pairs of KNS 16^3 cost a scan, the walks follow the failures. */
 	for (dlid = 1; dlid < D->nl; dlid++) {
 		int dc = D->onode[dlid];
 		const uint8_t *arow = &D->aff[(size_t)dlid * K->nrow];
-		uint32_t np = 0, nhop = 0, e;
 		if (dc < 0 || K->type[dc] != N_CA || !works(D, dc, D->oport[dlid]))
 			continue;
 		for (i = 0; i < nsrc; i++) {
 			uint32_t slid = src[i];
-			int c, nh, nh0, ln, ln0, h, v, same;
-			unsigned p;
-			hhop_t *hops;
+			int c, nh, nh0, ln, ln0, h, v = 0, same;
+			unsigned p, sl;
 			if (srow[i] != UINT32_MAX && arow[srow[i]] == 1)
 				continue;	/* the fault-free route, intact: SL 0 */
 			c = D->onode[slid];
@@ -3697,15 +3683,6 @@ static int deg_sls(hdor_ctx_t *ctx, hdor_deg_t *D)
 				continue;
 			if (!affected(D, kpeer(K, c, p), dlid, 0))
 				continue;
-			if (nhop + HDOR_MAX_HOPS > caphop) {
-				uint32_t nc = caphop ? 2 * caphop : 4096;
-				hhop_t *n = realloc(phop, nc * sizeof(*n));
-				if (!n)
-					goto oom;
-				phop = n;
-				caphop = nc;
-			}
-			hops = phop + nhop;	/* kept (nhop advanced) when it needs an SL */
 			ln = walk(D, c, p, dlid, 1, hops, &nh);
 			if (ln < 0)
 				continue;	/* not delivered: no path SL (the verifier reports it) */
@@ -3713,15 +3690,45 @@ static int deg_sls(hdor_ctx_t *ctx, hdor_deg_t *D)
 			if (v > most)
 				most = v;
 			if (v) {
-				/* room for all this dlid's keys: the map does not move under the slots asked for */
-				if (hmap_reserve(&map, nhop + (uint32_t)nh))
+				/* the lowest SL >= 1 whose entries set so far agree with every hop's VL: each
+				 * hop's slot is probed once, its 16 SLs compared at a time (a bit per SL) */
+				uint32_t slot[HDOR_MAX_HOPS];
+				unsigned ok = 0xfffe & ((1u << HDOR_MAX_SLS) - 1);
+				if (hmap_reserve(&map, (uint32_t)nh))
 					goto oom;
-				for (h = 0; h < nh; h++)
-					__builtin_prefetch(&map.slot[hmap_home(&map, hkey(hops[h].x, hops[h].pin, hops[h].pout))]);
-				pslid[np] = slid;
-				poff[np] = nhop;
-				pnh[np++] = (uint32_t)nh;
-				nhop += (uint32_t)nh;
+				for (h = 0; h < nh; h++) {
+					const hvl_t *e;
+					slot[h] = hmap_claim(&map, hkey(hops[h].x, hops[h].pin, hops[h].pout));
+					e = &map.slot[slot[h]];
+					ok &= vl_agree(e->vl, hops[h].vl) | (uint16_t)~e->set;
+				}
+				if (!ok) {
+					declinec(ctx, HD_SLS, "the failures need more than %d SLs (pair LID %u -> %u)", HDOR_MAX_SLS,
+						 slid, dlid);
+					goto out;
+				}
+				sl = (unsigned)__builtin_ctz(ok);
+				for (h = 0; h < nh; h++) {
+					map.slot[slot[h]].vl[sl] = hops[h].vl;
+					map.slot[slot[h]].set |= (uint16_t)(1u << sl);
+				}
+				if (Q->npath == cap) {
+					uint32_t nc = cap ? 2 * cap : 1024;
+					uint64_t *nk = realloc(Q->pkey, nc * sizeof(uint64_t));
+					uint8_t *ns;
+					if (!nk)
+						goto oom;
+					Q->pkey = nk;
+					ns = realloc(Q->psl, nc);
+					if (!ns)
+						goto oom;
+					Q->psl = ns;
+					cap = nc;
+				}
+				if (sl > Q->maxsl)
+					Q->maxsl = sl;
+				Q->pkey[Q->npath] = (uint64_t)dlid << 16 | slid;
+				Q->psl[Q->npath++] = (uint8_t)sl;
 			}
 			/* the route is the fault-free one when every hop leaves as the fault-free table
 			 * says (then that walk takes the same hops); else it is walked for its length */
@@ -3737,48 +3744,6 @@ static int deg_sls(hdor_ctx_t *ctx, hdor_deg_t *D)
 				D->detoured++;
 				sum += extra;
 			}
-		}
-		for (e = 0; e < np; e++) {
-			/* the lowest SL >= 1 whose entries set so far agree with every hop's VL: each hop's
-			 * slot is probed once, its 16 SLs compared at a time (a bit per SL) */
-			uint32_t slot[HDOR_MAX_HOPS], h, nh = pnh[e];
-			const hhop_t *hops = phop + poff[e];
-			unsigned ok = 0xfffe & ((1u << HDOR_MAX_SLS) - 1), sl;
-			if (hmap_reserve(&map, nh))
-				goto oom;
-			for (h = 0; h < nh; h++) {
-				const hvl_t *m;
-				slot[h] = hmap_claim(&map, hkey(hops[h].x, hops[h].pin, hops[h].pout));
-				m = &map.slot[slot[h]];
-				ok &= vl_agree(m->vl, hops[h].vl) | (uint16_t)~m->set;
-			}
-			if (!ok) {
-				declinec(ctx, HD_SLS, "the failures need more than %d SLs (pair LID %u -> %u)", HDOR_MAX_SLS,
-					 pslid[e], dlid);
-				goto out;
-			}
-			sl = (unsigned)__builtin_ctz(ok);
-			for (h = 0; h < nh; h++) {
-				map.slot[slot[h]].vl[sl] = hops[h].vl;
-				map.slot[slot[h]].set |= (uint16_t)(1u << sl);
-			}
-			if (Q->npath == cap) {
-				uint32_t nc = cap ? 2 * cap : 1024;
-				uint64_t *nk = realloc(Q->pkey, nc * sizeof(uint64_t));
-				uint8_t *ns;
-				if (!nk)
-					goto oom;
-				Q->pkey = nk;
-				ns = realloc(Q->psl, nc);
-				if (!ns)
-					goto oom;
-				Q->psl = ns;
-				cap = nc;
-			}
-			if (sl > Q->maxsl)
-				Q->maxsl = sl;
-			Q->pkey[Q->npath] = (uint64_t)dlid << 16 | pslid[e];
-			Q->psl[Q->npath++] = (uint8_t)sl;
 		}
 	}
 	D->extra_mean = D->detoured ? sum / D->detoured : 0.0;
@@ -3837,10 +3802,6 @@ oom:
 out:
 	free(src);
 	free(srow);
-	free(pslid);
-	free(poff);
-	free(pnh);
-	free(phop);
 	free(rows);
 	free(map.slot);
 	return ret;
