@@ -2075,8 +2075,8 @@ struct hdor_deg {
 	/* spreading counters per switch row */
 	hcnt_t **cnt;
 	uint32_t *ncnt, *capcnt;
-	/* per LID scratch: per base node, one cache line (route_lid reads a dozen fields of a
-	 * node at a time, at random nodes); and lists */
+	/* per LID scratch: per base node, one line (hnode_t: route_lid reads a dozen fields of
+	 * a node at a time; one allocation, not twelve); and lists */
 	hnode_t *nd;
 	int *fixlist, *exitof, *dist, *q;
 	int *exitslot;		/* the exit's member slot in its group, -1 */
