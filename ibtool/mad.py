@@ -399,24 +399,31 @@ def path_sls(clients, out: Path, fabric, timeout: float, local: tuple[str, ...] 
             "by SLID and DLID, one per pair, " + f"{window} in flight", "seconds": round(time.monotonic() - t0, 3)}
 
 
+def _answers(clients, args: list[str], items: list[str], timeout: float, what: str, key, value) -> tuple[dict, list[str]]:
+    """_child over `items` when it answers a line per item, "ITEM VALUE" or "ITEM !reason":
+    ({key(ITEM): value(VALUE)}, ["ITEM: reason", ...])."""
+    got: dict = {}
+    failed: list[str] = []
+
+    def line(ln: bytes) -> None:
+        item, ans = ln.decode().split(" ", 1)
+        if ans.startswith("!"):
+            failed.append(f"{item}: {ans[1:].strip()}")
+        else:
+            got[key(item)] = value(ans)
+
+    _child(clients, args, items, timeout, lambda m: None, what, line)
+    return got, failed
+
+
 def lft_blocks(clients, paths: list[str], block: int, timeout: float, local: tuple[str, ...] = (),
                window: int = WINDOW) -> dict[str, bytes]:
     """LinearForwardingTable block `block` (LIDs 64*block .. 64*block+63) of the switch at the end
     of each directed route ("0,3,2" as dump_fts prints it): {path: 64 port numbers}. Raises
     EnvironmentProblem naming a switch that did not answer."""
     from ibtool.errors import EnvironmentProblem
-    got: dict[str, bytes] = {}
-    failed: list[str] = []
-
-    def line(ln: bytes) -> None:
-        path, what = ln.decode().split(" ", 1)
-        if what.startswith("!"):
-            failed.append(f"{path}: {what[1:].strip()}")
-        else:
-            got[path] = bytes.fromhex(what)
-
-    _child(clients, ["lft", "--block", str(block), "--window", str(window), *_local(local)], paths, timeout,
-           lambda m: None, "LFT blocks", line)
+    got, failed = _answers(clients, ["lft", "--block", str(block), "--window", str(window), *_local(local)], paths,
+                           timeout, "LFT blocks", str, bytes.fromhex)
     if failed:
         raise EnvironmentProblem(f"SubnGet(LinearForwardingTable) block {block} by directed route went unanswered "
                                  f"for {len(failed)} of {len(paths)} switches, e.g. {failed[0]}")
@@ -428,18 +435,8 @@ def mcast_join(clients, mgid: str, guids: list[int], timeout: float, local: tupl
     `local` names (a proxy join for the others): {GUID: MLID}. Raises EnvironmentProblem naming a
     join the SA refused or left unanswered."""
     from ibtool.errors import EnvironmentProblem
-    got: dict[int, int] = {}
-    failed: list[str] = []
-
-    def line(ln: bytes) -> None:
-        guid, what = ln.decode().split(" ", 1)
-        if what.startswith("!"):
-            failed.append(f"{guid}: {what[1:].strip()}")
-        else:
-            got[int(guid, 16)] = int(what, 16)
-
-    _child(clients, ["join", "--mgid", mgid, *_local(local)], [f"{g:#x}" for g in guids], timeout,
-           lambda m: None, "joins", line)
+    got, failed = _answers(clients, ["join", "--mgid", mgid, *_local(local)], [f"{g:#x}" for g in guids], timeout,
+                           "joins", lambda g: int(g, 16), lambda v: int(v, 16))
     if failed:
         raise EnvironmentProblem(f"the SA refused or left unanswered {len(failed)} of {len(guids)} joins to {mgid}, "
                                  f"e.g. {failed[0]}")
