@@ -17,6 +17,13 @@ and `stop()` ends a child with its whole process group.
 
 (PR_SET_PDEATHSIG fires when the *thread* that started the child ends; ibtool's worker threads
 wait for the children they start, so a child never outlives its thread while ibtool runs.)
+
+Ctrl-C, SIGTERM and SIGHUP are held back while a child is forked and while `run` lets go of its
+Popen: the preexec_fn makes Python run its fork hooks (logging's lock), Popen.__del__ is Python
+code, and a signal handled inside either raises there, where Python prints "Exception ignored"
+and drops it. One Ctrl-C in a few hundred was lost that way, and a Slurm campaign then waited for
+its job to end instead of cancelling it. Held back, the signal is handled just after, in ibtool's
+own code (a child just forked is stopped first).
 """
 
 from __future__ import annotations
@@ -28,14 +35,18 @@ import subprocess
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 _libc = ctypes.CDLL(None, use_errno=True)
+HELD = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}  # the signals ibtool stops on
 
 
-def die_with_parent():
-    """A preexec_fn: the child gets SIGKILL when this process dies. It only calls prctl and
-    getppid (no lock a thread of the parent could hold), so it is safe in a threaded parent."""
+def die_with_parent(mask: set | None = None):
+    """A preexec_fn: the child gets SIGKILL when this process dies (and the signal mask `mask`,
+    when the parent forked with signals held). It only calls sigprocmask, prctl and getppid (no
+    lock a thread of the parent could hold), so it is safe in a threaded parent."""
     parent = os.getpid()
 
     def pre():
+        if mask is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         if os.getppid() != parent:  # the parent died before prctl took effect
             os._exit(1)
@@ -46,8 +57,20 @@ def popen(argv: list[str], *, session: bool = True, outlive: bool = False, **kw)
     """subprocess.Popen of a child that dies with ibtool (in its own session unless `session` is False).
     `outlive` is for the one kind of child meant to stay: the daemons of `ibtool sim up`, which
     record themselves in the run directory for `sim down` to stop."""
-    pre = None if outlive else die_with_parent()
-    return subprocess.Popen(argv, start_new_session=session, preexec_fn=pre, **kw)  # noqa: PLW1509
+    if outlive:  # no preexec_fn: Python runs no code of its own around this fork
+        return subprocess.Popen(argv, start_new_session=session, **kw)
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, HELD)
+    try:
+        p = subprocess.Popen(argv, start_new_session=session, preexec_fn=die_with_parent(mask), **kw)  # noqa: PLW1509
+    except BaseException:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        raise
+    try:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a signal held back is handled (raised) here
+    except BaseException:
+        stop(p, grace=0)
+        raise
+    return p
 
 
 def run(argv: list[str], *, input=None, timeout: float | None = None, capture_output: bool = False,
@@ -68,6 +91,9 @@ def run(argv: list[str], *, input=None, timeout: float | None = None, capture_ou
             stop(p, grace=0)
             raise
     done = subprocess.CompletedProcess(p.args, p.returncode, out, err)
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, HELD)
+    del p  # Popen.__del__ is Python code too: a signal handled in it would be dropped
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # ... so it is handled (raised) here
     if check:
         done.check_returncode()
     return done

@@ -43,6 +43,11 @@ class Interrupted(KeyboardInterrupt):
         self.signum = signum
 
 
+def raise_interrupted(signum, frame):
+    """The handler ibtool installs for SIGTERM (and SIGHUP) where a run must clean up as on Ctrl-C."""
+    raise Interrupted(signum)
+
+
 class CheckFailed(IbtoolError):
     """The requested operation ran but its outcome is a failure."""
 

@@ -93,3 +93,35 @@ def test_nothing_in_ibtool_starts_a_process_but_the_launcher():
                     and isinstance(node.func.value, ast.Name) and (node.func.value.id, node.func.attr) in starters:
                 bad.append(f"{Path(path).relative_to(ROOT)}:{node.lineno}: {node.func.value.id}.{node.func.attr}")
     assert bad == []
+
+
+LOST = textwrap.dedent("""
+    import os, signal, subprocess, sys
+    from ibtool import children
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    where = sys.argv[1]
+    if where == "fork":  # Ctrl-C lands while Python runs its after-fork hooks in ibtool
+        os.register_at_fork(after_in_parent=lambda: os.kill(os.getpid(), signal.SIGINT))
+    else:  # ... or while a finished child's Popen is let go of
+        release = subprocess.Popen.__del__
+        def landing(self):
+            os.kill(os.getpid(), signal.SIGINT)
+            release(self)
+        subprocess.Popen.__del__ = landing
+    try:
+        children.run(["true"])
+    except KeyboardInterrupt:
+        print("interrupted")
+    else:
+        print("the Ctrl-C was lost")
+""")
+
+
+@pytest.mark.parametrize("where", ["fork", "release"])
+def test_a_ctrl_c_during_a_child_start_or_release_is_not_lost(where):
+    """A signal handled inside a fork hook or Popen.__del__ is printed as "Exception ignored" and
+    dropped by Python: a Slurm campaign's Ctrl-C was lost that way (CI, stop 33) and it waited for
+    its job instead of cancelling it. ibtool holds the signals back there and raises after."""
+    p = subprocess.run([sys.executable, "-c", LOST, where], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert (p.stdout.strip(), p.returncode) == ("interrupted", 0), p.stderr
+    assert "Exception ignored" not in p.stderr

@@ -31,7 +31,7 @@ from ibtool.bench.launchers import LAUNCHERS, ssh_config
 from ibtool.bench.registry import BENCHMARKS, RUNNERS
 from ibtool.bench.runners.base import MARK, Job, Outcome, shell_command
 from ibtool.bench.store import Store, write_json
-from ibtool.errors import InputError
+from ibtool.errors import InputError, raise_interrupted
 from ibtool.sim.opensm import parse_engines
 
 CURRENT = "current"  # no engine switching: whatever routes the fabric now
@@ -264,7 +264,7 @@ class Campaign:
         counts = {OK: 0, FAILED: 0, "invalid": 0, SKIPPED: 0}
         done: list[dict] = []
         live = None
-        old_term = signal.signal(signal.SIGTERM, _interrupt)  # clean up (OpenSM, connections) on kill -TERM
+        old_term = signal.signal(signal.SIGTERM, raise_interrupted)  # clean up (OpenSM, connections) on kill -TERM
         try:
             with Progress(len(todo), progress and sys.stderr.isatty(), say) as bar:
                 for engine in self.engines:
@@ -396,10 +396,6 @@ class Campaign:
         write_json(tmp / "run.json", rec)
         self.store.commit(tmp, p.run_id)
         return result.status, run_figure(prep.bench_type, result), result.reasons
-
-
-def _interrupt(signum, frame):
-    raise KeyboardInterrupt
 
 
 def _now() -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from ibtool.cli import OutPath, finite_seconds
-from ibtool.errors import CheckFailed, InputError
+from ibtool.errors import CheckFailed, InputError, raise_interrupted
 from ibtool.formats import ibnetdiscover
 from ibtool.sim import opensm, opensm_options
 from ibtool.sim.runner import RunOptions, run
@@ -289,7 +289,6 @@ def up_cmd(net, out, engine, sms, sm_on, sm_priority, conf_options, opensm_confi
     """
     from ibtool.sim import faults as fault_scenarios
     from ibtool.sim.live import LiveFabric
-    from ibtool.sim.runner import _raise_interrupt
     import signal as _signal
     net, engines, opensm_config, flags, hdor_conf = _plan(net, engine, opensm_config, log_flags, hdor_conf)
     if not net.is_file():
@@ -314,7 +313,7 @@ def up_cmd(net, out, engine, sms, sm_on, sm_priority, conf_options, opensm_confi
     say = None if as_json else (lambda m: click.echo(f"  {m}", err=True))
     if say:
         say(f"starting ibsim and {len(lf.sms)} OpenSM with routing_engine {','.join(engines)}")
-    old_term = _signal.signal(_signal.SIGTERM, _raise_interrupt)
+    old_term = _signal.signal(_signal.SIGTERM, raise_interrupted)
     try:
         lf.__enter__()  # on any failure (Ctrl-C too) everything started is stopped again
     finally:

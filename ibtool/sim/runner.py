@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ibtool import children, rundir
-from ibtool.errors import EnvironmentProblem, InputError, Interrupted
+from ibtool.errors import EnvironmentProblem, InputError, raise_interrupted
 from ibtool.fabric import Fabric
 from ibtool.formats import atomic_write, ibnetdiscover, output_dir
 from ibtool.mad import lft_blocks, path_sls
@@ -181,8 +181,8 @@ def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> di
     summary: dict = {"net": str(net), "engines": opts.engines, "fabric": fabric.summary(), "timings": {}}
     timings = summary["timings"]
     t_all = time.monotonic()
-    old_term = signal.signal(signal.SIGTERM, _raise_interrupt)
-    old_hup = signal.signal(signal.SIGHUP, _raise_interrupt)
+    old_term = signal.signal(signal.SIGTERM, raise_interrupted)
+    old_hup = signal.signal(signal.SIGHUP, raise_interrupted)
     try:
         say(f"starting ibsim ({fabric.count(kind=2)} switches, {fabric.count(kind=1)} HCAs)")
         t0 = time.monotonic()
@@ -328,10 +328,6 @@ def _wait_subnet_up(p: subprocess.Popen, log: Path, timeout: float) -> bool:
             return True
         time.sleep(0.2)
     return False
-
-
-def _raise_interrupt(signum, frame):
-    raise Interrupted(signum)
 
 
 def _stat(pid: int) -> tuple[str, str] | None:
