@@ -1717,91 +1717,182 @@ static unsigned same_dim_member(const hdor_pass_t *P, int w, int D)
 	return best;
 }
 
-/* ck: a router's coordinates packed 8 bits a dimension (n <= 8; else NULL), lk: the same by LID
- * (its target router's): the first differing dimension of two routers is then one count of
- * trailing zeros.  counts: scratch, 4 x 256 (four histograms: one counter incremented entry after
- * entry is a chain of dependent stores) */
-static void route_switch(hdor_pass_t *P, int w, const uint64_t *ck, const uint64_t *lk, uint32_t *counts)
+/* the LIDs route_all hands to route_switch: ck, a router's coordinates packed 8 bits a dimension
+ * (n <= 8; else NULL), and lk, the same by LID (its target router's; 0 for other LIDs): the
+ * first differing dimension of two routers is then one count of trailing zeros; fix, the LIDs
+ * (ascending) that are not a router's or HCA's, and own, each router's own LIDs (CSR by router) */
+typedef struct {
+	const uint64_t *ck, *lk;
+	const uint32_t *fix, *own, *own_off;
+	uint32_t nfix;
+	uint8_t *save;		/* scratch: a row's entries of the LIDs of no port, nfix */
+} lidsets_t;
+
+/* router switch w (router r, coordinates c, sets rs) toward LID lid: its port, -1 for a LID of
+ * no port (the entry is left as OpenSM prepared it). one: the port of each (dimension,
+ * coordinate) whose set has one port, 0x100 where the set has more (a spreading counter steps) */
+static inline int router_entry(hdor_pass_t *P, int w, int r, const uint8_t *c, const int *rs, const uint16_t *one,
+			       const lidsets_t *L, uint32_t lid)
+{
+	const ltgt_t *t = &P->lt[lid];
+	unsigned n = P->n, k = P->k, e;
+	if (t->kind == T_ROUTER) {
+		const uint8_t *tc;
+		if (t->idx == r)
+			return t->port;
+		if (L->ck) {
+			unsigned i;
+			e = (unsigned)__builtin_ctzll(L->ck[r] ^ L->lk[lid]) >> 3;
+			i = e * k + ((L->lk[lid] >> (8 * e)) & 0xff);
+			return one[i] < 0x100 ? (uint8_t)one[i] : pick(P, rs[i]);
+		}
+		tc = P->coord + (size_t)t->idx * n;
+		for (e = 0; c[e] == tc[e]; e++) ;
+		return pick(P, rs[e * k + tc[e]]);
+	}
+	if (t->kind == T_SWITCH) {
+		int g = P->sw[t->idx].group, id;
+		unsigned dd = (unsigned)P->grp[g].dim;
+		const uint8_t *f = P->gcoord + (size_t)g * n;
+		for (e = 0; e < n; e++)
+			if (e != dd && c[e] != f[e])
+				break;
+		if (e < n)
+			return pick(P, rs[e * k + f[e]]);
+		id = router_set(P, w, g, (unsigned)P->sw[t->idx].lidx, 1);
+		return id >= 0 ? pick(P, id) : OSM_NO_PATH;
+	}
+	return -1;
+}
+
+/* indirect switch w (sets ss by member coordinate) toward LID lid: its port, -1 for a LID of no
+ * port */
+static inline int switch_entry(hdor_pass_t *P, int w, const int *ss, uint32_t lid)
+{
+	const ltgt_t *t = &P->lt[lid];
+	int g = P->sw[w].group;
+	unsigned n = P->n, ed = (unsigned)P->grp[g].dim;
+	if (t->kind == T_ROUTER)
+		return pick(P, ss[P->coord[(size_t)t->idx * n + ed]]);
+	if (t->kind == T_SWITCH) {
+		int D = t->idx, gd = P->sw[D].group;
+		if (D == w)
+			return 0;
+		if (gd == g) {
+			int id = switch_set(P, w, (unsigned)P->sw[D].lidx, 1);
+			return id >= 0 ? pick(P, id) : OSM_NO_PATH;
+		}
+		if ((unsigned)P->grp[gd].dim != ed)
+			return pick(P, ss[P->gcoord[(size_t)gd * n + ed]]);
+		return pick(P, ss[same_dim_member(P, w, D)]);
+	}
+	return -1;
+}
+
+/* counts: scratch, 4 x 256 (four histograms: one counter incremented entry after entry is a
+ * chain of dependent stores) */
+static void route_switch(hdor_pass_t *P, int w, const lidsets_t *L, uint32_t *counts)
 {
 	hsw_t *W = &P->sw[w];
 	osm_switch_t *sw = W->sw;
 	unsigned n = P->n, k = P->k, e, p;
-	uint32_t lid, top = lft_top(sw);
-	uint8_t *lft = sw->new_lft;
+	uint32_t lid, top = lft_top(sw), j;
+	uint8_t *lft = sw->new_lft, one8[8 * 256];
+	int port;
 
 	if (top > P->max_lid)
 		top = P->max_lid;
 
 	if (W->router >= 0) {
-		int r = W->router;
+		int r = W->router, single = L->ck != NULL;
 		const uint8_t *c = P->coord + (size_t)r * n;
 		const int *rs = P->rset + (size_t)r * n * k;
-		/* the port of each (dimension, coordinate) whose set has one port (no spreading
-		 * counter to step); 0x100: pick from the set */
 		uint16_t one[HDOR_MAX_N * 256];
 		for (e = 0; e < n * k; e++) {
 			int id = rs[e];
 			one[e] = id >= 0 && P->sets[id].np == 1 ? P->pool[P->sets[id].poff] : 0x100;
+			single &= id < 0 || P->sets[id].np == 1;
 		}
-		for (lid = 1; lid <= top; lid++) {
-			const ltgt_t *t = &P->lt[lid];
-			uint8_t port;
-			if (t->kind == T_ROUTER) {
-				const uint8_t *tc;
-				if (t->idx == r)
-					port = t->port;
-				else if (ck) {
-					unsigned i;
-					e = (unsigned)__builtin_ctzll(ck[r] ^ lk[lid]) >> 3;
-					i = e * k + ((lk[lid] >> (8 * e)) & 0xff);
-					port = one[i] < 0x100 ? (uint8_t)one[i] : pick(P, rs[i]);
-				} else {
-					tc = P->coord + (size_t)t->idx * n;
-					for (e = 0; c[e] == tc[e]; e++) ;
-					port = pick(P, rs[e * k + tc[e]]);
+		if (!single) {	/* a set of several ports: the counters step in LID order */
+			for (lid = 1; lid <= top; lid++)
+				if ((port = router_entry(P, w, r, c, rs, one, L, lid)) >= 0) {
+					lft[lid] = (uint8_t)port;
+					counts[(lid & 3) << 8 | (unsigned)port]++;
 				}
-			} else if (t->kind == T_SWITCH) {
-				int g = P->sw[t->idx].group;
-				unsigned dd = (unsigned)P->grp[g].dim;
-				const uint8_t *f = P->gcoord + (size_t)g * n;
-				for (e = 0; e < n; e++)
-					if (e != dd && c[e] != f[e])
-						break;
-				if (e < n)
-					port = pick(P, rs[e * k + f[e]]);
+		} else {
+			/* every router's LID by the closed form, branch-free (the row's own LIDs and the
+			 * other LIDs get a stand-in), then those entry by entry: no set of this row
+			 * steps a counter for a router's LID, so the counters step as in LID order */
+			const uint64_t ckr = L->ck[r], *lk = L->lk;
+			memset(one8, OSM_NO_PATH, sizeof(one8));
+			for (e = 0; e < n * k; e++)
+				if (one[e] < 0x100)
+					one8[e] = (uint8_t)one[e];
+			for (j = 0; j < L->nfix && L->fix[j] <= top; j++)
+				L->save[j] = lft[L->fix[j]];
+			for (lid = 1; lid <= top; lid++) {
+				uint64_t x = (ckr ^ lk[lid]) | 1ULL << 63;
+				unsigned d = (unsigned)__builtin_ctzll(x) >> 3;
+				uint8_t q = one8[d * k + ((lk[lid] >> (8 * d)) & 0xff)];
+				lft[lid] = q;
+				counts[(lid & 3) << 8 | q]++;
+			}
+			for (j = L->own_off[r]; j < L->own_off[r + 1] && L->own[j] <= top; j++) {
+				lid = L->own[j];
+				counts[(lid & 3) << 8 | lft[lid]]--;
+				lft[lid] = P->lt[lid].port;
+				counts[(lid & 3) << 8 | lft[lid]]++;
+			}
+			for (j = 0; j < L->nfix && L->fix[j] <= top; j++) {
+				lid = L->fix[j];
+				counts[(lid & 3) << 8 | lft[lid]]--;
+				if ((port = router_entry(P, w, r, c, rs, one, L, lid)) < 0)
+					lft[lid] = L->save[j];
 				else {
-					int id = router_set(P, w, g, (unsigned)P->sw[t->idx].lidx, 1);
-					port = id >= 0 ? pick(P, id) : OSM_NO_PATH;
+					lft[lid] = (uint8_t)port;
+					counts[(lid & 3) << 8 | (unsigned)port]++;
 				}
-			} else
-				continue;
-			lft[lid] = port;
-			counts[(lid & 3) << 8 | port]++;
+			}
 		}
 	} else {
-		int g = W->group;
-		unsigned ed = (unsigned)P->grp[g].dim;
+		int single = L->ck != NULL;
+		unsigned ed = (unsigned)P->grp[W->group].dim;
 		const int *ss = P->sset + (size_t)w * k;
-		for (lid = 1; lid <= top; lid++) {
-			const ltgt_t *t = &P->lt[lid];
-			uint8_t port;
-			if (t->kind == T_ROUTER)
-				port = pick(P, ss[P->coord[(size_t)t->idx * n + ed]]);
-			else if (t->kind == T_SWITCH) {
-				int D = t->idx, gd = P->sw[D].group;
-				if (D == w)
-					port = 0;
-				else if (gd == g) {
-					int id = switch_set(P, w, (unsigned)P->sw[D].lidx, 1);
-					port = id >= 0 ? pick(P, id) : OSM_NO_PATH;
-				} else if ((unsigned)P->grp[gd].dim != ed)
-					port = pick(P, ss[P->gcoord[(size_t)gd * n + ed]]);
-				else
-					port = pick(P, ss[same_dim_member(P, w, D)]);
-			} else
-				continue;
-			lft[lid] = port;
-			counts[(lid & 3) << 8 | port]++;
+		if (single) {
+			for (e = 0; e < k; e++)
+				single &= ss[e] < 0 || P->sets[ss[e]].np == 1;
+		}
+		if (!single) {
+			for (lid = 1; lid <= top; lid++)
+				if ((port = switch_entry(P, w, ss, lid)) >= 0) {
+					lft[lid] = (uint8_t)port;
+					counts[(lid & 3) << 8 | (unsigned)port]++;
+				}
+		} else {
+			/* as for a router switch: a router's LID by its coordinate in this switch's
+			 * dimension, the other LIDs entry by entry after */
+			const uint64_t *lk = L->lk;
+			memset(one8, OSM_NO_PATH, 256);
+			for (e = 0; e < k; e++)
+				if (ss[e] >= 0)
+					one8[e] = P->pool[P->sets[ss[e]].poff];
+			for (j = 0; j < L->nfix && L->fix[j] <= top; j++)
+				L->save[j] = lft[L->fix[j]];
+			for (lid = 1; lid <= top; lid++) {
+				uint8_t q = one8[(lk[lid] >> (8 * ed)) & 0xff];
+				lft[lid] = q;
+				counts[(lid & 3) << 8 | q]++;
+			}
+			for (j = 0; j < L->nfix && L->fix[j] <= top; j++) {
+				lid = L->fix[j];
+				counts[(lid & 3) << 8 | lft[lid]]--;
+				if ((port = switch_entry(P, w, ss, lid)) < 0)
+					lft[lid] = L->save[j];
+				else {
+					lft[lid] = (uint8_t)port;
+					counts[(lid & 3) << 8 | (unsigned)port]++;
+				}
+			}
 		}
 	}
 	/* the port profiles count the paths (as osm_switch_count_path, once per port) */
@@ -1810,28 +1901,51 @@ static void route_switch(hdor_pass_t *P, int w, const uint64_t *ck, const uint64
 	memset(counts, 0, 1024 * sizeof(*counts));
 }
 
+static void free_all(void **p, size_t n);
+
 /* every switch's new_lft */
 static void route_all(hdor_pass_t *P)
 {
-	uint32_t counts[1024] = { 0 }, lid;
+	uint32_t counts[1024] = { 0 }, lid, nf = 0;
+	lidsets_t L = { 0 };
 	uint64_t *ck = P->n <= 8 ? xcalloc((size_t)P->nr + 1, sizeof(uint64_t)) : NULL;
 	uint64_t *lk = ck ? xcalloc((size_t)P->max_lid + 1, sizeof(uint64_t)) : NULL;
+	uint32_t *fix = lk ? xcalloc((size_t)P->max_lid + 1, sizeof(uint32_t)) : NULL;
+	uint32_t *own = fix ? xcalloc((size_t)P->max_lid + 1, sizeof(uint32_t)) : NULL;
+	uint32_t *own_off = own ? xcalloc((size_t)P->nr + 1, sizeof(uint32_t)) : NULL;
+	uint8_t *save = own_off ? xcalloc((size_t)P->max_lid + 1, 1) : NULL;
 	unsigned e;
 	int r, w;
-	if (!lk) {
-		free(ck);
-		ck = NULL;
+	if (!save) {	/* out of memory: entry by entry, without the packed coordinates */
+		void *all[] = { ck, lk, fix, own, own_off };
+		free_all(all, sizeof(all) / sizeof(all[0]));
+		ck = lk = NULL;
+	} else {
+		for (r = 0; r < P->nr; r++)
+			for (e = 0; e < P->n; e++)
+				ck[r] |= (uint64_t)P->coord[(size_t)r * P->n + e] << (8 * e);
+		for (lid = 1; lid <= P->max_lid; lid++)
+			if (P->lt[lid].kind == T_ROUTER) {
+				lk[lid] = ck[P->lt[lid].idx];
+				own_off[P->lt[lid].idx + 1]++;
+			} else
+				fix[nf++] = lid;
+		for (r = 0; r < P->nr; r++)
+			own_off[r + 1] += own_off[r];
+		for (lid = 1; lid <= P->max_lid; lid++)	/* ascending within each router */
+			if (P->lt[lid].kind == T_ROUTER)
+				own[own_off[P->lt[lid].idx]++] = lid;
+		for (r = P->nr; r > 0; r--)
+			own_off[r] = own_off[r - 1];
+		own_off[0] = 0;
+		L = (lidsets_t){ ck, lk, fix, own, own_off, nf, save };
 	}
-	for (r = 0; ck && r < P->nr; r++)
-		for (e = 0; e < P->n; e++)
-			ck[r] |= (uint64_t)P->coord[(size_t)r * P->n + e] << (8 * e);
-	for (lid = 1; lk && lid <= P->max_lid; lid++)
-		if (P->lt[lid].kind == T_ROUTER)
-			lk[lid] = ck[P->lt[lid].idx];
 	for (w = 0; w < P->nsw; w++)
-		route_switch(P, w, ck, lk, counts);
-	free(ck);
-	free(lk);
+		route_switch(P, w, &L, counts);
+	{
+		void *all[] = { ck, lk, fix, own, own_off, save };
+		free_all(all, sizeof(all) / sizeof(all[0]));
+	}
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -2312,6 +2426,52 @@ static int cmp_int(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* 64 rows x 64 LIDs of switch-major tables (row i: src[i], LIDs l0..l0+63) into LID-major dst
+ * (LID l0 + j, row i at dst[j * stride + i]), by 8 x 8-byte blocks transposed in registers: byte j
+ * of x_i is (row i, LID j); swapping the 4 x 4, 2 x 2 and 1 x 1 byte blocks across the diagonal
+ * makes byte i of x_j (row i, LID j) */
+#define SWAP_BYTES(a, b, sh, m) do { uint64_t t_ = (((a) >> (sh)) ^ (b)) & (m); (a) ^= t_ << (sh); (b) ^= t_; } while (0)
+static void transpose_tile(const uint8_t *const *src, uint32_t l0, uint8_t *dst, size_t stride)
+{
+	const uint64_t m4 = 0x00000000ffffffffULL, m2 = 0x0000ffff0000ffffULL, m1 = 0x00ff00ff00ff00ffULL;
+	unsigned bi, bj;
+	for (bi = 0; bi < 64; bi += 8) {
+		const uint8_t *const *s = src + bi;
+		for (bj = 0; bj < 64; bj += 8) {
+			uint64_t x0, x1, x2, x3, x4, x5, x6, x7;
+			uint8_t *d = dst + (size_t)bj * stride + bi;
+			memcpy(&x0, s[0] + l0 + bj, 8);
+			memcpy(&x1, s[1] + l0 + bj, 8);
+			memcpy(&x2, s[2] + l0 + bj, 8);
+			memcpy(&x3, s[3] + l0 + bj, 8);
+			memcpy(&x4, s[4] + l0 + bj, 8);
+			memcpy(&x5, s[5] + l0 + bj, 8);
+			memcpy(&x6, s[6] + l0 + bj, 8);
+			memcpy(&x7, s[7] + l0 + bj, 8);
+			SWAP_BYTES(x0, x4, 32, m4);
+			SWAP_BYTES(x1, x5, 32, m4);
+			SWAP_BYTES(x2, x6, 32, m4);
+			SWAP_BYTES(x3, x7, 32, m4);
+			SWAP_BYTES(x0, x2, 16, m2);
+			SWAP_BYTES(x1, x3, 16, m2);
+			SWAP_BYTES(x4, x6, 16, m2);
+			SWAP_BYTES(x5, x7, 16, m2);
+			SWAP_BYTES(x0, x1, 8, m1);
+			SWAP_BYTES(x2, x3, 8, m1);
+			SWAP_BYTES(x4, x5, 8, m1);
+			SWAP_BYTES(x6, x7, 8, m1);
+			memcpy(d, &x0, 8);
+			memcpy(d + stride, &x1, 8);
+			memcpy(d + 2 * stride, &x2, 8);
+			memcpy(d + 3 * stride, &x3, 8);
+			memcpy(d + 4 * stride, &x4, 8);
+			memcpy(d + 5 * stride, &x5, 8);
+			memcpy(d + 6 * stride, &x6, 8);
+			memcpy(d + 7 * stride, &x7, 8);
+		}
+	}
+}
+
 /* The complete KNS of pass P, whose tables are in the switches' new_lft (those that are there).
  * Kin: NULL when P was collected from OpenSM's subnet (section 4); else the KNS P was built from
  * (section 14), which gives what OpenSM does not show: the ports, descriptions, current GUIDs
@@ -2506,28 +2666,38 @@ static hdor_kns_t *kns_remember(hdor_ctx_t *ctx, hdor_pass_t *P, const hdor_kns_
 			}
 		}
 	}
-	memset(K->lft, OSM_NO_PATH, (size_t)K->nrow * K->nlid);
 	{
-		/* a transpose (switch-major new_lft -> LID-major lft) by blocks of rows and LIDs:
-		 * entry by entry it is a cache miss per entry (0.5-1 s on KNS 16^3) */
+		/* a transpose (switch-major new_lft -> LID-major lft) by tiles of 64 rows x 64 LIDs,
+		 * moved 8 x 8 bytes at a time (entry by entry it was 0.1-0.2 s on KNS 16^3) */
 		int *wof = q, r0, r;	/* scratch: row -> switch */
-		uint32_t l0, top[64];
+		uint32_t l0;
+		const uint8_t *src[64];
 		for (w = 0; w < P->nsw; w++)
 			wof[K->row[sw2b[w]]] = w;
 		for (r0 = 0; r0 < K->nrow; r0 += 64) {
-			int r1 = r0 + 64 < K->nrow ? r0 + 64 : K->nrow;
-			for (r = r0; r < r1; r++)
-				top[r - r0] = P->sw[wof[r]].sw ? lft_top(P->sw[wof[r]].sw) : 0;
-			for (l0 = 1; l0 < K->nlid; l0 += 64) {
+			int r1 = r0 + 64 < K->nrow ? r0 + 64 : K->nrow, whole = r1 - r0 == 64;
+			uint32_t top[64];
+			for (r = r0; r < r1; r++) {
+				const osm_switch_t *sw = P->sw[wof[r]].sw;
+				src[r - r0] = sw ? sw->new_lft : NULL;
+				top[r - r0] = sw ? lft_top(sw) : 0;
+				whole &= sw && top[r - r0] + 1 >= K->nlid;
+			}
+			for (l0 = 0; l0 < K->nlid; l0 += 64) {
 				uint32_t l1 = l0 + 64 < K->nlid ? l0 + 64 : K->nlid;
-				for (r = r0; r < r1; r++) {
-					const uint8_t *src = P->sw[wof[r]].sw ? P->sw[wof[r]].sw->new_lft : NULL;
-					for (lid = l0; src && lid < l1 && lid <= top[r - r0]; lid++)
-						if (P->lt[lid].kind != T_NONE)
-							KLFT(K, r, lid) = src[lid];
-				}
+				if (whole && l1 - l0 == 64)
+					transpose_tile(src, l0, K->lft + (size_t)l0 * K->nrow + r0, K->nrow);
+				else
+					for (r = r0; r < r1; r++)
+						for (lid = l0; lid < l1; lid++)
+							KLFT(K, r, lid) = src[r - r0] && lid <= top[r - r0] ?
+							    src[r - r0][lid] : OSM_NO_PATH;
 			}
 		}
+		/* LIDs of no port: no route (route_switch left them as OpenSM had them) */
+		for (lid = 0; lid < K->nlid; lid++)
+			if (P->lt[lid].kind == T_NONE)
+				memset(K->lft + (size_t)lid * K->nrow, OSM_NO_PATH, K->nrow);
 	}
 	ok = 1;
 out:
