@@ -1725,66 +1725,64 @@ typedef struct {
 	const uint64_t *ck, *lk;
 	const uint32_t *fix, *own, *own_off;
 	uint32_t nfix;
-	uint8_t *save;		/* scratch: a row's entries of the LIDs of no port, nfix */
+	uint8_t *save;		/* scratch: a row's entries of the LIDs in fix, nfix */
 } lidsets_t;
 
-/* router switch w (router r, coordinates c, sets rs) toward LID lid: its port, -1 for a LID of
- * no port (the entry is left as OpenSM prepared it). one: the port of each (dimension,
- * coordinate) whose set has one port, 0x100 where the set has more (a spreading counter steps) */
-static inline int router_entry(hdor_pass_t *P, int w, int r, const uint8_t *c, const int *rs, const uint16_t *one,
-			       const lidsets_t *L, uint32_t lid)
+/* switch w toward LID lid: its port, -1 for a LID of no port (the entry is left as OpenSM
+ * prepared it). A router switch's sets rs are by (dimension, coordinate) and one holds the port
+ * of each whose set has one port (0x100 where it has more: a spreading counter steps); an
+ * indirect switch's sets rs are by member coordinate (one unused) */
+static inline int lft_entry(hdor_pass_t *P, int w, const int *rs, const uint16_t *one, const lidsets_t *L,
+			    uint32_t lid)
 {
 	const ltgt_t *t = &P->lt[lid];
+	int r = P->sw[w].router;
 	unsigned n = P->n, k = P->k, e;
-	if (t->kind == T_ROUTER) {
-		const uint8_t *tc;
-		if (t->idx == r)
-			return t->port;
-		if (L->ck) {
-			unsigned i;
-			e = (unsigned)__builtin_ctzll(L->ck[r] ^ L->lk[lid]) >> 3;
-			i = e * k + ((L->lk[lid] >> (8 * e)) & 0xff);
-			return one[i] < 0x100 ? (uint8_t)one[i] : pick(P, rs[i]);
+	if (r < 0) {
+		int g = P->sw[w].group;
+		unsigned ed = (unsigned)P->grp[g].dim;
+		if (t->kind == T_ROUTER)
+			return pick(P, rs[P->coord[(size_t)t->idx * n + ed]]);
+		if (t->kind == T_SWITCH) {
+			int D = t->idx, gd = P->sw[D].group;
+			if (D == w)
+				return 0;
+			if (gd == g) {
+				int id = switch_set(P, w, (unsigned)P->sw[D].lidx, 1);
+				return id >= 0 ? pick(P, id) : OSM_NO_PATH;
+			}
+			if ((unsigned)P->grp[gd].dim != ed)
+				return pick(P, rs[P->gcoord[(size_t)gd * n + ed]]);
+			return pick(P, rs[same_dim_member(P, w, D)]);
 		}
-		tc = P->coord + (size_t)t->idx * n;
-		for (e = 0; c[e] == tc[e]; e++) ;
-		return pick(P, rs[e * k + tc[e]]);
-	}
-	if (t->kind == T_SWITCH) {
-		int g = P->sw[t->idx].group, id;
-		unsigned dd = (unsigned)P->grp[g].dim;
-		const uint8_t *f = P->gcoord + (size_t)g * n;
-		for (e = 0; e < n; e++)
-			if (e != dd && c[e] != f[e])
-				break;
-		if (e < n)
-			return pick(P, rs[e * k + f[e]]);
-		id = router_set(P, w, g, (unsigned)P->sw[t->idx].lidx, 1);
-		return id >= 0 ? pick(P, id) : OSM_NO_PATH;
-	}
-	return -1;
-}
-
-/* indirect switch w (sets ss by member coordinate) toward LID lid: its port, -1 for a LID of no
- * port */
-static inline int switch_entry(hdor_pass_t *P, int w, const int *ss, uint32_t lid)
-{
-	const ltgt_t *t = &P->lt[lid];
-	int g = P->sw[w].group;
-	unsigned n = P->n, ed = (unsigned)P->grp[g].dim;
-	if (t->kind == T_ROUTER)
-		return pick(P, ss[P->coord[(size_t)t->idx * n + ed]]);
-	if (t->kind == T_SWITCH) {
-		int D = t->idx, gd = P->sw[D].group;
-		if (D == w)
-			return 0;
-		if (gd == g) {
-			int id = switch_set(P, w, (unsigned)P->sw[D].lidx, 1);
+	} else {
+		const uint8_t *c = P->coord + (size_t)r * n;
+		if (t->kind == T_ROUTER) {
+			const uint8_t *tc;
+			if (t->idx == r)
+				return t->port;
+			if (L->ck) {
+				unsigned i;
+				e = (unsigned)__builtin_ctzll(L->ck[r] ^ L->lk[lid]) >> 3;
+				i = e * k + ((L->lk[lid] >> (8 * e)) & 0xff);
+				return one[i] < 0x100 ? (uint8_t)one[i] : pick(P, rs[i]);
+			}
+			tc = P->coord + (size_t)t->idx * n;
+			for (e = 0; c[e] == tc[e]; e++) ;
+			return pick(P, rs[e * k + tc[e]]);
+		}
+		if (t->kind == T_SWITCH) {
+			int g = P->sw[t->idx].group, id;
+			unsigned dd = (unsigned)P->grp[g].dim;
+			const uint8_t *f = P->gcoord + (size_t)g * n;
+			for (e = 0; e < n; e++)
+				if (e != dd && c[e] != f[e])
+					break;
+			if (e < n)
+				return pick(P, rs[e * k + f[e]]);
+			id = router_set(P, w, g, (unsigned)P->sw[t->idx].lidx, 1);
 			return id >= 0 ? pick(P, id) : OSM_NO_PATH;
 		}
-		if ((unsigned)P->grp[gd].dim != ed)
-			return pick(P, ss[P->gcoord[(size_t)gd * n + ed]]);
-		return pick(P, ss[same_dim_member(P, w, D)]);
 	}
 	return -1;
 }
@@ -1795,41 +1793,41 @@ static void route_switch(hdor_pass_t *P, int w, const lidsets_t *L, uint32_t *co
 {
 	hsw_t *W = &P->sw[w];
 	osm_switch_t *sw = W->sw;
-	unsigned n = P->n, k = P->k, e, p;
+	int r = W->router, single = L->ck != NULL, port;
+	unsigned n = P->n, k = P->k, nsets = r >= 0 ? n * k : k, e, p;
+	const int *rs = r >= 0 ? P->rset + (size_t)r * n * k : P->sset + (size_t)w * k;
 	uint32_t lid, top = lft_top(sw), j;
 	uint8_t *lft = sw->new_lft, one8[8 * 256];
-	int port;
+	uint16_t one[HDOR_MAX_N * 256];
 
 	if (top > P->max_lid)
 		top = P->max_lid;
-
-	if (W->router >= 0) {
-		int r = W->router, single = L->ck != NULL;
-		const uint8_t *c = P->coord + (size_t)r * n;
-		const int *rs = P->rset + (size_t)r * n * k;
-		uint16_t one[HDOR_MAX_N * 256];
-		for (e = 0; e < n * k; e++) {
-			int id = rs[e];
-			one[e] = id >= 0 && P->sets[id].np == 1 ? P->pool[P->sets[id].poff] : 0x100;
-			single &= id < 0 || P->sets[id].np == 1;
-		}
-		if (!single) {	/* a set of several ports: the counters step in LID order */
-			for (lid = 1; lid <= top; lid++)
-				if ((port = router_entry(P, w, r, c, rs, one, L, lid)) >= 0) {
-					lft[lid] = (uint8_t)port;
-					counts[(lid & 3) << 8 | (unsigned)port]++;
-				}
-		} else {
-			/* every router's LID by the closed form, branch-free (the row's own LIDs and the
-			 * other LIDs get a stand-in), then those entry by entry: no set of this row
-			 * steps a counter for a router's LID, so the counters step as in LID order */
-			const uint64_t ckr = L->ck[r], *lk = L->lk;
-			memset(one8, OSM_NO_PATH, sizeof(one8));
-			for (e = 0; e < n * k; e++)
-				if (one[e] < 0x100)
-					one8[e] = (uint8_t)one[e];
-			for (j = 0; j < L->nfix && L->fix[j] <= top; j++)
-				L->save[j] = lft[L->fix[j]];
+	for (e = 0; e < nsets; e++) {
+		int id = rs[e];
+		one[e] = id >= 0 && P->sets[id].np == 1 ? P->pool[P->sets[id].poff] : 0x100;
+		single &= id < 0 || P->sets[id].np == 1;
+	}
+	if (!single) {	/* a set of several ports: the counters step in LID order */
+		for (lid = 1; lid <= top; lid++)
+			if ((port = lft_entry(P, w, rs, one, L, lid)) >= 0) {
+				lft[lid] = (uint8_t)port;
+				counts[(lid & 3) << 8 | (unsigned)port]++;
+			}
+	} else {
+		/* every router's LID by a closed form, branch-free: one lookup on the first differing
+		 * coordinate (a router switch) or on the coordinate in the switch's dimension (an
+		 * indirect switch); the row's own LIDs and the other LIDs get a stand-in, then are
+		 * done entry by entry. No set of this row steps a counter for a router's LID, so the
+		 * counters step as in LID order */
+		const uint64_t *lk = L->lk;
+		memset(one8, OSM_NO_PATH, sizeof(one8));
+		for (e = 0; e < nsets; e++)
+			if (one[e] < 0x100)
+				one8[e] = (uint8_t)one[e];
+		for (j = 0; j < L->nfix && L->fix[j] <= top; j++)
+			L->save[j] = lft[L->fix[j]];
+		if (r >= 0) {
+			const uint64_t ckr = L->ck[r];
 			for (lid = 1; lid <= top; lid++) {
 				uint64_t x = (ckr ^ lk[lid]) | 1ULL << 63;
 				unsigned d = (unsigned)__builtin_ctzll(x) >> 3;
@@ -1843,55 +1841,22 @@ static void route_switch(hdor_pass_t *P, int w, const lidsets_t *L, uint32_t *co
 				lft[lid] = P->lt[lid].port;
 				counts[(lid & 3) << 8 | lft[lid]]++;
 			}
-			for (j = 0; j < L->nfix && L->fix[j] <= top; j++) {
-				lid = L->fix[j];
-				counts[(lid & 3) << 8 | lft[lid]]--;
-				if ((port = router_entry(P, w, r, c, rs, one, L, lid)) < 0)
-					lft[lid] = L->save[j];
-				else {
-					lft[lid] = (uint8_t)port;
-					counts[(lid & 3) << 8 | (unsigned)port]++;
-				}
-			}
-		}
-	} else {
-		int single = L->ck != NULL;
-		unsigned ed = (unsigned)P->grp[W->group].dim;
-		const int *ss = P->sset + (size_t)w * k;
-		if (single) {
-			for (e = 0; e < k; e++)
-				single &= ss[e] < 0 || P->sets[ss[e]].np == 1;
-		}
-		if (!single) {
-			for (lid = 1; lid <= top; lid++)
-				if ((port = switch_entry(P, w, ss, lid)) >= 0) {
-					lft[lid] = (uint8_t)port;
-					counts[(lid & 3) << 8 | (unsigned)port]++;
-				}
 		} else {
-			/* as for a router switch: a router's LID by its coordinate in this switch's
-			 * dimension, the other LIDs entry by entry after */
-			const uint64_t *lk = L->lk;
-			memset(one8, OSM_NO_PATH, 256);
-			for (e = 0; e < k; e++)
-				if (ss[e] >= 0)
-					one8[e] = P->pool[P->sets[ss[e]].poff];
-			for (j = 0; j < L->nfix && L->fix[j] <= top; j++)
-				L->save[j] = lft[L->fix[j]];
+			unsigned ed = (unsigned)P->grp[W->group].dim;
 			for (lid = 1; lid <= top; lid++) {
 				uint8_t q = one8[(lk[lid] >> (8 * ed)) & 0xff];
 				lft[lid] = q;
 				counts[(lid & 3) << 8 | q]++;
 			}
-			for (j = 0; j < L->nfix && L->fix[j] <= top; j++) {
-				lid = L->fix[j];
-				counts[(lid & 3) << 8 | lft[lid]]--;
-				if ((port = switch_entry(P, w, ss, lid)) < 0)
-					lft[lid] = L->save[j];
-				else {
-					lft[lid] = (uint8_t)port;
-					counts[(lid & 3) << 8 | (unsigned)port]++;
-				}
+		}
+		for (j = 0; j < L->nfix && L->fix[j] <= top; j++) {
+			lid = L->fix[j];
+			counts[(lid & 3) << 8 | lft[lid]]--;
+			if ((port = lft_entry(P, w, rs, one, L, lid)) < 0)
+				lft[lid] = L->save[j];
+			else {
+				lft[lid] = (uint8_t)port;
+				counts[(lid & 3) << 8 | (unsigned)port]++;
 			}
 		}
 	}
