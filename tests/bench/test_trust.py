@@ -446,6 +446,32 @@ def test_done_when_a_campaign_interrupted_three_times_ends_like_an_uninterrupted
     assert ps == "", ps
 
 
+@pytest.mark.parametrize("runner", ["ssh", "local"])
+def test_a_kill_9_of_ibtool_ends_the_ranks_at_once(runner, request, tmp_path):
+    """kill -9 of `bench run` mid-run: the job (mpirun, its daemon on the other host, every HPCC
+    rank) ends within seconds, not at the job's timeout nor at the campaign's next start."""
+    if runner == "ssh":
+        data = ssh_inventory(request.getfixturevalue("sshd"), tmp_path / "remote")
+        data["benchmarks"]["hpcc"].update(nprocs=2, params={"N": 6000, "NB": 40}, timeout=600)
+    else:
+        data = local_inventory(tmp_path, params={"N": 6000, "NB": 40}, timeout=600)
+    inv = write_yaml(tmp_path / "inv.yaml", data)
+    out = tmp_path / "camp"
+    proc = subprocess.Popen([*IBTOOL, "bench", "run", "-i", str(inv), "-b", "hpcc", "-m", "linear", "-o", str(out),
+                             "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
+    wait_for(lambda: hpcc_up(out, 2) or proc.poll() is not None, 120, "hpcc to start")
+    assert proc.poll() is None, proc.communicate()
+    cid = json.loads((out / "campaign.json").read_text())["campaign_id"]
+    proc.kill()
+    proc.communicate(timeout=30)
+    try:
+        # HPL of N=6000 alone runs for minutes on this machine: gone within 20 s is the watcher's doing
+        wait_for(lambda: marked(cid) == [], 20, f"the run's processes to end: {marked(cid)}")
+    finally:
+        end_processes(Local(), cid)  # on failure, leave no ranks to the tests after
+    assert not runs(out)
+
+
 def test_9_on_a_terminal_the_bar_names_the_run_in_progress(tmp_path):
     import pty
     inv = write_yaml(tmp_path / "inv.yaml", local_inventory(tmp_path))

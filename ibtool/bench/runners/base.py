@@ -8,6 +8,7 @@ an Outcome with transports: stage the input files, launch, wait, collect.
 from __future__ import annotations
 
 import fnmatch
+import os
 import shlex
 import subprocess
 from dataclasses import dataclass, field
@@ -68,7 +69,7 @@ class Outcome:
     stderr: str = ""
     files: dict[str, bytes] = field(default_factory=dict)
     error: str | None = None  # the runner could not do its part (host unreachable, job lost ...)
-    command: str = ""  # the exact command line, as run
+    command: str = ""  # the exact command line, as run (inside the watcher: `watched`)
     info: dict = field(default_factory=dict)
 
 
@@ -86,8 +87,27 @@ def shell_command(argv: list[str], env: dict[str, str] | None = None, cwd: str |
     return " ".join(parts)
 
 
+# A job's command, made to end with the ibtool that started it. ibtool holds the job's stdin open
+# and never writes to it (an SSH channel's stdin, the local transport's pipe), so the watcher's read
+# sees EOF only when ibtool is gone (kill -9 included) or its SSH connection is lost; it then sends
+# TERM to the job's process group: the launcher (mpirun, which ends its remote daemons and ranks on
+# TERM), `timeout` and the local ranks. Without it a kill -9 left the ranks running until the job's
+# timeout; the next start of the campaign ended them (guarded). `setsid -w` gives the job a group of
+# its own; its stdin is /dev/null (mpirun forwards stdin to rank 0); the watcher holds none of the
+# job's output open, so the command's end is not delayed by it.
+_WATCHED = ("exec 3<&0; setsid -w /bin/sh -c {job} </dev/null & j=$!; "
+            "{{ while read -r _ <&3; do :; done; kill -TERM -$j; }} </dev/null >/dev/null 2>&1 & w=$!; "
+            "wait $j; rc=$?; kill $w 2>/dev/null; exit $rc")
+
+
+def watched(command: str) -> str:
+    """`command` (a POSIX shell line) as a job that ends when ibtool does (see _WATCHED)."""
+    return "exec /bin/sh -c " + shlex.quote(_WATCHED.format(job=shlex.quote(command)))
+
+
 class Transport:
-    """Run commands on one machine and move files there and back."""
+    """Run commands on one machine and move files there and back. The command's stdin stays open,
+    never written, until it ends (so a `watched` job sees ibtool's end)."""
 
     label = "?"
 
@@ -120,17 +140,30 @@ class Local(Transport):
     label = "local"
 
     def run(self, command: str, timeout: float) -> tuple[int | None, str, str]:
-        p = children.popen(["/bin/sh", "-c", command], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE)
+        # stdin: a pipe whose write end only ibtool holds (close-on-exec): EOF when ibtool ends, as
+        # an SSH channel's (communicate() would close a stdin=PIPE at once); closed first when the
+        # command is stopped, so that a `watched` job in its own session ends too
+        held, keep = os.pipe()
+        try:
+            p = children.popen(["/bin/sh", "-c", command], stdin=held, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+        except BaseException:
+            os.close(keep)
+            raise
+        finally:
+            os.close(held)
         try:
             out, err = p.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
+            os.close(keep)
             children.stop(p)
             out, err = p.communicate()
             return None, out.decode(errors="replace"), err.decode(errors="replace")
         except BaseException:  # Ctrl-C / SIGTERM: the child is in its own session and did not get it
+            os.close(keep)
             children.stop(p)
             raise
+        os.close(keep)
         return p.returncode, out.decode(errors="replace"), err.decode(errors="replace")
 
     def put(self, path: str, data: str | bytes) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import posixpath
 
 from ibtool.bench.registry import RUNNERS
-from ibtool.bench.runners.base import Job, Local, Outcome, Runner, shell_command
+from ibtool.bench.runners.base import Job, Local, Outcome, Runner, shell_command, watched
 
 
 @RUNNERS.register("local")
@@ -21,7 +21,7 @@ class LocalRunner(Runner):
         env_info = self.remote_environment(t, "local", job.argv[0])
 
         def run() -> Outcome:
-            rc, out, err = t.run(command, job.timeout + 60)
+            rc, out, err = t.run(watched(command), job.timeout + 60)
             error = None if rc is not None else f"no exit status within {job.timeout + 60:.0f} s (timed out)"
             return Outcome(rc, out, err, t.collect(job.remote_dir, job.collect), error, command,
                            {"remote_dir": job.remote_dir, "remote_environment": env_info})

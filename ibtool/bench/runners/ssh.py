@@ -22,7 +22,7 @@ import paramiko
 
 from ibtool.bench.hosts import Host
 from ibtool.bench.registry import RUNNERS
-from ibtool.bench.runners.base import Job, Outcome, Runner, Transport, shell_command
+from ibtool.bench.runners.base import Job, Outcome, Runner, Transport, shell_command, watched
 from ibtool.errors import EnvironmentProblem
 
 
@@ -221,7 +221,7 @@ class SSHRunner(Runner):
         def run() -> Outcome:
             try:
                 env_info = self.remote_environment(launch, job.hosts[0].name, job.argv[0])
-                rc, out, err = launch.run(command, job.timeout + 60)
+                rc, out, err = launch.run(watched(command), job.timeout + 60)
                 files = launch.collect(job.remote_dir, job.collect)
             except EnvironmentProblem as e:
                 return Outcome(None, error=str(e), command=command)
