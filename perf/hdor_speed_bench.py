@@ -12,7 +12,8 @@ stock engines in the same run; the degraded pass against the fault-free one; the
 (b) KNS 16^3 (`--quick`: 8^3) with 1 % of its router-switch cables down (random, seed 0, never
     R[0,0,0]'s): in the same OpenSM, a fault-free re-sweep, then every cable unlinked in ibsim and,
     once OpenSM settled, one more re-sweep (--degraded-resweeps N: N, the fastest reported): the
-    degraded pass over exactly those faults, against the fault-free re-sweep and the first pass.
+    degraded pass over exactly those faults, against the fault-free re-sweep and the first pass;
+    then minhop and updn, each in its own OpenSM, over the same faults (the pass after the unlinking).
 (c) The Python reference: `hdor.compute` of the complete KNS 16^3 (`--quick`: 8^3), and of KNS
     12^3 (`--quick`: 6^3) with 1 % of its cables down against its complete self (`ibtool route hdor
     --baseline`), and `ibtool verify all` of that fault step end to end (a `sim run --faults` run with
@@ -160,14 +161,15 @@ def multicast(lf: LiveFabric, net: Path, have: int) -> dict:
 
 
 def live(net: Path, work: Path, plugin_dir: Path, resweeps: int = 2, down: list[str] = (),
-         mcast: dict | None = None, degraded_resweeps: int = 1) -> list[dict]:
-    """hdor's passes on `net`: the first, `resweeps` re-sweeps, then with `down` unlinked the pass
-    that follows and `degraded_resweeps` re-sweeps; with `mcast` (a dict, filled), then every HCA
-    joined to a group and one more re-sweep."""
-    with LiveFabric(net, work, ["hdor"], timeout=1800, conf_options=[("qos", "TRUE")],
+         mcast: dict | None = None, degraded_resweeps: int = 1, engine: str = "hdor",
+         conf: tuple = ()) -> list[dict]:
+    """An engine's passes on `net` (hdor unless told): the first, `resweeps` re-sweeps, then with
+    `down` unlinked the pass that follows and `degraded_resweeps` re-sweeps; with `mcast` (a dict,
+    filled), then every HCA joined to a group and one more re-sweep."""
+    with LiveFabric(net, work, [engine], timeout=1800, conf_options=[("qos", "TRUE"), *conf],
                     opensm_args=["-D", "0x07"], plugin_dir=plugin_dir) as lf:
-        if not lf.outcome.get("engine") == "hdor":
-            raise RuntimeError(f"hdor did not route: {lf.outcome}")
+        if not lf.outcome.get("engine") == engine:
+            raise RuntimeError(f"{engine} did not route: {lf.outcome}")
         got = wait_passes(lf, 1)
         for _ in range(resweeps):
             got = resweep(lf, len(got))
@@ -185,14 +187,19 @@ def live(net: Path, work: Path, plugin_dir: Path, resweeps: int = 2, down: list[
         return got
 
 
+def stock_conf(out: Path, engine: str, k: int, n: int) -> list[tuple[str, str]]:
+    """opensm.conf options a stock engine needs here: updn's roots are the indirect switches."""
+    if engine != "updn":
+        return []
+    f = kns(k, n)
+    roots = out / "roots.guids"
+    out.mkdir(parents=True, exist_ok=True)
+    roots.write_text("".join(f"{g:#018x}\n" for g, role in zip(f.guids, f.roles) if role == "switch"))
+    return [("root_guid_file", str(roots.resolve()))]
+
+
 def stock(net: Path, out: Path, engine: str, k: int, n: int) -> dict:
-    extra = []
-    if engine == "updn":
-        f = kns(k, n)
-        roots = out / "roots.guids"
-        out.mkdir(parents=True, exist_ok=True)
-        roots.write_text("".join(f"{g:#018x}\n" for g, role in zip(f.guids, f.roles) if role == "switch"))
-        extra = ["--conf", f"root_guid_file={roots.resolve()}"]
+    extra = [a for key, v in stock_conf(out, engine, k, n) for a in ("--conf", f"{key}={v}")]
     args = [*IBTOOL, "sim", "run", str(net), "--engine", engine, "--out", str(out / engine), "--timeout", str(CAP),
             "--log-flags", "0x07", "--no-discover", "--json", *extra]
     r = measure(args, cwd=ROOT, timeout=CAP * 3 + 600)
@@ -224,7 +231,8 @@ def part_a(out: Path, plugin_dir: Path, fabrics: list[str], stock_engines: list[
     return rows
 
 
-def part_b(out: Path, plugin_dir: Path, quick: bool, degraded_resweeps: int = 1) -> dict:
+def part_b(out: Path, plugin_dir: Path, quick: bool, degraded_resweeps: int = 1,
+           stock_engines: tuple = ("minhop", "updn")) -> dict:
     degraded_resweeps = max(1, degraded_resweeps)  # the degraded pass measured is a re-sweep's
     k, n = (8, 3) if quick else (16, 3)
     net = plan(out, k, n)
@@ -234,6 +242,13 @@ def part_b(out: Path, plugin_dir: Path, quick: bool, degraded_resweeps: int = 1)
                    degraded_resweeps=degraded_resweeps)
         row = {"fabric": f"KNS {k}-ary {n}-direct", "cables_down": len(down), "router_switch_cables": k ** n * n,
                "load": load(), "passes": got}
+        # the stock engines over the same failures, each in its own OpenSM: the first pass, then the
+        # pass that follows the unlinking (a re-sweep of a stock engine routes the same way again)
+        for e in stock_engines:
+            w = out / "b" / f"{k}-{n}-{e}"
+            sp = live(net, w, plugin_dir, resweeps=0, down=down, degraded_resweeps=0, engine=e,
+                      conf=tuple(stock_conf(w, e, k, n)))
+            row[e] = {"first_step_s": sp[0]["step_s"], "degraded_step_s": sp[-1]["step_s"], "passes": len(sp)}
     # the degraded re-sweep of the least disturbed step (the machine is shared): the fastest
     first, fault_free = got[0], got[1]
     degraded = min(got[-degraded_resweeps:], key=lambda p: p["step_s"] or float("inf"))
@@ -242,7 +257,9 @@ def part_b(out: Path, plugin_dir: Path, quick: bool, degraded_resweeps: int = 1)
                       "degraded_over_fault_free": round(degraded["step_s"] / fault_free["step_s"], 2),
                       "degraded_over_first": round(degraded["step_s"] / first["step_s"], 2),
                       "engine_us": [first.get("engine_us"), fault_free.get("engine_us"), degraded.get("engine_us")],
-                      "degraded_line": degraded.get("line")}
+                      "degraded_line": degraded.get("line"),
+                      **{f"{e}_degraded_over_hdor": round(row[e]["degraded_step_s"] / degraded["step_s"], 1)
+                         for e in stock_engines}}
     print(json.dumps(row["summary"]), flush=True)
     return row
 
@@ -303,14 +320,15 @@ def verdicts(report: Path) -> dict:
 
 
 def main(out: Path, quick: bool = False, parts: str = "a,b,c", plugin_dir: Path = opensm.PLUGIN_DIR,
-         fabrics: list[str] | None = None, sa_sls: bool = False, degraded_resweeps: int = 1) -> list[dict]:
+         fabrics: list[str] | None = None, sa_sls: bool = False, degraded_resweeps: int = 1,
+         stock_engines: tuple = ("minhop", "updn")) -> list[dict]:
     out.mkdir(parents=True, exist_ok=True)
     fabrics = fabrics or (["8", "6"] if quick else ["8", "12", "16", "16h8"])
     res = {}
     if "a" in parts:
-        res["phases"] = part_a(out, plugin_dir, fabrics, ["minhop", "updn"])
+        res["phases"] = part_a(out, plugin_dir, fabrics, list(stock_engines))
     if "b" in parts:
-        res["degraded"] = part_b(out, plugin_dir, quick, degraded_resweeps)
+        res["degraded"] = part_b(out, plugin_dir, quick, degraded_resweeps, stock_engines)
     if "c" in parts:
         res["reference"] = part_c(out, quick, sa_sls)
     (out / "hdor_speed.json").write_text(json.dumps(res, indent=1) + "\n")
@@ -324,7 +342,7 @@ if __name__ == "__main__":
     ap.add_argument("--only", default="a,b,c")
     ap.add_argument("--plugin-dir", default=str(opensm.PLUGIN_DIR))
     ap.add_argument("--fabrics", default=None)
-    ap.add_argument("--stock", default="minhop,updn", help="stock engines of (a), '' for none")
+    ap.add_argument("--stock", default="minhop,updn", help="stock engines of (a) and (b), '' for none")
     ap.add_argument("--sa-path-sls", action="store_true",
                     help="(c): the fault step's path SLs from OpenSM's SA (~30 min a step at 12^3), not the reference")
     ap.add_argument("--degraded-resweeps", type=int, default=1,
@@ -337,4 +355,5 @@ if __name__ == "__main__":
         rows = part_a(o, Path(a.plugin_dir), fab or ["8"], [e for e in a.stock.split(",") if e])
         (o / "phases.json").write_text(json.dumps(rows, indent=1) + "\n")
     else:
-        main(o, a.quick, a.only, Path(a.plugin_dir), fab, a.sa_path_sls, a.degraded_resweeps)
+        main(o, a.quick, a.only, Path(a.plugin_dir), fab, a.sa_path_sls, a.degraded_resweeps,
+             tuple(e for e in a.stock.split(",") if e))

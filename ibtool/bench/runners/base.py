@@ -92,10 +92,11 @@ def shell_command(argv: list[str], env: dict[str, str] | None = None, cwd: str |
 # sees EOF only when ibtool is gone (kill -9 included) or its SSH connection is lost; it then sends
 # TERM to the job's process group: the launcher (mpirun, which ends its remote daemons and ranks on
 # TERM), `timeout` and the local ranks. Without it a kill -9 left the ranks running until the job's
-# timeout; the next start of the campaign ended them (guarded). `setsid -w` gives the job a group of
-# its own; its stdin is /dev/null (mpirun forwards stdin to rank 0); the watcher holds none of the
-# job's output open, so the command's end is not delayed by it.
-_WATCHED = ("exec 3<&0; setsid -w /bin/sh -c {job} </dev/null & j=$!; "
+# timeout; the next start of the campaign ended them (guarded). `setsid` gives the job a group of
+# its own (an asynchronous command of `sh -c` is no group leader, so setsid does not fork and $! is
+# the job; no `-w`, which util-linux before 2.24 lacks); its stdin is /dev/null (mpirun forwards
+# stdin to rank 0); the watcher holds none of the job's output open, so it cannot delay the end.
+_WATCHED = ("exec 3<&0; setsid /bin/sh -c {job} </dev/null & j=$!; "
             "{{ while read -r _ <&3; do :; done; kill -TERM -$j; }} </dev/null >/dev/null 2>&1 & w=$!; "
             "wait $j; rc=$?; kill $w 2>/dev/null; exit $rc")
 
