@@ -496,35 +496,80 @@ def test_9_on_a_terminal_the_bar_names_the_run_in_progress(tmp_path):
     assert "] start " not in text  # the bar, not the lines meant for logs
 
 
-@pytest.mark.slurm
-def test_2_interrupt_cancels_the_slurm_job(slurm, tmp_path):
+def slurm_inventory(slurm, tmp_path: Path) -> Path:
     data = {"hosts": [{"name": slurm["host"], "address": "127.0.0.1", "slots": 2}], "runner": "slurm",
             "workdir": str(tmp_path / "shared"),
             "mpi": {"launcher": "srun", "args": ["--mpi=pmix"],
                     "env": {**OMPI_ENV, "OMPI_MCA_btl": "self,vader", "OMPI_MCA_pml": "ob1"}},
             "slurm": {"env": {"SLURM_CONF": str(slurm["conf"])}, "poll": 0.5, "options": ["--partition=debug"]},
             "benchmarks": {"hpcc": {"params": {"N": 6000, "NB": 40}, "nprocs": 2, "timeout": 600}}}
-    inv = write_yaml(tmp_path / "inv.yaml", data)
+    return write_yaml(tmp_path / "inv.yaml", data)
+
+
+def slurm_queue(slurm) -> str:
+    """`<job id> <state>` per job in the queue."""
+    return subprocess.run(["squeue", "-h", "-o", "%i %T"], env=slurm["env"], capture_output=True,
+                          text=True).stdout.strip()
+
+
+@pytest.mark.slurm
+def test_2_interrupt_cancels_the_slurm_job(slurm, tmp_path):
+    inv = slurm_inventory(slurm, tmp_path)
     out = tmp_path / "camp"
     proc = subprocess.Popen([*IBTOOL, "bench", "run", "-i", str(inv), "-b", "hpcc", "-o", str(out), "--no-progress"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
-
-    def queue() -> str:
-        return subprocess.run(["squeue", "-h", "-o", "%i %T"], env=slurm["env"], capture_output=True,
-                              text=True).stdout.strip()
     try:
         wait_for(lambda: hpcc_up(out) or proc.poll() is not None, 180, "hpcc under Slurm")
         assert proc.poll() is None, proc.communicate()
-        assert "RUNNING" in queue()
+        assert "RUNNING" in slurm_queue(slurm)
         proc.send_signal(signal.SIGINT)
         proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 130
-    wait_for(lambda: queue() == "", 60, "the job to leave the queue")  # scancel'ed, not left running
+    wait_for(lambda: slurm_queue(slurm) == "", 60, "the job to leave the queue")  # scancel'ed, not left running
     cid = json.loads((out / "campaign.json").read_text())["campaign_id"]
     wait_for(lambda: marked(cid) == [], 30, "the job's ranks to end")
+
+
+@pytest.mark.slurm
+def test_2_a_slurm_job_left_by_a_kill_9_is_cancelled_when_the_campaign_resumes(slurm, tmp_path):
+    """A kill -9 of ibtool cannot scancel its job (Slurm runs it on to its time limit); the next
+    start of the same campaign cancels it before it submits anything."""
+    inv = slurm_inventory(slurm, tmp_path)
+    out = tmp_path / "camp"
+    args = [*IBTOOL, "bench", "run", "-i", str(inv), "-b", "hpcc", "-o", str(out), "--no-progress"]
+    first = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
+    again = None
+    try:
+        wait_for(lambda: hpcc_up(out) or first.poll() is not None, 180, "hpcc under Slurm")
+        assert first.poll() is None, first.communicate()
+        first.kill()
+        first.communicate(timeout=30)
+        (old,) = slurm_queue(slurm).splitlines()
+        assert old.endswith("RUNNING")  # Slurm's job outlived ibtool
+        old_id = old.split()[0]
+        again = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
+        wait_for(lambda: (q := slurm_queue(slurm)) and old_id not in q or again.poll() is not None, 120,
+                 "the stale job to leave the queue and a new one to be submitted")
+        assert again.poll() is None, again.communicate()
+        (new,) = slurm_queue(slurm).splitlines()
+        assert new.split()[0] != old_id
+        state = subprocess.run(["scontrol", "show", "job", old_id], env=slurm["env"], capture_output=True,
+                               text=True).stdout
+        assert "JobState=CANCELLED" in state, state  # cancelled, not finished
+        again.send_signal(signal.SIGINT)
+        again.communicate(timeout=120)
+        assert again.returncode == 130
+    finally:
+        for p in (first, again):
+            if p is not None and p.poll() is None:
+                p.kill()
+        ids = [ln.split()[0] for ln in slurm_queue(slurm).splitlines()]
+        if ids:
+            subprocess.run(["scancel", *ids], env=slurm["env"])
+    wait_for(lambda: slurm_queue(slurm) == "", 60, "the queue to empty")
 
 
 # ------------------------------------------------------------------ issue 24 item 8

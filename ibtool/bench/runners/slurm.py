@@ -14,7 +14,7 @@ import shlex
 import time
 
 from ibtool.bench.registry import RUNNERS
-from ibtool.bench.runners.base import Job, Outcome, Runner, shell_command
+from ibtool.bench.runners.base import MARK, Job, Outcome, Runner, shell_command
 from ibtool.bench.runners.ssh import SSHPool
 from ibtool.errors import EnvironmentProblem
 from ibtool.templating import render
@@ -34,6 +34,7 @@ def job_script(job: Job, options: list[str], run_env: dict[str, str]) -> str:
         "bench/slurm_job.sh.j2", job_name=f"ibtool-{job.run_id}"[:64], nprocs=job.nprocs, nnodes=len(names), nodelist=",".join(names),
         minutes=max(1, int(job.timeout // 60) + 1), directory=job.remote_dir,
         directory_q=shlex.quote(job.remote_dir), options=options, run_id=job.run_id,
+        comment=f"{MARK}={job.marker}" if job.marker else "",
         env=[(k, shlex.quote(v)) for k, v in sorted(run_env.items())], command=command)
 
 
@@ -59,6 +60,10 @@ class SlurmRunner(Runner):
         d = job.remote_dir
         script = job_script(job, self.cfg["options"], job.env)
         try:
+            stale, left = self._end_stale(job)
+            if left:
+                return Outcome(None, error=f"Slurm jobs of an earlier run are still in the queue, not starting: {left}",
+                               command=script)
             t.mkdirs(d)
             for name, text in {**job.files, "job.sh": script}.items():
                 t.put(posixpath.join(d, name), text)
@@ -69,6 +74,8 @@ class SlurmRunner(Runner):
             return Outcome(None, error=f"sbatch failed (exit {rc}): {(err or out).strip()}", command=script)
         job_id = out.strip().split(";")[0]
         info = {"slurm_job_id": job_id, "remote_dir": d}
+        if stale:
+            info["ended_before_start"] = stale  # left queued or running by an ibtool killed hard
         try:
             state = self._wait(job_id, job.timeout * 2 + 3600)
         except BaseException:  # Ctrl-C / SIGTERM: the job must not outlive the campaign
@@ -90,6 +97,29 @@ class SlurmRunner(Runner):
             error = (f"job {job_id} ended ({state}) before the launch command finished"
                      if state != "TIMEOUT" else f"job {job_id} hit its time limit")
         return Outcome(exit_code, stdout, stderr, files, error, script, info)
+
+    def _end_stale(self, job: Job) -> tuple[str | None, str | None]:
+        """Cancel this campaign's jobs still in the queue (their comment carries the campaign's mark:
+        an ibtool killed with -9 cannot scancel its job, and Slurm runs it to its time limit), and
+        wait until they leave it: (what was cancelled, what is still there)."""
+        if not job.marker:
+            return None, None
+        prefix = f"{MARK}={job.marker.split('/', 1)[0]}/"
+
+        def queued() -> list[str]:
+            rc, out, err = self._slurm([self.cfg["squeue"], "-h", "-o", "%i %k"])
+            if rc != 0:
+                raise EnvironmentProblem(f"squeue failed (exit {rc}): {(err or out).strip()}")
+            return [ln.split(None, 1)[0] for ln in out.splitlines() if ln.split(None, 1)[1:2]
+                    and ln.split(None, 1)[1].startswith(prefix)]
+        ids = queued()
+        if not ids:
+            return None, None
+        self._slurm([self.cfg["scancel"], *ids])
+        deadline = time.monotonic() + 60
+        while (left := queued()) and time.monotonic() < deadline:
+            time.sleep(self.cfg["poll"])
+        return "Slurm job " + ", ".join(ids), ("Slurm job " + ", ".join(left)) if left else None
 
     def _wait(self, job_id: str, limit: float) -> str:
         deadline = time.monotonic() + limit
