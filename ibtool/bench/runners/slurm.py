@@ -107,11 +107,11 @@ class SlurmRunner(Runner):
         prefix = f"{MARK}={job.marker.split('/', 1)[0]}/"
 
         def queued() -> list[str]:
-            rc, out, err = self._slurm([self.cfg["squeue"], "-h", "-o", "%i %k"])
+            rc, out, err = self._slurm([self.cfg["squeue"], "-h", "-o", "%i %k"])  # job id, comment
             if rc != 0:
                 raise EnvironmentProblem(f"squeue failed (exit {rc}): {(err or out).strip()}")
-            return [ln.split(None, 1)[0] for ln in out.splitlines() if ln.split(None, 1)[1:2]
-                    and ln.split(None, 1)[1].startswith(prefix)]
+            jobs = (ln.strip().partition(" ") for ln in out.splitlines())
+            return [job_id for job_id, _, comment in jobs if comment.startswith(prefix)]
         ids = queued()
         if not ids:
             return None, None
