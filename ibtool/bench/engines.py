@@ -8,6 +8,7 @@ The log is read by ibtool.sim.opensm.routing_outcome (shared with ``ibtool sim``
 from __future__ import annotations
 
 import json
+import posixpath
 import shlex
 import sys
 import time
@@ -17,6 +18,7 @@ from ibtool import children, rundir
 from ibtool.bench.runners.base import Local, Transport
 from ibtool.errors import CheckFailed, EnvironmentProblem, InputError
 from ibtool.sim.live import last_error, vls_needed
+from ibtool.sim import opensm_options
 from ibtool.sim.opensm import parse_engines, routing_outcome
 
 
@@ -49,21 +51,44 @@ def keep_output(outcome: dict, dest: Path, live) -> dict:
     return outcome
 
 
+def _config_arg(args: list[str]) -> str | None:
+    """The configuration file OpenSM's command line names (-F FILE, --config FILE, --config=FILE)."""
+    for i, a in enumerate(args):
+        if a in ("-F", "--config") and i + 1 < len(args):
+            return args[i + 1]
+        if a.startswith("--config="):
+            return a.split("=", 1)[1]
+        if a.startswith("-F") and len(a) > 2:
+            return a[2:]
+    return None
+
+
 def switch(t: Transport, sm: dict, engine: str, say=lambda msg: None, dest: Path | None = None) -> dict:
     """Restart OpenSM with `engine`; return what its log says. A configuration given in sm.args
-    (-F FILE) must set force_log_flush TRUE, or the log is only written when OpenSM exits. Raises CheckFailed when the subnet
-    did not come up or another engine (a fallback) configured the tables."""
+    (-F FILE, relative to sm.workdir) must set force_log_flush TRUE, or the log is only written when
+    OpenSM exits: checked (CheckFailed) before the running OpenSM is stopped. Raises CheckFailed when the subnet did not come up or
+    another engine (a fallback) configured the tables."""
     if parse_engines(engine) != [engine]:  # raises for names OpenSM does not know (it would fall back)
         raise InputError(f"invalid routing engine name {engine!r}")
     d = sm["workdir"]
     log = f"{d}/opensm-{engine}.log"
     pidfile = f"{d}/opensm.pid"
+    args = list(sm["args"])
+    # OpenSM buffers its log unless force_log_flush is set: SUBNET UP would appear only at exit.
+    # A configuration of the user's is checked before the running OpenSM is stopped.
+    given = _config_arg(args)
+    if given is not None:
+        try:
+            options = opensm_options.read(t.get(posixpath.join(d, given)).decode(errors="replace"))
+        except (OSError, EnvironmentProblem) as e:
+            raise CheckFailed(f"sm.args -F {given}: cannot read it on the SM node ({e})") from None
+        if options.get("force_log_flush", "").upper() != "TRUE":
+            raise CheckFailed(f"sm.args -F {given}: it must set force_log_flush TRUE (OpenSM writes its log only "
+                              "at exit otherwise, and ibtool reads SUBNET UP and the routing engine from it)")
     t.mkdirs(d)
     stop(t, sm)
     t.run(f"rm -f {shlex.quote(log)}", 30)
-    args = list(sm["args"])
-    if not any(a in ("-F", "--config") for a in args):
-        # OpenSM buffers its log unless force_log_flush is set: SUBNET UP would appear only at exit
+    if given is None:
         conf = f"{d}/ibtool-opensm.conf"
         t.put(conf, "# written by ibtool bench\nforce_log_flush TRUE\n")
         args = ["-F", conf, *args]

@@ -64,6 +64,30 @@ def check_switch(t, sm, tmp_path):
         engines.require(bad)
 
 
+def test_a_users_opensm_conf_without_log_flush_is_refused_before_opensm_is_stopped(tmp_path):
+    """sm.args -F FILE: OpenSM would buffer its log (SUBNET UP only at exit) and ibtool would wait for
+    its timeout; the file is checked first, and the running OpenSM is left running."""
+    with ibsim(NET, tmp_path / "sim") as sim:
+        sm = sm_config(sim, tmp_path / "osm")
+        t = Local()
+        try:
+            assert engines.switch(t, sm, "minhop")["engine"] == "minhop"
+            pid = int((tmp_path / "osm" / "opensm.pid").read_text())
+            (tmp_path / "osm" / "mine.conf").write_text("force_log_flush TRUE\nforce_log_flush FALSE  # last wins\n")
+            with pytest.raises(CheckFailed) as e:
+                engines.switch(t, {**sm, "args": ["-F", "mine.conf"]}, "minhop")
+            assert str(e.value).startswith("sm.args -F mine.conf: it must set force_log_flush TRUE")
+            assert running(pid)  # refused before anything was stopped
+            with pytest.raises(CheckFailed, match=r"sm.args -F nothere.conf: cannot read it on the SM node"):
+                engines.switch(t, {**sm, "args": ["--config=nothere.conf"]}, "minhop")
+            (tmp_path / "osm" / "mine.conf").write_text("force_log_flush TRUE\n")
+            ok = engines.switch(t, {**sm, "args": [f"--config={tmp_path / 'osm' / 'mine.conf'}"]}, "minhop")
+            assert ok["subnet_up"] and ok["engine"] == "minhop" and "error" not in ok
+            assert not running(pid)
+        finally:
+            engines.stop(t, sm)
+
+
 def test_campaign_switches_engines_and_fails_the_fallback_group(tmp_path):
     with ibsim(NET, tmp_path / "sim") as sim:
         inv = {
