@@ -65,17 +65,17 @@ def _config_arg(args: list[str]) -> str | None:
 
 def switch(t: Transport, sm: dict, engine: str, say=lambda msg: None, dest: Path | None = None) -> dict:
     """Restart OpenSM with `engine`; return what its log says. A configuration given in sm.args
-    (-F FILE, relative to sm.workdir) must set force_log_flush TRUE, or the log is only written when
-    OpenSM exits: checked (CheckFailed) before the running OpenSM is stopped. Raises CheckFailed when the subnet did not come up or
-    another engine (a fallback) configured the tables."""
+    (-F FILE, relative to sm.workdir) must set force_log_flush TRUE, or the log is only written
+    when OpenSM exits: checked before the running OpenSM is stopped (CheckFailed). Raises
+    CheckFailed when the subnet did not come up or another engine (a fallback) configured the
+    tables."""
     if parse_engines(engine) != [engine]:  # raises for names OpenSM does not know (it would fall back)
         raise InputError(f"invalid routing engine name {engine!r}")
     d = sm["workdir"]
     log = f"{d}/opensm-{engine}.log"
     pidfile = f"{d}/opensm.pid"
     args = list(sm["args"])
-    # OpenSM buffers its log unless force_log_flush is set: SUBNET UP would appear only at exit.
-    # A configuration of the user's is checked before the running OpenSM is stopped.
+    # OpenSM buffers its log unless force_log_flush is set: SUBNET UP would appear only at exit
     given = _config_arg(args)
     if given is not None:
         try:
