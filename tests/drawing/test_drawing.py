@@ -113,6 +113,14 @@ def skywalk(skywalk_plan):
     return read_layout(f, pd)
 
 
+@pytest.fixture(scope="module")
+def kns12(tmp_path_factory):
+    d = tmp_path_factory.mktemp("kns12") / "plan"
+    ibtool("topo", "kns", "--k", "12", "--n", "3", "--out", d, check=0)
+    f, pd, _ = read_plan(d)
+    return read_layout(f, pd)
+
+
 def zoom_and_pan(page, index, section: str, level: int) -> dict:
     """Open a cabling index and zoom its drawing `section` (Topology, Floor) to `level` (2: 200 %):
     what it shows fitted, zoomed and after a drag, and on paper."""
