@@ -239,7 +239,9 @@ def skywalk_complete(out: Path) -> dict:
                                                     if f.types[a] == f.types[b] == 2)),
                "fr_max": fr60["max_ns"], "fr_avg": fr60["avg_ns"], "nr_max": nr60["max_ns"], "nr_avg": nr60["avg_ns"]}
         if fam in ("skywalk", "random"):
-            row["curve_max"] = [p["max_ns"] for p in plot.curve(f, lay, delays, label=label)["points"]]
+            pts = plot.curve(f, lay, delays, label=label)["points"]
+            row["curve_max"] = [p["max_ns"] for p in pts]
+            row["curve_mean"] = [p["average_ns"] for p in pts]
         row["seconds"] = round(time.perf_counter() - t, 1)
         rows[label] = row
         print(label, {k: v for k, v in row.items() if k != "curve_max"}, flush=True)
@@ -257,13 +259,19 @@ def skywalk_complete(out: Path) -> dict:
         got["max latency below Random's at every delay < 500 ns [paper: yes]"] = \
             "yes" if not above else f"no, from {above[0]:g} ns"
         claims.append({"fabric": sky, **got})
+    # docs/papers.md's words on the literal construction, from this same run (tests/analyze/test_papers_doc.py
+    # holds the page's sentence to its table and, at the delays it names, to the library)
+    lit, rnd = rows["Skywalk(8,256,7,4) literal (seed 1)"], rows["Random(2048,11) (seed 1)"]
+    sentences = {metric: crossing(delays, lit[f"curve_{metric}"], rnd[f"curve_{metric}"], what)
+                 for metric, what in (("max", "max latency"), ("mean", "average latency"))}
     c = claims[0]  # the checks: the complete construction gives the paper's numbers within its rounding
     checks = {"59 km": round(c["cable km [paper 59]"]) == 59,
               "-34 %": round(c["max latency vs Hypercube [paper -34 %]"]) == -34,
               "+19 %": round(c["max latency vs Dragonfly [paper +19 %]"]) == 19,
               "+17.7 %": abs(c["max latency vs HyperX [paper +17.7 %]"] - 17.7) <= 0.05,
               "below Random": c["max latency below Random's at every delay < 500 ns [paper: yes]"] == "yes"}
-    res = {"delays_ns": delays, "rows": rows, "claims": claims, "checks": checks, "ok": all(checks.values())}
+    res = {"delays_ns": delays, "rows": rows, "claims": claims, "checks": checks, "ok": all(checks.values()),
+           "literal_vs_random": sentences}
     md = ["| fabric | " + " | ".join(k for k in claims[0] if k != "fabric") + " |",
           "|---|" + "---|" * (len(claims[0]) - 1)]
     md += ["| " + " | ".join(str(v) for v in cl.values()) + " |" for cl in claims]
@@ -271,11 +279,30 @@ def skywalk_complete(out: Path) -> dict:
            "|---|---|---|---|---|---|"]
     md += [f"| {k} | {r['links']:,} | {r['km']:.3f} | {r['fr_max']} / {r['fr_avg']:.1f} | {r['nr_max']} / "
            f"{r['nr_avg']:.1f} | {r['seconds']} s |" for k, r in rows.items()]
-    md += ["", f"checks (complete construction): {checks} -> {'PASS' if res['ok'] else 'FAIL'}"]
+    md += ["", f"checks (complete construction): {checks} -> {'PASS' if res['ok'] else 'FAIL'}", ""]
+    md += [f"literal Skywalk(8,256,7,4) vs Random(2048,11), {m}: {v['text']}" for m, v in sentences.items()]
     (out / "complete.json").write_text(json.dumps(res, indent=2) + "\n")
     (out / "complete.md").write_text("\n".join(md) + "\n")
     print("\n".join(md), flush=True)
     return res
+
+
+def crossing(delays: list[float], sky: list[float], rnd: list[float], what: str) -> dict:
+    """Where Skywalk's curve stops being below Random's: the last delay up to which it is below at
+    every delay, the first from which it is not at any, their latencies, and the sentence
+    docs/papers.md prints ("holds up to 140 ns (1,550.5 vs 1,561 ns); from 160 ns on ...")."""
+    below = [a < b for a, b in zip(sky, rnd)]
+    upto = next((i for i, ok in enumerate(below) if not ok), len(below)) - 1
+    since = max((i for i, ok in enumerate(below) if ok), default=-1) + 1
+    out = {"metric": what, "below_up_to_ns": delays[upto] if upto >= 0 else None,
+           "not_below_from_ns": delays[since] if since < len(delays) else None}
+    parts = []
+    if upto >= 0:
+        parts.append(f"holds up to {delays[upto]:g} ns ({sky[upto]:,g} vs {rnd[upto]:,g} ns)")
+    if since < len(delays):
+        parts.append(f"from {delays[since]:g} ns on Random(2048,11) is lower ({rnd[since]:,g} vs {sky[since]:,g} ns)")
+    out["text"] = f"Skywalk's {what} below Random's " + "; ".join(parts)
+    return out
 
 
 def main(out: Path, quick: bool = False, only: str = "") -> dict:

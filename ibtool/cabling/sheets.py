@@ -235,7 +235,7 @@ def write_package(plan: CablePlan, out: Path, prices: dict | None = None, engine
             cable_model=lay.site.cable_model, version=__version__, stages=stages, bom=items,
             priced=bool(prices), currency=(prices or {}).get("currency", ""),
             price_source=(prices or {}).get("source", ""), total=round(sum(r["price"] for r in priced), 2),
-            unpriced=len(items) - len(priced), switch_sheets=sheets, drawing=topo or "",
+            unpriced=len(items) - len(priced), switch_sheets=sheets, drawing=topo or "", drawing_file="svg/topology.svg" if topo else None,
             drawing_note=note, floor=None if is_floor else floor, sm_host=plan.sm_host,
             guids_real=plan.guids_real, made=made["made"], source=made["source"]))
         out.mkdir(parents=True, exist_ok=True)

@@ -99,6 +99,7 @@ def scene(f) -> Scene | None:
             y = pos[members[0]][1] + OFF
             bx = max(xs) + OFF + 14 + box_w / 2
             sc.under.append(f'<path d="M{min(xs) - 6:.1f},{y:.1f}L{bx - box_w / 2:.1f},{y:.1f}" class="bus {cls}"/>')
+            sc.clear.append((min(xs) - 8, y - 2, bx - box_w / 2, y + 2))
             sw_node = sc.add_node(Node(name, bx, y, box_w, 14, "switch", label=name, size=7, devices=tuple(sws),
                                        title=title, data={"devices": " ".join(f.names[s] for s in sws)}
                                        if len(sws) > 1 else {}))
@@ -109,6 +110,7 @@ def scene(f) -> Scene | None:
             x = pos[members[0]][0] + OFF
             by = max(ys) + OFF + 22
             sc.under.append(f'<path d="M{x:.1f},{min(ys) - 6:.1f}L{x:.1f},{by - 7:.1f}" class="bus {cls}"/>')
+            sc.clear.append((x - 2, min(ys) - 8, x + 2, by - 7))
             sw_node = sc.add_node(Node(name, x, by, box_w, 14, "switch", label=name, size=7, devices=tuple(sws),
                                        title=title, data={"devices": " ".join(f.names[s] for s in sws)}
                                        if len(sws) > 1 else {}))

@@ -87,6 +87,7 @@ class Scene:
         self.wires: list[Wire] = []
         self.texts: list[tuple] = []  # (text, x, y, cls, anchor): titles placed before anything else
         self.under: list[str] = []  # raw SVG drawn below the wires (frames, buses)
+        self.clear: list[tuple] = []  # boxes (x0, y0, x1, y1) the marks' labels keep off (the buses)
         self.node_of: dict[int, Node] = {}  # device -> the node that shows it
         self.wire_of: dict[int, Wire] = {}  # link -> the wire that shows it
         self.marks: list[Mark] = []
@@ -188,8 +189,11 @@ def heat_bin(v: float, vmin: float, vmax: float) -> int:
 
 def render(scene: Scene, standalone: bool = False, desc: str = "") -> str:
     """The scene as one self-contained SVG document (see ibtool.drawing.svg)."""
-    labels = Labels()
+    labels = Labels(bounds=(0, 0, scene.width, scene.height))  # no label cut off at the drawing's edge
     avoid = Labels()  # node boxes: mark labels keep off them
+    buses = Labels()  # and port labels off the buses too
+    for box in scene.clear:
+        buses.take(box)
     out: list[str] = []
     f = scene.fabric
     extra_h = 0.0
@@ -237,7 +241,7 @@ def render(scene: Scene, standalone: bool = False, desc: str = "") -> str:
             g = f'<a href="{escape(n.href)}">{g}</a>'
         out.append(g)
     # the marks: over everything, their labels placed first
-    marked = _marks(scene, out, labels, avoid)
+    marked = _marks(scene, out, labels, avoid, buses)
     # node labels, then wire labels (counts)
     for n in scene.nodes:
         if not n.label:
@@ -261,9 +265,9 @@ def render(scene: Scene, standalone: bool = False, desc: str = "") -> str:
     out += labels.out
     out += legend
     return document(scene.width, scene.height + extra_h, scene.title, out, standalone=standalone, desc=desc,
-                    extra='<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="5" '
-                          'markerHeight="5" orient="auto-start-reverse"><path d="M0,0L10,5L0,10z"/></marker></defs>'
-                    if any(m.arrow for m in scene.marks) else "")
+                    extra=f'<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" '
+                          f'markerWidth="{HEAD}" markerHeight="{HEAD}" orient="auto"><path d="M0,0L10,5L0,10z"/>'
+                          f'</marker></defs>' if any(m.arrow for m in scene.marks) else "")
 
 
 def _heat_legend(scene: Scene, y: float) -> list[str]:
@@ -286,7 +290,7 @@ def _heat_legend(scene: Scene, y: float) -> list[str]:
     return out
 
 
-def _marks(scene: Scene, out: list[str], labels: Labels, avoid: Labels) -> list[str]:
+def _marks(scene: Scene, out: list[str], labels: Labels, avoid: Labels, buses: Labels) -> list[str]:
     """Draw every mark: a cable's wire (or bundle) in the mark's colour, a device's outline; and
     its label near it, off other labels and off the nodes. Returns the SVG; sets Mark.drawn."""
     res: list[str] = []
@@ -314,9 +318,13 @@ def _marks(scene: Scene, out: list[str], labels: Labels, avoid: Labels) -> list[
                     res.append(_outline(n, m.kind, attrs, tip))
                     anchor = (n.x, n.y, n.w / 2 + 4, n.h / 2 + 4)
                     m.drawn = True
+            if pts and m.arrow:  # a channel: an arrow beside its cable, from sender to receiver
+                pts = _arrow(_towards(pts, scene, a, b), scene, a, b)
             if pts:
                 arrow = ' marker-end="url(#arrow)"' if m.arrow else ""
                 res.append(f'<path d="{_path(pts)}" class="m {m.kind}"{arrow}{attrs}>{tip}</path>')
+                if m.kind == "miswired":  # a hollow line: no bus is drawn so
+                    res.append(f'<path d="{_path(pts)}" class="m core"/>')
                 x, y, _, _ = _mid(pts)
                 anchor = (x, y, 5, 5)
                 m.drawn = True
@@ -324,7 +332,7 @@ def _marks(scene: Scene, out: list[str], labels: Labels, avoid: Labels) -> list[
                     # the ports at both ends, where they are told apart on the drawing
                     for (dev, port), (px, py) in ((a, pts[0]), (b, pts[-1])):
                         if port is not None and f.types[scene.device(dev)] == 2:
-                            _place_off(labels, avoid, f"P{port}", ring(px, py, 5, size=7, rings=3), 7,
+                            _place_off(labels, (avoid, buses), f"P{port}", ring(px, py, 5, size=7, rings=3), 7,
                                        f"mark {m.kind} halo")
         elif m.device is not None:
             i = scene.device(m.device)
@@ -335,16 +343,68 @@ def _marks(scene: Scene, out: list[str], labels: Labels, avoid: Labels) -> list[
                 m.drawn = True
         if anchor is not None and m.label:
             x, y, rx, ry = anchor
-            _place_off(labels, avoid, m.label, ring(x, y, max(rx, 6), size=8, rings=8), 8, f"mark {m.kind} halo",
+            _place_off(labels, (avoid,), m.label, ring(x, y, max(rx, 6), size=8, rings=8), 8, f"mark {m.kind} halo",
                        attrs)
     return res
 
 
-def _place_off(labels: Labels, avoid: Labels, text: str, spots, size: float, cls: str, attrs: str = "") -> None:
+HEAD = 6.0  # a channel's arrowhead, px
+BESIDE = 5.0  # a channel's arrow runs this far beside its cable's line, on its right-hand side
+
+
+def _node(scene: Scene, end: tuple) -> Node | None:
+    i = scene.device(end[0])
+    return scene.node_of.get(i) if i is not None else None
+
+
+def _towards(pts, scene: Scene, a: tuple, b: tuple):
+    """The wire's points in the order of the channel a -> b: the end nearer a's node first."""
+    na, nb = _node(scene, a), _node(scene, b)
+    if na is None or nb is None or na is nb:
+        return pts
+
+    def d(p, n):
+        return ((p[0] - n.x) ** 2 + (p[1] - n.y) ** 2) ** 0.5
+    as_is = d(pts[0], na) + d(pts[-1], nb)
+    return pts if as_is <= d(pts[-1], na) + d(pts[0], nb) else pts[::-1]
+
+
+def _inside(n: Node, x: float, y: float, pad: float) -> bool:
+    if n.shape == "circle":
+        return (x - n.x) ** 2 + (y - n.y) ** 2 < (n.w / 2 + pad) ** 2
+    x0, y0, x1, y1 = n.box()
+    return x0 - pad < x < x1 + pad and y0 - pad < y < y1 + pad
+
+
+def _arrow(pts, scene: Scene, a: tuple, b: tuple):
+    """A channel drawn as an arrow: the longest segment of its cable's line (in channel order),
+    moved BESIDE it to its right-hand side (so a -> b and b -> a fall on opposite sides) and cut
+    where it would enter either end's node, so it covers neither the cable's ends (the ports) nor
+    the devices."""
+    (x1, y1), (x2, y2) = max(zip(pts, pts[1:]), key=lambda s: abs(s[1][0] - s[0][0]) + abs(s[1][1] - s[0][1]))
+    length = ((x2 - x1) ** 2 + (y2 - y1) ** 2) ** 0.5
+    if length == 0:
+        return pts
+    ux, uy = (x2 - x1) / length, (y2 - y1) / length
+    ox, oy = -uy * BESIDE, ux * BESIDE
+    ends = [n for n in (_node(scene, a), _node(scene, b)) if n is not None]
+    steps = 40
+    free = [k for k in range(steps + 1)
+            if not any(_inside(n, x1 + ox + ux * length * k / steps, y1 + oy + uy * length * k / steps, 1.5)
+                       for n in ends)]
+    lo, hi = (free[0], free[-1]) if free else (0, steps)
+    t0, t1 = length * lo / steps, length * hi / steps - 1.0
+    if t1 - t0 < HEAD + 1:  # too short to show a shaft: keep the head's length at least
+        t1 = t0 + HEAD + 1
+    return [(x1 + ox + ux * t0, y1 + oy + uy * t0), (x1 + ox + ux * t1, y1 + oy + uy * t1)]
+
+
+def _place_off(labels: Labels, avoid: tuple[Labels, ...], text: str, spots, size: float, cls: str,
+               attrs: str = "") -> None:
     """A mark's label: at the first spot off other labels and off the nodes, else off labels only."""
     for s in spots:
         bx = labels.box(text, s[0], s[1], size, s[2])
-        if labels.free(bx) and avoid.free(bx):
+        if labels.free(bx) and all(a.free(bx) for a in avoid):
             labels.place(text, [s], size=size, cls=cls, attrs=attrs)
             return
     labels.place(text, spots, size=size, cls=cls, attrs=attrs)

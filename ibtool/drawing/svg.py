@@ -32,8 +32,9 @@ def text_width(s: str, size: float) -> float:
 
 
 # Styles: one sheet for every drawing. Colours: planned cables grey, KNS dimensions as paper 000's
-# Fig. 7 (routers orange, switches blue); findings in colours a print keeps apart (and dashed where
-# the colour alone would not tell).
+# Fig. 7 (routers orange, switches blue); findings in colours a print keeps apart, none near a
+# dimension's colour (CIE76 distance 40 or more: tests/drawing), and dashed, dotted or hollow where
+# the colour alone would not tell: "where the cable belongs" is a hollow black line, a line no bus is.
 STYLE = """
 svg.ibd{font-family:"DejaVu Sans",Arial,sans-serif;background:#fff}
 svg.ibd text{font-size:8px;fill:#111;stroke:none}
@@ -71,31 +72,33 @@ svg.ibd .axisline{stroke:#333;stroke-width:1;fill:none}
 svg.ibd .grid{stroke:#ddd;stroke-width:.6;fill:none}
 svg.ibd .peer{stroke:#c60;stroke-width:2.5}
 svg.ibd .m{fill:none;stroke-linecap:round;stroke-width:3.5}
-svg.ibd .m.miswired{stroke:#d00}
-svg.ibd .m.found{stroke:#d00;stroke-dasharray:4 3;stroke-width:2}
+svg.ibd .m.miswired{stroke:#000;stroke-width:5}
+svg.ibd .m.core{stroke:#fff;stroke-width:1.8}
+svg.ibd .m.found{stroke:#000;stroke-dasharray:4 3;stroke-width:1.6}
 svg.ibd .m.missing{stroke:#e80;stroke-dasharray:6 3}
-svg.ibd .m.extra{stroke:#90c;stroke-dasharray:2 2}
+svg.ibd .m.extra{stroke:#f09;stroke-dasharray:2 2}
 svg.ibd .m.degraded{stroke:#cb0}
 svg.ibd .m.health{stroke:#0aa}
-svg.ibd .m.cycle{stroke:#d0d;stroke-width:3}
+svg.ibd .m.cycle{stroke:#f0f;stroke-width:2;stroke-linecap:butt}
 svg.ibd .m.down{stroke:#000;stroke-dasharray:5 3;stroke-width:3}
 svg.ibd .m.detour{stroke:#07c;stroke-width:2.5;stroke-opacity:.8}
 svg.ibd .mdev{fill:none;stroke-width:3}
 svg.ibd .mdev.notfound{stroke:#e80;stroke-dasharray:3 2}
 svg.ibd .mdev.misplaced{stroke:#d00}
-svg.ibd .mdev.extra{stroke:#90c}
+svg.ibd .mdev.extra{stroke:#f09}
 svg.ibd .mdev.health{stroke:#0aa}
 svg.ibd .mdev.down{stroke:#000}
-svg.ibd .mdev.cycle{stroke:#d0d}
-svg.ibd text.mark.miswired,svg.ibd text.mark.found,svg.ibd text.mark.misplaced{fill:#b00}
+svg.ibd .mdev.cycle{stroke:#f0f}
+svg.ibd text.mark.miswired,svg.ibd text.mark.found{fill:#000}
+svg.ibd text.mark.misplaced{fill:#b00}
 svg.ibd text.mark.missing,svg.ibd text.mark.notfound{fill:#b50}
-svg.ibd text.mark.extra{fill:#70a}
+svg.ibd text.mark.extra{fill:#c07}
 svg.ibd text.mark.degraded{fill:#870}
 svg.ibd text.mark.health{fill:#077}
-svg.ibd text.mark.cycle{fill:#a0a}
+svg.ibd text.mark.cycle{fill:#b0b}
 svg.ibd text.mark.down{fill:#000}
 svg.ibd text.mark.detour{fill:#057}
-svg.ibd marker path{fill:#d0d}
+svg.ibd marker path{fill:#f0f}
 """ + "".join(f"svg.ibd .h{i}{{stroke:{c};stroke-width:{1.2 + i * 0.35:.2f};stroke-opacity:1}}\n"
               for i, c in enumerate(("#2c7bb6", "#4a9cc6", "#7ab8d6", "#abd9e9", "#d8eebf", "#ffffbf", "#fed690",
                                      "#fdae61", "#f46d43", "#d7191c")))
@@ -131,8 +134,9 @@ def document(w: float, h: float, title: str, body: list[str] | str, *, standalon
 class Labels:
     """Text labels placed without overlap: a uniform grid of buckets holding the boxes placed."""
 
-    def __init__(self, cell: float = 40.0):
+    def __init__(self, cell: float = 40.0, bounds: tuple | None = None):
         self.cell = cell
+        self.bounds = bounds  # (x0, y0, x1, y1): a label must lie wholly inside (the drawing's viewBox)
         self.grid: dict[tuple[int, int], list[tuple[float, float, float, float]]] = {}
         self.out: list[str] = []
 
@@ -144,6 +148,10 @@ class Labels:
 
     def free(self, box) -> bool:
         x0, y0, x1, y1 = box
+        if self.bounds is not None:
+            b0, c0, b1, c1 = self.bounds
+            if x0 < b0 or y0 < c0 or x1 > b1 or y1 > c1:
+                return False
         for k in self._keys(*box):
             for a0, b0, a1, b1 in self.grid.get(k, ()):
                 if x0 < a1 and a0 < x1 and y0 < b1 and b0 < y1:

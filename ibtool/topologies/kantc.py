@@ -160,11 +160,23 @@ NAMES = {"fattree": "k-ary n-tree", "mikant": "MiKANT", "kantc": "KANTC", "mikan
 
 
 def covering_radius(k: int) -> int:
-    """r: the largest cube distance from a cube switch to its nearest intermediate switch. The
-    graph's HCA-to-HCA diameter of KANTC and MiKANTC is 2n + 2r (paper 001's Theorem 5 says 2n + k,
-    its proof 2n + 2k; they meet only at k = 4, where r = 2)."""
+    """r: the largest cube distance from a cube switch to its nearest intermediate switch; floor(k/2)
+    with these intermediates (tests/topologies/test_paper_numbers.py checks k = 2..16)."""
     inter = intermediates(k)
     return max(min(bin(x ^ i).count("1") for i in inter) for x in range(2 ** k))
+
+
+def graph_diameter(family: str, k: int, n: int) -> int:
+    """The generated graph's HCA-to-HCA diameter of KANTC or MiKANTC. From n = 3 on, 2n + 2r: an
+    HCA's switch reaches its nearest intermediate switch in r cube hops, then the tree's 2(n-1)
+    links, r hops and the HCA link on the far side. Paper 001's Theorem 5 takes r = k/2, giving
+    2n + k: the same for even k, but for odd k r = (k-1)/2 and the diameter is 2n + k - 1 (2n + 2
+    at k = 3); its proof's 2n + 2k counts k/2 twice plus k. n = 2 has a single cube (KANTC: two HCAs
+    across it, k + 2) or two joined at their intermediates (MiKANTC: 2r + 3)."""
+    r = covering_radius(k)
+    if n == 2:
+        return k + 2 if family == "kantc" else 2 * r + 3
+    return 2 * n + 2 * r
 
 
 def p_cube(k: int) -> float:
@@ -234,13 +246,18 @@ def paper001(family: str, k: int, n: int) -> list[dict]:
             row("path diversity PD", pt / nodes, "P~ / N", f"{src} V.C, Fig. 10")]
     if family in ("kantc", "mikantc"):
         r = covering_radius(k)
+        d = graph_diameter(family, k, n)
+        how = (f"2n + 2r (HCA to HCA), r = {r} the intermediates' covering radius"
+               + ("; Theorem 5's 2n + k assumes r = k/2, for odd k it is (k-1)/2" if k % 2 else "")
+               if n > 2 else ("k + 2 (HCA to HCA across the one cube)" if family == "kantc" else
+                              f"2r + 3 (HCA to HCA through the two cubes' intermediates), r = {r}"))
         out += [row("diameter, Theorem 5", 2 * n + k, "2n + k (HCA to HCA)", f"{src} Theorem 5"),
-                row("diameter of the graph", 2 * n + 2 * r,
-                    f"2n + 2r (HCA to HCA), r = {r} the intermediates' covering radius", "the generated graphs"),
+                row("diameter of the graph", d, how, "the generated graphs"),
                 row("RCP (paper's diameter)", rcp(k, n, nodes, 2 * n + k),
                     "2k (2n + k) / ((log2 N + 1)(log2 N + 2)), p = 1", f"{src} V.B, Figs. 8-9"),
-                row("RCP (graph's diameter)", rcp(k, n, nodes, 2 * n + 2 * r),
-                    "2k (2n + 2r) / ((log2 N + 1)(log2 N + 2)), p = 1", f"{src} V.B with the graph's diameter"),
+                row("RCP (graph's diameter)", rcp(k, n, nodes, d),
+                    "2k D / ((log2 N + 1)(log2 N + 2)), p = 1, D the graph's diameter",
+                    f"{src} V.B with the graph's diameter"),
                 row("RCP (section V.B's text: diameter 2n + 2k)", rcp(k, n, nodes, 2 * n + 2 * k),
                     "2k (2n + 2k) / ((log2 N + 1)(log2 N + 2)), p = 1", f"{src} V.B, its text")]
     return out

@@ -7,8 +7,8 @@ read as a technician would say them:
     C0043 (S[0,1] P1 -> R[1,0] P2) is in S[0,1] port 2: move it to port 1
 
 `--stage N` checks a fabric cabled up to wiring stage N: the plan is cut to the cables of stages
-1..N; cables of later stages already there are "cabled ahead of its stage" (never "extra:
-remove"); a planned cable the discovery could not see (an end on a device it did not find, or in
+1..N; cables of later stages already there are "cabled ahead of its stage", never an action
+(neither "extra: remove" nor a host that "belongs on nothing"); a planned cable the discovery could not see (an end on a device it did not find, or in
 a piece of the fabric not connected to the one discovered) is "not checked" and fails the check
 (exit 1), never counted as right. `ibtool cabling` orders the stages so that the fabric grows
 from the SM host as one piece: discover from it (cabling.json names it).
@@ -23,6 +23,7 @@ from pathlib import Path
 from ibtool.errors import InputError
 from ibtool.fabric import Fabric
 from ibtool.formats import open_input
+from ibtool.verify.topology import host_text
 
 
 @dataclass
@@ -212,7 +213,32 @@ def ahead_of_stage(rep, cables: CableList, later: set) -> list[dict]:
         else:
             dev_keep.append(d)
     rep.extra_devices = dev_keep
+    # a planned host whose cable is of a later stage: the cut plan leaves its port free, but the
+    # cable there is that later cable (said above), never a "move device"; cabled elsewhere, the
+    # host belongs where its later cable goes, never "on nothing"
+    def belongs(port: str, want: str) -> str:
+        c = cables.get(_end(port))
+        if c is None or frozenset((c.a, c.b)) not in later:
+            return want
+        far = c.b if c.a == _end(port) else c.a
+        return f"{far[0]} port {far[1]} ({c.id}, stage {c.stage})"
+
+    host_keep = []
+    for m in rep.misplaced_devices:
+        rest = [(now, belongs(port, want), port) for now, want, port in zip(m["is_on"], m["belongs_on"], m["ports"])
+                if frozenset((_end(port), _long_end(now))) not in later]
+        if rest:
+            now, want, ports = (list(x) for x in zip(*rest))
+            host_keep.append(dict(m, is_on=now, belongs_on=want, ports=ports,
+                                  text=host_text(m["who"], now, want)))
+    rep.misplaced_devices = host_keep
     return ahead
+
+
+def _long_end(s: str) -> tuple[str, int] | None:
+    """'R[0,1] port 1' (a report's long form of an end) -> ('R[0,1]', 1)."""
+    name, sep, port = s.rpartition(" port ")
+    return (name, int(port)) if sep and port.isdigit() else None
 
 
 def annotate(t: dict, cables: CableList) -> dict:

@@ -247,13 +247,13 @@ table{border-collapse:collapse;width:100%;margin:.3em 0 .8em}
 th,td{border:1px solid #aaa;padding:2px 6px;text-align:left;vertical-align:top}
 th{background:#eee}
 td.v{font-weight:bold;white-space:nowrap}tr.ok td.v{color:#070}tr.bad td.v{color:#b00}tr.info td.v{color:#555}
-td.text,td.label{overflow-wrap:anywhere;word-break:normal}td.label{font:8.5pt "DejaVu Sans Mono",monospace}
+td.text{overflow-wrap:anywhere;word-break:normal;min-width:20em}.label{font:8pt "DejaVu Sans Mono",monospace}
 .id{white-space:nowrap;overflow-wrap:normal}thead{display:table-header-group}
 .check{width:1.4em;text-align:center}
 tr.sel{background:#fff3b0}
 .layout{display:flex;gap:1.2em;align-items:flex-start;flex-wrap:wrap}
 .layout figure{margin:0;flex:3 1 600px;min-width:0}
-.layout aside{flex:2 1 340px;min-width:0}
+.layout aside{flex:2 1 560px;min-width:0}
 figure svg.ibd{width:100%;height:auto;border:1px solid #ddd}
 figcaption{color:#444;font-size:9pt}
 .legend span{display:inline-block;margin-right:1em;white-space:nowrap}
@@ -264,15 +264,17 @@ pre.details{white-space:pre-wrap;overflow-wrap:anywhere;background:#f6f6f6;paddi
 .toggle{font-size:9pt}
 @page{margin:12mm}
 @media print{body{margin:0;font-size:9pt}.noprint{display:none}
-  .layout{display:block}figure svg.ibd{border:none;max-height:240mm}
+  .layout{display:block}figure svg.ibd{border:none;max-height:var(--room,240mm)}
+  section.step+section.step{break-before:page}section.step details{display:none}
   tr{page-break-inside:avoid}h2{page-break-after:avoid}a{color:inherit;text-decoration:none}}
 """
 
-LEGEND = (("miswired", "#d00", "solid", "miswired: where the cable belongs"),
-          ("found", "#d00", "dashed", "where it is now"),
-          ("missing", "#e80", "dashed", "missing"), ("extra", "#90c", "dotted", "extra / not planned"),
+LEGEND = (("miswired", "#000", "double", "miswired: where the cable belongs"),
+          ("found", "#000", "dashed", "where it is now"),
+          ("missing", "#e80", "dashed", "missing"), ("extra", "#f09", "dotted", "extra / not planned"),
           ("degraded", "#cb0", "solid", "degraded link"), ("health", "#0aa", "solid", "port errors"),
-          ("cycle", "#d0d", "solid", "credit loop, in order"), ("down", "#000", "dashed", "down in this step"),
+          ("cycle", "#f0f", "solid", "credit loop: each channel an arrow beside its cable, numbered in order"),
+          ("down", "#000", "dashed", "down in this step"),
           ("detour", "#07c", "solid", "carries more routes than before the faults"))
 
 JS = """
@@ -326,25 +328,41 @@ def findings_table(items: list[dict]) -> str:
         # identifiers (cable IDs, label lines, C0 U42 front, R[0,0] port 2) never break over two lines
         rows.append(f'<tr id="f{it["n"]}" class="{cls}" data-cables="{escape(" ".join(it["cables"]))}">'
                     f'<td class="check">{"&#9744;" if it["fix"] else ""}</td><td>{it["n"]}</td>'
-                    f'<td>{escape(it["what"])}</td><td>{"<br>".join(_id(c) for c in it["cables"])}</td>'
-                    f'<td class="label">{"<br>".join(_label_lines(x) for x in it["labels"])}</td>'
+                    f'<td>{escape(it["what"])}</td><td class="cable">{_cables(it)}</td>'
                     f'<td class="text">{nobreak(it["text"])}</td></tr>')
-    return ('<table id="findings"><thead><tr><th class="check">&#10003;</th><th>#</th><th>action</th><th>cable</th>'
-            '<th>labels</th><th>what to do</th></tr></thead><tbody>' + "".join(rows) + "</tbody></table>")
+    return ('<table id="findings"><thead><tr><th class="check">&#10003;</th><th>#</th><th>action</th>'
+            '<th>cable and its label</th><th>what to do</th></tr></thead><tbody>' + "".join(rows) + "</tbody></table>")
 
 
 def _id(text: str) -> str:
     return f'<span class="id">{escape(text)}</span>'
 
 
-def _label_lines(label: str) -> str:
-    """A label as the cable list keeps it ('C0044 / C0-U05F S[0,1] P1 / ...'), one line each."""
-    return "<br>".join(_id(x) for x in label.split(" / "))
+def _cables(it: dict) -> str:
+    """Each cable of a finding: its ID, and under it the rest of its label (one column for both,
+    so the fix text keeps the width)."""
+    labels = list(it["labels"])
+    out = []
+    for c in it["cables"]:
+        lab = next((x for x in labels if x.split(" / ")[0] == c), None)
+        if lab is not None:
+            labels.remove(lab)
+        out.append(f"<b>{_id(c)}</b>" + (f'<br><span class="label">{_label_lines(lab, skip_id=True)}</span>'
+                                         if lab else ""))
+    out += [f'<span class="label">{_label_lines(x)}</span>' for x in labels]
+    return "<br>".join(out)
+
+
+def _label_lines(label: str, skip_id: bool = False) -> str:
+    """A label as the cable list keeps it ('C0044 / C0-U05F S[0,1] P1 / ...'), one line each
+    (without its first, the cable ID, when that stands above it)."""
+    lines = label.split(" / ")
+    return "<br>".join(_id(x) for x in (lines[1:] if skip_id else lines))
 
 
 def legend(marks: list[Mark], heat_layers: bool) -> str:
     kinds = {m.kind for m in marks}
-    spans = [f'<span><i style="border-top-color:{c};border-top-style:{s}"></i>{escape(t)}</span>'
+    spans = [f'<span><i style="border-top:{5 if s == "double" else 3}px {s} {c}"></i>{escape(t)}</span>'
              for k, c, s, t in LEGEND if k in kinds]
     if {"misplaced", "notfound"} & kinds:
         spans.append('<span><i style="border-top-color:#d00"></i>outlined: a device with a finding</span>')
@@ -356,13 +374,43 @@ def legend(marks: list[Mark], heat_layers: bool) -> str:
     return out
 
 
-def drawing_section(svg: str, note: str, marks: list[Mark], rep: dict, items: list[dict]) -> str:
+# On paper the drawing shares its page with what stands above it (the title, the checks, the
+# legend) instead of moving whole to the next page and leaving this one mostly blank: its printed
+# height is what is left of the shorter of A4 and Letter (255 mm inside the 12 mm margins) under
+# that text, estimated at the print size (9 pt: a line 4.4 mm; measured in Chromium).
+PAGE_MM, LINE_MM, ROW_MM, MIN_MM = 255.0, 4.4, 1.4, 90.0
+
+
+def _lines(text: str, per_line: int) -> int:
+    return max(1, -(-len(text) // per_line))
+
+
+def checks_mm(rep: dict) -> float:
+    """The printed height of the checks table: a row per check, its result wrapped at about 80
+    characters and its name at 16."""
+    return 6.0 + sum(ROW_MM + LINE_MM * max(_lines(c["summary"], 80), _lines(c["name"], 16)) for c in rep["checks"])
+
+
+def head_mm(rep: dict) -> float:
+    """The title and the line of inputs above the first heading, printed."""
+    m = meta(rep)
+    line = " . ".join(f"{k} {v}" for k, v in (("fabric", m["fabric"]), ("plan", m["plan"]), ("run", m["run"])) if v)
+    return 23.0 + LINE_MM * _lines(line, 95)
+
+
+def drawing_section(svg: str, note: str, marks: list[Mark], rep: dict, items: list[dict],
+                    above_mm: float = 0.0) -> str:
+    """The drawing (with its legend) beside the findings; above_mm: how much of the printed page
+    stands above it."""
     missed = [m for m in marks if not m.drawn and m.kind != "found"]
     side = findings_table(items)
     if missed:
         side += ("<p>Not on the drawing (a device or cable it does not show): "
                  + "; ".join(escape(m.text or m.label) for m in missed[:20]) + "</p>")
-    fig = (f'<figure>{legend(marks, "data-h0=" in svg)}{svg}<figcaption>{escape(note)}. Hover or click a cable or '
+    leg = legend(marks, "data-h0=" in svg)
+    room = PAGE_MM - above_mm - LINE_MM * _lines(re.sub("<[^>]+>", "", leg) if leg else "", 90) - 6.0
+    style = f' style="--room:{room:.0f}mm"' if room >= MIN_MM else ""  # else: a page of its own (240 mm)
+    fig = (f'<figure{style}>{leg}{svg}<figcaption>{escape(note)}. Hover or click a cable or '
            f'device for its details.</figcaption><div id="info" class="noprint"></div></figure>' if svg else
            f"<p>{escape(note)}</p>")
     return f'<div class="layout">{fig}<aside><h2>Findings</h2>{side}</aside></div>'
@@ -373,7 +421,9 @@ def write_html(rep: dict, path: str | Path) -> None:
     from ibtool.verify.report import text
     items, marks = findings(rep, cable_ids_for(rep))
     svg, note, marks = drawn(rep, marks)
-    body = (f'<h2>Checks</h2>{checks_table(rep)}\n<h2>The fabric</h2>{drawing_section(svg, note, marks, rep, items)}'
+    above = head_mm(rep) + 10.0 + checks_mm(rep) + 13.0  # the title, "Checks", its table, "The fabric"
+    body = (f'<h2>Checks</h2>{checks_table(rep)}\n<h2>The fabric</h2>'
+            f'{drawing_section(svg, note, marks, rep, items, above)}'
             f'\n<h2>Details</h2><pre class="details">{escape(text(rep).partition(chr(10))[2])}</pre>')
     _write(path, page(rep, "ibtool verify", body))
 
@@ -386,6 +436,9 @@ def write_steps_html(steps: list[tuple[str, dict, dict]], rep: dict, path: str |
     from ibtool.verify.report import text
     parts = []
     f, lay, what = fabric_for({"inputs": {"plan": str(plan)}}) if plan else (None, None, "")
+
+    def above(r: dict) -> float:  # a step starts a printed page: its heading, its checks (the title first)
+        return (head_mm(rep) if not parts else 0.0) + 10.0 + checks_mm(r)
     base_loads: dict | None = None
     for name, r, summ in steps:
         if f is None:
@@ -404,7 +457,7 @@ def write_steps_html(steps: list[tuple[str, dict, dict]], rep: dict, path: str |
         verdict = "PASS" if r["ok"] else "FAIL"
         parts.append(f'<section class="step" id="{escape(name)}"><h2>{escape(name)}: <span class="{verdict}">'
                      f'{verdict}</span> &mdash; {escape(str(summ.get("faults") or "no faults"))}</h2>'
-                     f'{checks_table(r)}{drawing_section(svg, note, marks, r, items)}'
+                     f'{checks_table(r)}{drawing_section(svg, note, marks, r, items, above(r))}'
                      f'<details><summary>details</summary><pre class="details">'
                      f'{escape(text(r).partition(chr(10))[2])}</pre></details></section>')
     _write(path, page(rep, "ibtool verify: fault scenario", "\n".join(parts)))

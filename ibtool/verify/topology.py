@@ -596,7 +596,11 @@ def _misplaced(rep: TopologyReport, plan: Fabric, found: Fabric, m: Matching, fe
             who = plan.names[i] if found.names[j] == plan.names[i] else f"{plan.names[i]} ({found.names[j]})"
             rep.misplaced_devices.append({"device": plan.names[i], "identity": found.names[j], "is_on": now,
                                           "belongs_on": want, "ports": ports, "who": who,
-                                          "text": f"{who} is on {', '.join(now)}; it belongs on {', '.join(want)}"})
+                                          "text": host_text(who, now, want)})
+
+
+def host_text(who: str, now: list[str], want: list[str]) -> str:
+    return f"{who} is on {', '.join(now)}; it belongs on {', '.join(want)}"
 
 
 def _fold_hosts(rep: TopologyReport) -> None:

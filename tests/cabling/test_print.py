@@ -83,3 +83,21 @@ def test_printed_sheets(sheets, paper):
     assert "C0 U42 front" in c0[0] and "C0 U42 back" in "".join(c0)
     fixes = " ".join(" ".join(printed["fixes"][0]).split())
     assert "as its labels say" in fixes and "hosts H[2," in fixes
+
+
+def test_the_index_prints_no_empty_heading(sheets):
+    """On paper the index's every heading has something under it: the files for the crew's tools
+    (links, not printed) take their heading with them."""
+    index = sheets["C0"].parents[1] / "index.html"
+    with chromium_page() as (page, errors):
+        page.emulate_media(media="print")
+        page.goto(index.as_uri())
+        empty = page.evaluate("""() => [...document.querySelectorAll('h2')].filter(h => h.getClientRects().length)
+            .filter(h => { let n = h.nextElementSibling;
+              while (n && !n.getClientRects().length) n = n.nextElementSibling;
+              return !n || n.tagName == 'H2' || (n.firstElementChild && n.firstElementChild.tagName == 'H2'); })
+            .map(h => h.textContent)""")
+        printed = " ".join(pages(page.pdf(format="A4")))
+    assert errors == []
+    assert empty == [] and "Files for the tools around the crew" not in printed
+    assert "Wiring order" in printed and "Bill of materials" in printed  # the headings that have content do print

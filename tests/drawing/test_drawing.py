@@ -101,10 +101,15 @@ def render_check(page, svg_text: str, tmp_path, name: str):
 
 
 @pytest.fixture(scope="module")
-def skywalk(tmp_path_factory):
+def skywalk_plan(tmp_path_factory):
     d = tmp_path_factory.mktemp("skywalk") / "plan"
     ibtool("topo", "skywalk", "--z", "8", "--c", "256", "--di", "7", "--do", "4", "--out", d, check=0)
-    f, pd, _ = read_plan(d)
+    return d
+
+
+@pytest.fixture(scope="module")
+def skywalk(skywalk_plan):
+    f, pd, _ = read_plan(skywalk_plan)
     return read_layout(f, pd)
 
 
@@ -114,6 +119,51 @@ def kns12(tmp_path_factory):
     ibtool("topo", "kns", "--k", "12", "--n", "3", "--out", d, check=0)
     f, pd, _ = read_plan(d)
     return read_layout(f, pd)
+
+
+def zoom_and_pan(page, index, section: str, level: int) -> dict:
+    """Open a cabling index and zoom its drawing `section` (Topology, Floor) to `level` (2: 200 %):
+    what it shows fitted, zoomed and after a drag, and on paper."""
+    page.set_viewport_size({"width": 1400, "height": 900})
+    page.goto(index.as_uri())
+    sec = page.locator("section.drawing", has=page.locator(f"h2:text-is('{section}')"))
+    box, bar = sec.locator(".zoom"), sec.locator(".zoombar")
+    svg = box.locator("svg.ibd")
+    natural = float(svg.get_attribute("width"))
+    label = ("() => Math.max(...[...document.querySelectorAll('.zoom svg.ibd text')].slice(0, 50)"
+             ".map(t => t.getBoundingClientRect().height))")
+    out = {"bar": bar.inner_text(), "file": bar.locator("a").get_attribute("href"),
+           "fit": svg.bounding_box()["width"] / natural, "fit_px": svg.bounding_box()["width"],
+           "box": box.evaluate("b => b.clientWidth"), "fit_text": page.evaluate(label)}
+    bar.locator(f"button[data-zoom='{level}']").click()
+    out["zoomed"] = svg.bounding_box()["width"] / natural
+    out["zoomed_text"] = page.evaluate(label)
+    out["said"] = bar.locator(".zoomnow").inner_text()
+    out["room"] = box.evaluate("b => [b.scrollWidth - b.clientWidth, b.scrollHeight - b.clientHeight]")
+    b = box.bounding_box()
+    box.evaluate("b => b.scrollTo(0, 0)")
+    before = box.evaluate("b => [b.scrollLeft, b.scrollTop]")
+    page.mouse.move(b["x"] + b["width"] / 2, b["y"] + 300)
+    page.mouse.down()
+    page.mouse.move(b["x"] + b["width"] / 2 - 200, b["y"] + 150, steps=8)
+    page.mouse.up()
+    after = box.evaluate("b => [b.scrollLeft, b.scrollTop]")
+    out["dragged"] = [after[0] - before[0], after[1] - before[1]]
+    page.emulate_media(media="print")
+    out["printed"] = (svg.bounding_box()["width"], page.evaluate("document.documentElement.clientWidth"))
+    page.emulate_media(media="screen")
+    return out
+
+
+def check_zoom(z: dict, index, level: int):
+    assert "To read its labels, zoom in" in z["bar"] and "drag or scroll to move around" in z["bar"]
+    assert (index.parent / z["file"]).is_file()  # the drawing by itself, at full size
+    assert z["fit"] <= 1.001 and z["fit_px"] <= z["box"] + 1  # fitted: never wider than the page
+    assert abs(z["zoomed"] - level) < 0.01 and z["said"] == f"Now at {level * 100} %."
+    assert z["zoomed_text"] >= 0.95 * level * z["fit_text"] / z["fit"]  # its labels as much larger
+    assert z["room"][0] > 200 and z["room"][1] > 150  # larger than its box: ...
+    assert z["dragged"] == [pytest.approx(200, abs=2), pytest.approx(150, abs=2)]  # ... moved by dragging
+    assert z["printed"][0] <= z["printed"][1]  # on paper, fitted again
 
 
 @pytest.mark.slow
@@ -133,6 +183,20 @@ def test_skywalk_floor_of_2048_switches_is_legible(skywalk, tmp_path):
         boxes = render_check(page, svg, tmp_path, "floor")
     assert len(boxes) > 800
     assert overlaps(boxes) == []
+    assert errors == []
+
+
+@pytest.mark.slow
+def test_skywalk_floor_on_the_cabling_index_zooms_and_pans(skywalk_plan, tmp_path):
+    """The 2,048-switch floor on the index is fitted to the page (about 77 % of its size, its labels
+    too small to read): the page says so and how to zoom; at 200 % it is twice its size, and a drag
+    moves around it."""
+    ibtool("cabling", skywalk_plan, "--out", tmp_path / "pkg", check=0)
+    index = tmp_path / "pkg" / "index.html"
+    with chromium_page() as (page, errors):
+        z = zoom_and_pan(page, index, "Topology", 2)
+    assert z["fit"] < 0.9 and f"Now at {round(z['fit'] * 100)} %." in z["bar"]
+    check_zoom(z, index, 2)
     assert errors == []
 
 
@@ -163,6 +227,32 @@ def test_label_placement_refuses_overlap():
     assert lab.place("R[0,0]", [(10, 10, "start")]) == (10, 10)
     assert lab.place("S[1,2]", [(12, 11, "start")]) is None  # on top of the first: left out
     assert lab.place("S[1,2]", [(12, 11, "start"), (12, 30, "start")]) == (12, 30)
+
+
+def test_no_label_outside_the_drawing(tmp_path):
+    """Labels of marks at the edges of a drawing (the hosts left of KNS's first column) are placed
+    inside its viewBox, so none is cut off, on screen or on paper: every text box measured by
+    Chromium lies inside the drawing's box."""
+    from ibtool.drawing import Mark
+    from ibtool.topologies.kns import kns
+    f = kns(6, 2, radix=8)
+    sc = drawing.scene_for(f)
+    edge = [f"H[{i},0]" for i in range(6)] + [f"H[0,{j}]" for j in range(6)]
+    sc.marks = [Mark("misplaced", h, f"{h} is on the wrong port", device=h) for h in edge]
+    sc.marks += [Mark("miswired", f"C00{i}", "", ends=((f"R[{i},0]", 2), (f"S[0,{i}]", 1))) for i in range(6)]
+    svg = drawing.render(sc)
+    inside = """() => { const s = document.querySelector('svg').getBoundingClientRect();
+      return Array.from(document.querySelectorAll('svg text')).filter(t => { const r = t.getBoundingClientRect();
+        return r.left < s.left - 0.5 || r.top < s.top - 0.5 || r.right > s.right + 0.5 || r.bottom > s.bottom + 0.5; })
+        .map(t => t.textContent); }"""
+    with chromium_page() as (page, errors):
+        boxes = render_check(page, svg, tmp_path, "edge")
+        assert set(edge) <= {b[4] for b in boxes}  # every host named ...
+        assert page.evaluate(inside) == []  # ... and whole
+        page.emulate_media(media="print")
+        page.set_viewport_size({"width": 1047, "height": 716})  # A4 landscape less 10 mm margins, at 96 dpi
+        assert page.evaluate(inside) == []
+    assert errors == []
 
 
 def test_cabling_svgs_render_alone_as_in_their_page(tmp_path):
@@ -197,7 +287,9 @@ def test_cabling_svgs_render_alone_as_in_their_page(tmp_path):
             assert changed <= 0.001 * alone.size[0] * alone.size[1], (svg.name, changed)
             # and not blank: the drawing has its colours alone (boxes filled, lines drawn)
             assert len(alone.getcolors(1 << 16) or []) > 5, svg.name
+        z = zoom_and_pan(page, pkg / "index.html", "Topology", 4)
     assert errors == []
+    check_zoom(z, pkg / "index.html", 4)
 
 
 def test_fat_tree_k8_n3_switch_labels_do_not_overlap(tmp_path):

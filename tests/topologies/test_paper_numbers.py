@@ -58,14 +58,39 @@ def test_paper_001_table_1(k, n):
         m = metrics(BUILD[fam](k, n))
         assert tuple(m.values()) == want, fam
     # Table I's diameters: k-ary n-tree and MiKANT 2n (as the graph); KANTC/MiKANTC: Theorem 5 says
-    # 2n + k, its proof 2n + 2k; the graph has 2n + 2r with r the intermediates' covering radius
-    # (1 for k = 3, 2 for k = 4), so it equals 2n + k at k = 4 only by coincidence.
+    # 2n + k, its proof 2n + 2k; the graph has 2n + 2r with r = floor(k/2) the intermediates' covering
+    # radius: 2n + k for even k, 2n + k - 1 for odd (test_kantc_diameter_beside_theorem_5)
     assert TABLE_I[k, n]["fattree"][4] == TABLE_I[k, n]["mikant"][4] == 2 * n
     assert TABLE_I[k, n]["kantc"][4] == TABLE_I[k, n]["mikantc"][4] == 2 * n + 2 * covering_radius(k)
     # Table I's link counts for KANTC and MiKANTC halve the tree part ((n-1)k^n/2, (2n-3)k^n/2);
     # Theorems 4 and 9 (and the graph) have it whole
     assert TABLE_I[k, n]["kantc"][2] == (n - 1) * k ** n + (2 ** (k - 1) + 2 ** k - k) * k ** (n - 1)
     assert TABLE_I[k, n]["kantc"][2] != (n - 1) * k ** n // 2 + (2 ** (k - 1) + 2 ** k - k) * k ** (n - 1)
+
+
+@pytest.mark.parametrize("k,n", [(2, 2), (3, 2), (4, 2), (5, 2), (6, 2), (7, 2), (2, 3), (3, 3), (4, 3), (5, 3),
+                                 (2, 4), (3, 4), (2, 5)])
+def test_kantc_diameter_beside_theorem_5(k, n):
+    """What docs/papers.md says beside Theorem 5 (and `analyze --figures` prints as the graph's
+    diameter), against the generated graphs: from n = 3 on 2n + 2 floor(k/2), i.e. Theorem 5's
+    2n + k for even k and 2n + k - 1 for odd k; n = 2 (one cube, or two) k + 2 and 2 floor(k/2) + 3."""
+    from ibtool.topologies.kantc import graph_diameter, paper001
+    for fam in ("kantc", "mikantc"):
+        got = metrics(BUILD[fam](k, n))["diameter"]
+        assert got == graph_diameter(fam, k, n), (fam, k, n, got)
+        if n >= 3:
+            assert got == 2 * n + k - (k % 2)
+        assert {r["name"]: r["value"] for r in paper001(fam, k, n)}["diameter of the graph"] == got
+
+
+def test_covering_radius_is_half_k():
+    """r = floor(k/2) for every k paper001() computes (2..16), by all labels at once."""
+    from ibtool.topologies.kantc import intermediates
+    ones = np.array([bin(x).count("1") for x in range(1 << 16)])
+    for k in range(2, 17):
+        labels = np.arange(1 << k)
+        r = ones[labels[:, None] ^ np.array(intermediates(k))[None, :]].min(axis=1).max()
+        assert r == k // 2, k
 
 
 def per_node(family, k, n):

@@ -114,6 +114,41 @@ def test_stage_checks_of_a_partly_cabled_fabric(plan, tmp_path):
     assert r.returncode == 2 and "cannot read" in r.stderr
 
 
+def test_a_cable_of_a_later_stage_is_never_an_action(plan, tmp_path):
+    """Every stage cabled, checked at the stage before the hosts' cables: each host cable is ahead
+    of its stage and nothing else. No output calls it an action: no 'move device ... belongs on
+    nothing' in the JSON, the text or the HTML fix sheet (where an action has a check box)."""
+    d, rows = plan
+    last = max(int(r["stage"]) for r in rows)
+    later = {r["cable_id"] for r in rows if int(r["stage"]) == last}
+    hosts = {r[e + "_device"] for r in rows if r["cable_id"] in later for e in "ab" if r[e + "_device"].startswith("H[")}
+    assert hosts, "the last stage cables hosts"
+    disc = discover(tmp_path, ibnetdiscover.read(d / "topology.net"))
+    html = tmp_path / "fixes.html"
+    args = ("verify", "topology", "--plan", d, "--discovered", disc, "--stage", str(last - 1))
+    r = ibtool(*args, "--json", "--html", html)
+    t = json.loads(r.stdout)
+    assert r.returncode == 0 and t["verdict"] == "PASS", r.stdout
+    assert {x["cable_id"] for x in t["ahead_of_plan"]} == later
+    actions = {k: t[k] for k in ("misplaced_devices", "fixes", "miswired", "extra_cables", "extra_devices")}
+    assert actions == {k: [] for k in actions} and t["counts"]["misplaced_devices"] == 0
+    text = ibtool(*args).stdout
+    assert "belongs on nothing" not in text and "hosts not where planned" not in text
+    assert text.count("cabled ahead of its stage") == len(later)
+    sheet = html.read_text()
+    assert "belongs on nothing" not in sheet and "move device" not in sheet
+    assert sheet.count("&#9744;") == 0 and sheet.count("<td>cabled ahead of its stage</td>") == len(later)
+    # two hosts of the last stage swapped: each belongs where its own later cable goes, not "on nothing"
+    x, y = [r for r in rows if r["cable_id"] in later][:2]  # router (a) ends: the hosts' cables cross
+    m = Miswire(ibnetdiscover.read(d / "topology.net"))
+    m.swap(x["a_device"], int(x["a_port"]), y["a_device"], int(y["a_port"]))
+    t = json.loads(ibtool(*args[:5], discover(tmp_path, m.build(disguise=False), "swapped"), *args[6:], "--json").stdout)
+    said = " ".join(v["text"] for v in t["misplaced_devices"])
+    assert "belongs on nothing" not in said and len(t["misplaced_devices"]) == 2
+    for c in (x, y):
+        assert f"belongs on {c['a_device']} port {c['a_port']} ({c['cable_id']}, stage {last})" in said
+
+
 def test_a_stage_check_never_passes_blind(plan, tmp_path):
     """A cable list whose first stage leaves the fabric in pieces (the node cables first, as
     ibtool staged KNS before): one discovery sees one piece. Every cable it could not see is
