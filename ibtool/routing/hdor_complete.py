@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ibtool.errors import InputError
-from ibtool.fabric import CA, SWITCH, Fabric
+from ibtool.fabric import CA, SWITCH, Fabric, switch_graph
 from ibtool.formats.lft import NO_ROUTE, Tables
 from ibtool.hops import bfs_hops
 from ibtool.routing.hdor_result import HdorResult, NotKNS, _describe
@@ -323,19 +323,21 @@ class _Topology:
 
     # ----------------------------------------------------------------- 4. tables
     def _group_distances(self):
-        for gi, g in enumerate(self.groups):
-            ns = len(g.switches)
-            adj: list[list[int]] = [[] for _ in range(ns)]
+        # the groups are the components of the indirect switches: one graph of them all, each
+        # group a block of consecutive vertices (its switches in local order) with no link out
+        sg = switch_graph(self.f, [s for g in self.groups for s in g.switches])
+        lo = 0
+        for g in self.groups:
             for j, s in enumerate(g.switches):
                 for port, p in self.nbrs(s):
-                    if self.group_of[p] == gi:
-                        adj[j].append(g.local[p])
-                    elif self.is_router[p]:
+                    if self.is_router[p]:
                         lst = g.attach.setdefault(p, [])
                         if not lst or lst[-1] != j:
                             lst.append(j)
-            indptr = np.cumsum([0] + [len(a) for a in adj])
-            g.hops = bfs_hops(indptr, np.asarray([x for a in adj for x in a], dtype=np.int64)).astype(np.int64)
+            hi = lo + len(g.switches)
+            a, b = sg.indptr[lo], sg.indptr[hi]
+            g.hops = bfs_hops(sg.indptr[lo:hi + 1] - a, sg.indices[a:b] - lo).astype(np.int64)
+            lo = hi
 
     def _member_distances(self) -> np.ndarray:
         """dvec[X, j] = dist(X, member with coordinate j of X's group) for every indirect switch X."""
