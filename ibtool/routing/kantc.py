@@ -45,9 +45,10 @@ from pathlib import Path
 import numpy as np
 
 from ibtool.errors import CheckFailed
-from ibtool.fabric import CA, SWITCH, Fabric
+from ibtool.fabric import CA, SWITCH, Fabric, switch_graph
 from ibtool.formats import atomic_write
 from ibtool.formats.lft import NO_ROUTE, Tables
+from ibtool.hops import bfs_hops
 from ibtool.topologies.kantc import bits, intermediates
 
 
@@ -264,29 +265,19 @@ class _Recover:
 
     def _cube_labels(self, cu: list[int], k: int) -> dict[int, int]:
         f, host = self.f, self.host
-        members = set(cu)
-        adj = {s: [v for _, v in self.nb[s] if v in members] for s in cu}
+        g = switch_graph(f, cu)  # the links inside the cube
+        ptr, nbr = g.indptr.tolist(), g.nodes[g.indices].tolist()
+        adj = {s: nbr[ptr[i]:ptr[i + 1]] for i, s in enumerate(cu)}
         for s in cu:
             if len(adj[s]) != k:
                 raise NotKANTC(f"{_describe(f, s)} has {len(adj[s])} links inside its cube, a {k}-cube needs {k}")
         inter = [s for s in cu if s not in host]
         I = intermediates(k)
 
-        def hops(src):
-            d = {src: 0}
-            q = deque([src])
-            while q:
-                u = q.popleft()
-                for v in adj[u]:
-                    if v not in d:
-                        d[v] = d[u] + 1
-                        q.append(v)
-            return d
-
         want = sorted(bin(x).count("1") for x in I[1:])  # I_0 = 0: distances = popcounts
         origin = None
-        for s in inter:  # cu is in GUID order
-            d = hops(s)
+        for s, row in zip(inter, bfs_hops(g.indptr, g.indices, g.vertex[inter]).tolist()):  # cu: GUID order
+            d = dict(zip(cu, row))  # the cube is connected: every hop count is found
             if sorted(d[t] for t in inter if t != s) == want:
                 origin, dist = s, d
                 break
@@ -436,20 +427,18 @@ def _route(f: Fabric, rec: _Recover, res: KantcResult) -> None:
                     rows[s][lid] = p
             else:
                 rows[s][lids] = port(s, t, T, G, spread)
-    # switch LIDs: shortest paths over switches, lowest port on ties
-    swset = set(switches)
-    for d, dl in lids_of.items():
-        dist = {d: 0}
-        q = deque([d])
-        while q:
-            u = q.popleft()
-            for _, v in nb[u]:
-                if v in swset and v not in dist:
-                    dist[v] = dist[u] + 1
-                    q.append(v)
-        for s in switches:
-            if s != d and s in dist:
-                rows[s][dl] = min(p for p, v in nb[s] if dist.get(v, -9) == dist[s] - 1)
+    # switch LIDs: shortest paths over switches, lowest port on ties (hops to d = hops from d)
+    g = switch_graph(f)
+    vx = g.vertex.tolist()
+    dests = list(lids_of)
+    for lo in range(0, len(dests), 256):  # bfs_hops' temporaries grow with sources x links
+        chunk = dests[lo:lo + 256]
+        for d, dist in zip(chunk, bfs_hops(g.indptr, g.indices, g.vertex[chunk]).tolist()):
+            dl = lids_of[d]
+            for s in switches:
+                h = dist[vx[s]]
+                if s != d and h >= 0:
+                    rows[s][dl] = min(p for p, v in nb[s] if vx[v] >= 0 and dist[vx[v]] == h - 1)
     for s in switches:
         tables.lft[f.guids[s]] = rows[s]
         tables.names[f.guids[s]] = f.names[s]
