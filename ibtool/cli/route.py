@@ -100,7 +100,7 @@ def hdor_cmd(fabric_path, out, dump, baseline_path, vls, sl2vl_out, path_sls_out
         f0 = run.read_fabric(baseline_path, "--baseline", allow_partial, warn=_warn)
         try:
             base = (f0, hdor.compute(f0, first_sight=False))
-        except hdor.NotKNS as e:
+        except hdor.NotFamily as e:
             raise InputError(f"--baseline: not a complete KNS: {e.reason}", path=str(baseline_path)) from None
         return [f"baseline: KNS {base[1].k}-ary {base[1].n}-direct from {baseline_path}"]
 
@@ -111,7 +111,7 @@ def hdor_cmd(fabric_path, out, dump, baseline_path, vls, sl2vl_out, path_sls_out
         from ibtool.routing import hdor_kns
         try:
             r = hdor.compute(f, first_sight=False)
-        except hdor.NotKNS as e:
+        except hdor.NotFamily as e:
             raise InputError(f"--kns-conf: not a complete KNS: {e.reason} (a description is written only from "
                              f"a discovery of the whole fabric)", path=str(fabric_path)) from None
         odd = hdor_kns.irregular(f, r)

@@ -1,7 +1,7 @@
 """hdor on a degraded KNS: the Python reference of docs/hdor.md section 6 ("Fault tolerance").
 
     base = hdor.compute(complete)                      # the KNS while complete (remembered)
-    res = hdor.compute(now, baseline=(complete, base))  # raises NotKNS with a reason
+    res = hdor.compute(now, baseline=(complete, base))  # raises NotFamily with a reason
     res.tables, res.path_sls, res.sl2vl, res.vls, res.extra_hops
 
 The fault-free tables are the start: an entry (switch W, LID L) whose fault-free route from W
@@ -20,20 +20,24 @@ from collections import deque
 
 import numpy as np
 
+from ibtool.errors import NotFamily
 from ibtool.fabric import CA, SWITCH, Fabric, switch_graph
 from ibtool.formats.lft import NO_ROUTE, Tables
 from ibtool.formats.pathrecord import PathSLs
 from ibtool.formats.sl2vl import SL2VL
 from ibtool.hops import bfs_hops
-from ibtool.routing.hdor_result import HdorResult, NotKNS, _Declined, _describe
+from ibtool.routing.hdor_result import HdorResult, _Declined, _describe, not_kns
 
 INF = 1 << 30
 MAX_SLS = 16
 
 
-class LidsMoved(NotKNS):
+class LidsMoved(NotFamily):
     """The fabric is the remembered KNS with failures, but its LIDs are not the remembered ones:
     the fault-free tables are computed again for the LIDs of now (hdor_kns.against)."""
+
+    def __init__(self, reason: str):
+        super().__init__("hdor", "KNS", reason)
 
 
 def degraded(f: Fabric, bf: Fabric, br: HdorResult, vls: int = 8) -> HdorResult | None:
@@ -53,7 +57,7 @@ class _Degraded:
         for c in range(f.num_nodes):
             b = bf.by_guid(f.guids[c])
             if b is None or bf.types[b] != f.types[c]:
-                raise NotKNS(f"{_describe(f, c)} is not in the KNS")
+                raise not_kns(f"{_describe(f, c)} is not in the KNS")
             b2c[b] = c
         self.b2c = b2c
         dead_nodes = [b for b in range(bf.num_nodes) if b2c[b] < 0]
@@ -69,7 +73,7 @@ class _Degraded:
                 b = bf.by_guid(f.guids[c])
                 want = bf.peer(b, port)
                 if want is None or b2c[want[0]] != peer or want[1] != pport:
-                    raise NotKNS(f"{_describe(f, c)} port {port} is cabled to {_describe(f, peer)} port {pport}, "
+                    raise not_kns(f"{_describe(f, c)} port {port} is cabled to {_describe(f, peer)} port {pport}, "
                                  f"not as in the KNS")
         owners, bowners = f.lid_owners(), bf.lid_owners()
         for lid, (c, port) in owners.items():

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 from dataclasses import replace as dc_replace
 
+from ibtool.errors import NotFamily
 from ibtool.fabric import CA, SWITCH, Fabric
 from ibtool.formats.hdor_conf import PHANTOM, KnsConf, Node
 from ibtool.formats.lft import Tables
 from ibtool.routing.hdor_complete import _Topology, complete
-from ibtool.routing.hdor_result import HdorResult, NotKNS, _describe
+from ibtool.routing.hdor_result import HdorResult, _describe, not_kns
 
 
 # ------------------------------------------------------------------------------ describing a KNS
@@ -58,7 +59,7 @@ def plan_description(fabric: Fabric) -> KnsConf | None:
         fabric.port_lids = {}
         assign_lids(fabric)  # hdor's coordinates do not depend on LIDs; routing wants some
         res = complete(fabric)
-    except NotKNS:
+    except NotFamily:
         return None
     finally:
         fabric.port_lids = saved
@@ -262,7 +263,7 @@ def _given(f: Fabric, bf: Fabric, br: HdorResult) -> tuple[dict, dict]:
 
 
 def described(now: Fabric, conf: KnsConf, vls: int = 8) -> HdorResult:
-    """Route `now` against the KNS of a description; NotKNS when `now` is not that KNS degraded
+    """Route `now` against the KNS of a description; NotFamily when `now` is not that KNS degraded
     (a device or cable it does not have), or the description not a KNS."""
     bf, coords, dims = fabric_of(conf)
     replaced = replacements(now, bf, conf)
@@ -271,13 +272,13 @@ def described(now: Fabric, conf: KnsConf, vls: int = 8) -> HdorResult:
     bf = _relid(f, bf)
     try:
         br = _routed(bf, coords, dims)
-    except NotKNS as e:
-        raise NotKNS(f"{conf.path or 'the description'} does not describe a KNS: {e.reason}") from None
+    except NotFamily as e:
+        raise not_kns(f"{conf.path or 'the description'} does not describe a KNS: {e.reason}") from None
     by = conf.by_guid()
     for x in br.switches:  # the lines the description gives its switches
         want = tuple(by[_ident(bf, conf, x)].coords)
         if tuple(br.coords[x]) != want:
-            raise NotKNS(f"{conf.path or 'the description'} does not describe a KNS: switch "
+            raise not_kns(f"{conf.path or 'the description'} does not describe a KNS: switch "
                          f"{bf.guids[x]:#018x} has the coordinates of another line than its routers")
     return against(now, bf, coords, dims, vls, br=br, replaced=replaced)
 
@@ -295,13 +296,13 @@ def _match(f: Fabric, bf: Fabric, what: str) -> None:
     for c in range(f.num_nodes):
         b = bf.by_guid(f.guids[c])
         if b is None or bf.types[b] != f.types[c]:
-            raise NotKNS(f"{what}: {_describe(f, c)} is not in the KNS")
+            raise not_kns(f"{what}: {_describe(f, c)} is not in the KNS")
     for c in range(f.num_nodes):
         b = bf.by_guid(f.guids[c])
         for port, peer, pport in f.neighbors(c):
             want = bf.peer(b, port)
             if want is None or bf.guids[want[0]] != f.guids[peer] or want[1] != pport:
-                raise NotKNS(f"{what}: {_describe(f, c)} port {port} is cabled to {_describe(f, peer)} port "
+                raise not_kns(f"{what}: {_describe(f, c)} port {port} is cabled to {_describe(f, peer)} port "
                              f"{pport}, not as in the KNS")
 
 
@@ -349,7 +350,7 @@ def replacements(now: Fabric, bf: Fabric, conf: KnsConf | None = None) -> dict[i
 
 def first_sight(f: Fabric) -> tuple[Fabric, dict]:
     """The complete KNS the fabric `f` is a degraded copy of (docs/hdor.md section 7), as a Fabric
-    with phantoms for what is missing and the LIDs of `f`; NotKNS when it is not decided.
+    with phantoms for what is missing and the LIDs of `f`; NotFamily when it is not decided.
     Returns (bf, {"routers": r, "switches": s, "cables": c} missing)."""
     topo = _Topology(f)
     topo.structure()
@@ -357,22 +358,22 @@ def first_sight(f: Fabric) -> tuple[Fabric, dict]:
     routers = topo.routers  # by GUID
     gof = topo.groups_of  # router -> its groups (ids in key order)
     if not routers:
-        raise NotKNS("no router (no switch has an HCA linked to it)")
+        raise not_kns("no router (no switch has an HCA linked to it)")
     n = max(len(gof[r]) for r in routers)
     k = max((len(g.members) for g in G), default=0)
     multi = any(len(g.switches) > 1 for g in G)
     if n < 1 or n > 16 or k < 2 or k > 255:
-        raise NotKNS(f"no KNS shape (routers in up to {n} indirect networks, networks of up to {k} routers)")
+        raise not_kns(f"no KNS shape (routers in up to {n} indirect networks, networks of up to {k} routers)")
     full = 1
     for _ in range(n):
         if full > 65536 // k:
-            raise NotKNS(f"k^n = {k}^{n} is beyond what first sight identifies")
+            raise not_kns(f"k^n = {k}^{n} is beyond what first sight identifies")
         full *= k
     if len(routers) > full:
-        raise NotKNS(f"{len(routers)} routers, more than k^n = {k}^{n}")
+        raise not_kns(f"{len(routers)} routers, more than k^n = {k}^{n}")
     for g in G:
         if len(g.members) < 2:
-            raise NotKNS(f"the indirect network of switch {f.guids[g.switches[0]]:#018x} '{f.names[g.switches[0]]}' "
+            raise not_kns(f"the indirect network of switch {f.guids[g.switches[0]]:#018x} '{f.names[g.switches[0]]}' "
                          f"has {len(g.members)} router(s): too few to place")
     for gi, g in enumerate(G):
         cnt: dict[int, int] = {}
@@ -381,11 +382,11 @@ def first_sight(f: Fabric) -> tuple[Fabric, dict]:
                 if h != gi:
                     cnt[h] = cnt.get(h, 0) + 1
                     if cnt[h] >= 2:
-                        raise NotKNS(f"the indirect networks of switches {f.guids[g.switches[0]]:#018x} and "
+                        raise not_kns(f"the indirect networks of switches {f.guids[g.switches[0]]:#018x} and "
                                      f"{f.guids[G[h].switches[0]]:#018x} share routers")
     seed = next((r for r in routers if len(gof[r]) == n and all(len(G[g].members) == k for g in gof[r])), None)
     if seed is None:
-        raise NotKNS(f"no router has all {n} of its indirect networks with {k} routers")
+        raise not_kns(f"no router has all {n} of its indirect networks with {k} routers")
     # dimensions: parallel networks (no common router, two or more networks meeting both)
     keys: dict[tuple[int, int], int] = {}
     for H, g in enumerate(G):
@@ -416,16 +417,16 @@ def first_sight(f: Fabric) -> tuple[Fabric, dict]:
         for gi in range(len(G)):
             if find(gi) == root:
                 if cls[gi] >= 0:
-                    raise NotKNS(f"{_describe(f, seed, 'router')} is in two parallel indirect networks")
+                    raise not_kns(f"{_describe(f, seed, 'router')} is in two parallel indirect networks")
                 cls[gi] = d
     for gi in range(len(G)):
         if cls[gi] < 0:
-            raise NotKNS(f"the indirect network of switch {f.guids[G[gi].switches[0]]:#018x} is parallel to none of "
+            raise not_kns(f"the indirect network of switch {f.guids[G[gi].switches[0]]:#018x} is parallel to none of "
                          f"router {f.guids[seed]:#018x}'s")
     for r in routers:
         cs = [cls[g] for g in gof[r]]
         if len(set(cs)) != len(cs):
-            raise NotKNS(f"{_describe(f, r, 'router')} is in two parallel indirect networks")
+            raise not_kns(f"{_describe(f, r, 'router')} is in two parallel indirect networks")
     # phase-1 coordinates
     ridx = {r: i for i, r in enumerate(routers)}
     R = len(routers)
@@ -451,7 +452,7 @@ def first_sight(f: Fabric) -> tuple[Fabric, dict]:
         for j, m in enumerate(axis.members):
             c = fr(ridx[m])
             if val[c] >= 0:
-                raise NotKNS(f"routers {f.guids[axis.members[val[c]]]:#018x} and {f.guids[m]:#018x} of one indirect "
+                raise not_kns(f"routers {f.guids[axis.members[val[c]]]:#018x} and {f.guids[m]:#018x} of one indirect "
                              f"network share a hyperplane")
             val[c] = j
         changed = True
@@ -473,7 +474,7 @@ def first_sight(f: Fabric) -> tuple[Fabric, dict]:
                 if fr(i) != i or val[i] >= 0:
                     continue
                 if not cand[i]:
-                    raise NotKNS(f"{_describe(f, r, 'router')} has no place left in its dimension-{d} line")
+                    raise not_kns(f"{_describe(f, r, 'router')} has no place left in its dimension-{d} line")
                 if len(cand[i]) == 1:
                     val[i] = min(cand[i])
                     changed = True
@@ -483,7 +484,7 @@ def first_sight(f: Fabric) -> tuple[Fabric, dict]:
             if pc[i][d] < 0 and left is None:
                 left = routers[i]
         if left is not None:
-            raise NotKNS(f"the place of {_describe(f, left, 'router')} is not decided by the fabric (more than one "
+            raise not_kns(f"the place of {_describe(f, left, 'router')} is not decided by the fabric (more than one "
                          f"missing device or cable could be there): give hdor the description hdor.conf")
     lines = full // k
 
@@ -503,7 +504,7 @@ def first_sight(f: Fabric) -> tuple[Fabric, dict]:
     for i, r in enumerate(routers):
         p = point(pc[i])
         if p in pt_of:
-            raise NotKNS(f"routers {f.guids[routers[pt_of[p]]]:#018x} and {f.guids[r]:#018x} would have the same "
+            raise not_kns(f"routers {f.guids[routers[pt_of[p]]]:#018x} and {f.guids[r]:#018x} would have the same "
                          f"coordinates")
         pt_of[p] = i
     line_grp: dict[tuple[int, int], int] = {}
@@ -513,11 +514,11 @@ def first_sight(f: Fabric) -> tuple[Fabric, dict]:
         for m in g.members:
             c = pc[ridx[m]]
             if any(c[e] != m0[e] for e in range(n) if e != d):
-                raise NotKNS(f"the routers of the indirect network of switch {f.guids[g.switches[0]]:#018x} are not "
+                raise not_kns(f"the routers of the indirect network of switch {f.guids[g.switches[0]]:#018x} are not "
                              f"on one line")
         key = (d, line(m0, d))
         if key in line_grp:
-            raise NotKNS(f"the indirect networks of switches {f.guids[G[line_grp[key]].switches[0]]:#018x} and "
+            raise not_kns(f"the indirect networks of switches {f.guids[G[line_grp[key]].switches[0]]:#018x} and "
                          f"{f.guids[g.switches[0]]:#018x} are on one line (a network split in two?): give hdor the "
                          f"description hdor.conf")
         line_grp[key] = gi
@@ -555,7 +556,7 @@ def first_sight(f: Fabric) -> tuple[Fabric, dict]:
         for li in range(lines):
             if (d, li) not in line_grp:
                 if multi:
-                    raise NotKNS(f"an indirect network of dimension-class {d} is missing whole, and networks here "
+                    raise not_kns(f"an indirect network of dimension-class {d} is missing whole, and networks here "
                                  f"have several switches: give hdor the description hdor.conf")
                 ph_sw[(d, li)] = add(phantom, SWITCH, k)
                 phantom += 1
@@ -591,20 +592,20 @@ def first_sight(f: Fabric) -> tuple[Fabric, dict]:
                     most = max(rcount(s) for s in g.switches)
                     cands = [s for s in g.switches if 0 < rcount(s) < most]
                     if len(cands) != 1:
-                        raise NotKNS(f"a router's cable into the indirect network of switch {f.guids[g.switches[0]]:#018x} "
+                        raise not_kns(f"a router's cable into the indirect network of switch {f.guids[g.switches[0]]:#018x} "
                                      f"is missing, and {len(cands)} of its switches could take it: give hdor the "
                                      f"description hdor.conf")
                     sw = sid[cands[0]]
                 ps = free_port(sw)
                 if not ps:
-                    raise NotKNS(f"switch {nodes[sw][0]:#018x} has no free port for a missing cable")
+                    raise not_kns(f"switch {nodes[sw][0]:#018x} has no free port for a missing cable")
             px = free_port(x) if i is not None else 2 + d
             if not px:
-                raise NotKNS(f"router {nodes[x][0]:#018x} has no free port for a missing cable")
+                raise not_kns(f"router {nodes[x][0]:#018x} has no free port for a missing cable")
             cable(x, px, sw, ps)
     nr, ns = len(ph_r), len(ph_sw)
     if nr > max(1, full // 8) or ns > max(1, n * lines // 8) or ncab > max(1, n * full // 8):
-        raise NotKNS(f"{nr} router(s), {ns} indirect network(s) and {ncab} cable(s) missing: more than first sight "
+        raise not_kns(f"{nr} router(s), {ns} indirect network(s) and {ncab} cable(s) missing: more than first sight "
                      f"completes (an eighth of each)")
     for j, (guid, t, ports, orig) in enumerate(nodes):  # phantom HCAs: GUIDs last, in their routers' order
         if orig is None and t == CA:
@@ -612,7 +613,7 @@ def first_sight(f: Fabric) -> tuple[Fabric, dict]:
             phantom += 1
     guids = [x[0] for x in nodes]
     if any(b <= a for a, b in zip(guids, guids[1:])):
-        raise NotKNS("a GUID is in the range hdor keeps for missing devices")
+        raise not_kns("a GUID is in the range hdor keeps for missing devices")
 
     def build(names):
         bf = Fabric(f.name + "-completed")
@@ -636,7 +637,7 @@ def first_sight(f: Fabric) -> tuple[Fabric, dict]:
 
 
 def at_first_sight(now: Fabric, vls: int = 8) -> HdorResult:
-    """Identify `now` at first sight and route it against that KNS (NotKNS: why not)."""
+    """Identify `now` at first sight and route it against that KNS (NotFamily: why not)."""
     bf, missing = first_sight(now)
     res = against(now, bf, None, None, vls)
     res.faults = dict(res.faults or {}, first_sight=missing)

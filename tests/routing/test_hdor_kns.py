@@ -116,7 +116,7 @@ def test_description_of_another_fabric_is_declined():
     f, other = fabric("4^2", 1), fabric("4^2", 2)
     conf = hdor_kns.describe(other, hdor.compute(other))
     conf.path = "hdor.conf"
-    with pytest.raises(hdor.NotKNS, match=r"the fabric is not the KNS of hdor.conf: .* is not in the KNS|cabled to"):
+    with pytest.raises(hdor.NotFamily, match=r"the fabric is not the KNS of hdor.conf: .* is not in the KNS|cabled to"):
         hdor.compute(f, description=conf)
 
 
@@ -175,14 +175,14 @@ def test_first_sight_cannot_place_two_missing_lines_of_one_dimension():
     """n = 2 with two dimension-0 switches missing: their routers could be on either line."""
     f = fabric("4^2")
     g = without(f, ["S[0,1]", "S[0,2]"])
-    with pytest.raises(hdor.NotKNS, match=r"is not decided by the fabric .* give hdor the description hdor.conf"):
+    with pytest.raises(hdor.NotFamily, match=r"is not decided by the fabric .* give hdor the description hdor.conf"):
         hdor.compute(g)
 
 
 def test_first_sight_completes_a_few_faults_only():
     f = fabric("3^3")
     g = without(f, ["R[0,1,1]", "R[1,2,2]", "R[2,0,2]", "R[1,0,0]"])  # 4 of 27 routers (no two on a line): more than an eighth
-    with pytest.raises(hdor.NotKNS, match=r"4 router\(s\), 0 indirect network\(s\) and 0 cable\(s\) missing: more "
+    with pytest.raises(hdor.NotFamily, match=r"4 router\(s\), 0 indirect network\(s\) and 0 cable\(s\) missing: more "
                                           r"than first sight completes"):
         hdor.compute(g)
 
@@ -219,5 +219,5 @@ def test_a_device_on_other_ports_is_no_replacement():
         g.add_link(s, g.by_guid(f.guids[y]), p2, q)  # two of its cables swapped
     from ibtool.routing.lids import assign_lids
     assign_lids(g)
-    with pytest.raises(hdor.NotKNS, match="is not in the KNS"):
+    with pytest.raises(hdor.NotFamily, match="is not in the KNS"):
         hdor.compute(g, description=conf)
