@@ -9,8 +9,9 @@ refer to it.
 
 The passes live in modules of their own, hdor.compute picks one: hdor_complete (sections 1-4, a
 complete KNS), hdor_faults (section 6, a KNS degraded against the one remembered), hdor_kns
-(section 7: the KNS from a description or identified at first sight); hdor_result holds the types
-they share.
+(section 7: routing against the KNS of a description or the one remembered), hdor_first_sight
+(section 7: the KNS identified at first sight); hdor_description writes and reads descriptions,
+hdor_result holds the types they share.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from ibtool.fabric import Fabric
 from ibtool.formats import atomic_write
 from ibtool.formats.lft import NO_ROUTE, Tables
 from ibtool.routing import hdor_kns
+from ibtool.routing.hdor_first_sight import at_first_sight
 from ibtool.routing.hdor_complete import complete as _complete
 from ibtool.routing.hdor_result import HdorResult, _Declined, not_kns
 
@@ -35,7 +37,7 @@ __all__ = ["HdorResult", "NotFamily", "compare_tables", "compute", "dump_lines",
 def compute(fabric: Fabric, baseline: tuple[Fabric, HdorResult] | None = None, vls: int = 8,
             description=None, first_sight: bool = True) -> HdorResult:
     """Identify the KNS, assign dimensions and coordinates and fill every switch's LFT (docs/hdor.md),
-    as the C engine does with what it knows (docs section 7; ibtool.routing.hdor_kns).
+    as the C engine does with what it knows (docs section 7; ibtool.routing.hdor_kns, hdor_first_sight).
 
     baseline: (fabric, result) of the last complete KNS hdor routed (the C engine remembers it
     across sweeps). A fabric with failed elements against it is routed as a degraded KNS with
@@ -57,7 +59,7 @@ def compute(fabric: Fabric, baseline: tuple[Fabric, HdorResult] | None = None, v
             except NotFamily:
                 if first_sight:
                     try:
-                        return hdor_kns.at_first_sight(fabric, vls)
+                        return at_first_sight(fabric, vls)
                     except NotFamily:
                         pass
                 raise declined from None
@@ -67,7 +69,7 @@ def compute(fabric: Fabric, baseline: tuple[Fabric, HdorResult] | None = None, v
         if not first_sight:
             raise
         try:
-            return hdor_kns.at_first_sight(fabric, vls)
+            return at_first_sight(fabric, vls)
         except _Declined:
             raise
         except NotFamily as e2:

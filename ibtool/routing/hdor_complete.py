@@ -1,6 +1,6 @@
 """hdor on a complete KNS, docs/hdor.md sections 1-4: the routers, switches and groups identified,
 dimensions and coordinates assigned, every switch's table filled (`complete`). hdor.compute calls
-it first; the KNS from elsewhere (hdor_kns) reuses its steps on a fabric with phantoms.
+it first; the KNS from elsewhere (hdor_kns, hdor_first_sight) reuses its steps on a fabric with phantoms.
 
 How the tables are filled fast: a switch's candidate set for a LID depends only on a small *key*
 of the LID's target (a router: the lowest dimension e in which the target differs and the target's

@@ -1,5 +1,5 @@
 """What an hdor pass returns and how it refuses: the types every pass shares — the complete KNS
-(hdor_complete), the degraded one (hdor_faults), the KNS from elsewhere (hdor_kns) — and
+(hdor_complete), the degraded one (hdor_faults), the KNS from elsewhere (hdor_kns, hdor_first_sight) — and
 hdor.compute, which picks the pass. They live below all of them, so no pass imports another's
 module for them (docs/design.md: no import circle).
 """
