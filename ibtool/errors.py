@@ -52,3 +52,14 @@ class CheckFailed(IbtoolError):
     """The requested operation ran but its outcome is a failure."""
 
     exit_code = 1
+
+
+class NotFamily(CheckFailed):
+    """The fabric is not of the family a routing works on (hdor: a KNS, kantc: a KANTC or MiKANTC,
+    equality: its link sets). `family` names the family as the message does, `reason` says why
+    (naming the device at fault when there is one); the message is `ROUTING: not a FAMILY fabric:
+    REASON`, or `ROUTING: CLAIM: REASON` where the routing words it otherwise."""
+
+    def __init__(self, routing: str, family: str, reason: str, claim: str = ""):
+        self.routing, self.family, self.reason = routing, family, reason
+        super().__init__(f"{routing}: {claim or f'not a {family} fabric'}: {reason}")

@@ -322,3 +322,41 @@ def attached_switch(fabric: Fabric) -> np.ndarray:
         sel = (t[x] == CA) & (t[y] == SWITCH)
         out[x[sel]] = y[sel]
     return out
+
+
+@dataclass(frozen=True)
+class SwitchGraph:
+    """Switches joined by their links, as the CSR neighbour lists ibtool.hops.bfs_hops walks:
+    vertex v is fabric node nodes[v]; its neighbours are indices[indptr[v]:indptr[v + 1]], in port
+    order, each link listed from both ends (a parallel link once per cable) and port[j] the port
+    of nodes[v] that reaches indices[j]."""
+    nodes: np.ndarray  # int64: fabric node of each vertex
+    vertex: np.ndarray  # int64: fabric node -> vertex, -1 for a node that is not one
+    indptr: np.ndarray  # int64
+    indices: np.ndarray  # int64
+    port: np.ndarray  # int64
+
+
+def switch_graph(f: Fabric, nodes=None, working: np.ndarray | None = None) -> SwitchGraph:
+    """The one switch adjacency: the links between `nodes` (default: every switch, in node order;
+    the vertices in the order given) — analyze's graph, verify's distances, hdor's indirect
+    networks, kantc's shortest paths. `working`: a bool per port slot of f.ports(); a link is
+    left out where its slot is False (hdor's degraded pass: the remembered links that still work)."""
+    P = f.ports()
+    if nodes is None:
+        nodes = np.flatnonzero(np.asarray(f.types, dtype=np.int64) == SWITCH)
+    nodes = np.asarray(nodes, dtype=np.int64)
+    vertex = np.full(f.num_nodes, -1, dtype=np.int64)
+    vertex[nodes] = np.arange(len(nodes))
+    first = P.offset[nodes] + 1  # port 1's slot (port 0 is the switch itself)
+    count = P.offset[nodes + 1] - first
+    owner = np.repeat(np.arange(len(nodes)), count)
+    slots = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count) + first[owner]
+    peer = P.peer[slots].astype(np.int64)
+    keep = peer >= 0
+    keep[keep] = vertex[peer[keep]] >= 0
+    if working is not None:
+        keep &= working[slots]
+    indptr = np.zeros(len(nodes) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(owner[keep], minlength=len(nodes)), out=indptr[1:])
+    return SwitchGraph(nodes, vertex, indptr, vertex[peer[keep]], slots[keep] - P.offset[nodes][owner[keep]])

@@ -104,9 +104,9 @@ def write_plan(fabric, out: Path, engines: list[str], engine_files=(), layout=No
     engine_files = list(engine_files)
     if "hdor" in engines:  # the KNS description hdor reads beside opensm.conf (docs/plugin.md)
         from ibtool.formats import hdor_conf
-        from ibtool.routing import hdor_kns
+        from ibtool.routing import hdor_description
         from ibtool.topologies import EngineFile
-        conf = hdor_kns.plan_description(fabric)
+        conf = hdor_description.plan_description(fabric)
         if conf is not None:
             engine_files.append(EngineFile("", "hdor.conf", hdor_conf.text(conf)))
     out = output_dir(out)

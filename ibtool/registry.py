@@ -4,7 +4,9 @@ A module registers what it defines under a name, ``@RUNNERS.register("ssh")`` ab
 ``REG.add(name, record)`` from a decorator of its own (``@topology``, ``@policy``); the rest of
 ibtool asks the registry for names and never keeps a list. ``load()`` imports every module of the
 registry's package, so adding a backend, a benchmark or a topology family is one new module. A
-name registered twice is refused: two modules never silently replace each other.
+registry may name one module instead (layout policies, MPI launchers: a few lines each, sharing
+that module's helpers); it is then the names' lookup. A name registered twice is refused: two
+modules never silently replace each other; an unknown name is one line naming the known ones.
 
 The registries whose entries a lower room looks up live here, in the lowest room, so that room
 needs no import of the higher one: TOPOLOGIES (ibtool.topologies' families, whose layout policy

@@ -1,10 +1,13 @@
 """Helpers shared by the test modules (import as `from support import ...`; tests/ is on sys.path)."""
 
 import os
+import shlex
 import subprocess
 import sys
 from contextlib import contextmanager
 from pathlib import Path
+
+from ibtool.registry import TOPOLOGIES
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures"
@@ -20,27 +23,20 @@ def sample(items: list, every: int) -> list:
     still spans the list) in `make test`."""
     return list(items) if FULL else list(items)[::every]
 
-# A small instance of every family `ibtool topo list` shows (`ibtool topo FAMILY *SMALL[FAMILY]`); a
-# family added without one fails tests/cabling/test_cabling.py.
-SMALL = {
-    "kns": ["--k", "3", "--n", "2", "--s", "2", "--radix", "8"],
-    "fattree": ["--k", "2", "--n", "3"],
-    "clos": ["--leaves", "4", "--hcas-per-leaf", "2", "--uplinks", "2", "--radix", "8"],
-    "sft": ["--preset", "cellia36"],
-    "mikant": ["--k", "2", "--n", "2"],
-    "kantc": ["--k", "2", "--n", "2"],
-    "mikantc": ["--k", "2", "--n", "2"],
-    "equality": ["--spec", "N14K6[-1,1,3,9](4)", "--hcas-per-router", "1", "--radix", "12"],
-    "torus": ["--dims", "4x4"],
-    "mesh": ["--dims", "3x3"],
-    "hypercube": ["--N", "16", "--c", "4"],
-    "dragonfly": ["--z", "4", "--c", "5"],
-    "hyperx": ["--z", "2", "--c", "4"],
-    "skywalk": ["--z", "4", "--c", "16", "--di", "3", "--do", "2", "--seed", "1"],
-    "random": ["--N", "32", "--d", "3", "--c", "4", "--seed", "1"],
-    "slimfly": ["--q", "5"],
-    "dragonfly-canonical": ["--a", "4", "--p", "2", "--h", "2"],
-}
+def small_args(family) -> list[str] | None:
+    """A family's small instance: the arguments of the first line of its registered example,
+    `ibtool topo NAME ARGS --out DIR   # what it is` (None when the line is not of that form)."""
+    words = shlex.split(family.example.splitlines()[0] if family.example else "", comments=True)
+    if words[:3] != ["ibtool", "topo", family.name] or "--out" not in words[3:-1]:
+        return None
+    i = words.index("--out")
+    return words[3:i] + words[i + 2:]
+
+
+# A small instance of every family `ibtool topo list` shows (`ibtool topo FAMILY *SMALL[FAMILY]`),
+# from its registration: a family whose example does not start with one fails
+# tests/cabling/test_cabling.py, and a new family needs no edit here.
+SMALL = {name: small_args(t) for name, t in TOPOLOGIES.items()}
 
 
 # Groups whose work stays in the calling process (no daemons, no children writing to our stdout):

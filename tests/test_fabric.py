@@ -52,3 +52,26 @@ def test_array_adjacency_agrees_with_links():
             else:
                 assert (p.peer[slot], p.peer_port[slot]) == peer
                 assert f.peer(*peer) == (node, port)  # link ends agree
+
+
+def test_switch_graph_lists_switch_links_by_port_with_filters():
+    """The one switch adjacency: every switch-switch link from both ends (a parallel cable
+    twice), by port, HCAs left out; a node filter keeps the order given, a port mask drops links."""
+    import numpy as np
+
+    from ibtool.fabric import switch_graph
+    f, s1, s2, h = small()
+    s3 = f.add_switch("sw3", 4)
+    f.add_link(s2, s3, 1, 2)
+    f.add_link(s1, s2, 4, 4)  # parallel to port 3's cable
+    g = switch_graph(f)
+    assert g.nodes.tolist() == [s1, s2, s3] and g.vertex.tolist() == [0, 1, -1, 2]
+    rows = [list(zip(g.port[a:b].tolist(), g.indices[a:b].tolist())) for a, b in zip(g.indptr[:-1], g.indptr[1:])]
+    assert rows == [[(3, 1), (4, 1)], [(1, 2), (3, 0), (4, 0)], [(2, 1)]]
+    g = switch_graph(f, [s3, s2])  # sw1 left out; vertices in the order given
+    assert g.indptr.tolist() == [0, 1, 2] and g.indices.tolist() == [1, 0] and g.port.tolist() == [2, 1]
+    working = np.ones(len(f.ports().peer), dtype=bool)
+    working[f.ports().slot(s2, 1)] = False  # the sw2-sw3 cable down: both its slots
+    working[f.ports().slot(s3, 2)] = False
+    g = switch_graph(f, working=working)
+    assert g.indptr.tolist() == [0, 2, 4, 4] and g.indices.tolist() == [1, 1, 0, 0]

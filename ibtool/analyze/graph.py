@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ibtool.fabric import CA, SWITCH, Fabric, attached_switch
+from ibtool.fabric import CA, SWITCH, Fabric, attached_switch, switch_graph
 
 
 @dataclass
@@ -36,20 +36,16 @@ class Graph:
 
 def build(fabric: Fabric) -> Graph:
     t = np.asarray(fabric.types, dtype=np.int64)
-    switches = np.flatnonzero(t == SWITCH)
-    vertex = np.full(len(t), -1, dtype=np.int64)
-    vertex[switches] = np.arange(len(switches))
+    sg = switch_graph(fabric)
+    switches, vertex = sg.nodes, sg.vertex
     a = np.asarray(fabric.link_a, dtype=np.int64)
     b = np.asarray(fabric.link_b, dtype=np.int64)
     ta, tb = t[a], t[b]
     ss = (ta == SWITCH) & (tb == SWITCH)
     sw_links = np.flatnonzero(ss)
     n = len(switches)
-    va, vb = vertex[a[ss]], vertex[b[ss]]
-    ones = np.ones(len(va), dtype=np.int32)
-    adj = sp.coo_matrix((np.concatenate([ones, ones]), (np.concatenate([va, vb]), np.concatenate([vb, va]))),
-                        shape=(n, n)).tocsr()  # duplicates summed: multiplicity
-    adj.sum_duplicates()
+    adj = sp.csr_matrix((np.ones(len(sg.indices), dtype=np.int32), sg.indices, sg.indptr), shape=(n, n))
+    adj.sum_duplicates()  # parallel links summed: multiplicity
     # each HCA hangs from the switch of its first switch link (multi-homed HCAs: the first)
     cas = np.flatnonzero(t == CA)
     att = attached_switch(fabric)[cas]

@@ -100,7 +100,7 @@ def hdor_cmd(fabric_path, out, dump, baseline_path, vls, sl2vl_out, path_sls_out
         f0 = run.read_fabric(baseline_path, "--baseline", allow_partial, warn=_warn)
         try:
             base = (f0, hdor.compute(f0, first_sight=False))
-        except hdor.NotKNS as e:
+        except hdor.NotFamily as e:
             raise InputError(f"--baseline: not a complete KNS: {e.reason}", path=str(baseline_path)) from None
         return [f"baseline: KNS {base[1].k}-ary {base[1].n}-direct from {baseline_path}"]
 
@@ -108,13 +108,13 @@ def hdor_cmd(fabric_path, out, dump, baseline_path, vls, sl2vl_out, path_sls_out
         if not kns_conf:
             return hdor.compute(f, baseline=base, vls=vls)
         # a description only of what is verified complete: before anything is written
-        from ibtool.routing import hdor_kns
+        from ibtool.routing import hdor_description
         try:
             r = hdor.compute(f, first_sight=False)
-        except hdor.NotKNS as e:
+        except hdor.NotFamily as e:
             raise InputError(f"--kns-conf: not a complete KNS: {e.reason} (a description is written only from "
                              f"a discovery of the whole fabric)", path=str(fabric_path)) from None
-        odd = hdor_kns.irregular(f, r)
+        odd = hdor_description.irregular(f, r)
         if odd:
             raise InputError(f"--kns-conf: the discovery looks incomplete: {odd[0]} (is a cable or switch "
                              f"missing? a description is written only from the whole fabric)", path=str(fabric_path))
@@ -123,9 +123,10 @@ def hdor_cmd(fabric_path, out, dump, baseline_path, vls, sl2vl_out, path_sls_out
     def files(f, r) -> list[File]:
         def conf():
             from ibtool.formats import hdor_conf
-            from ibtool.routing import hdor_kns
-            hdor_conf.write(hdor_kns.describe(f, r, comment=f"the KNS for the hdor routing engine, written by "
-                                                            f"`ibtool route hdor --kns-conf` from {fabric_path}"), kns_conf)
+            from ibtool.routing import hdor_description
+            hdor_conf.write(hdor_description.describe(f, r, comment=f"the KNS for the hdor routing engine, written "
+                                                                    f"by `ibtool route hdor --kns-conf` from "
+                                                                    f"{fabric_path}"), kns_conf)
         sls = (r.path_sls if r.path_sls is not None else _zero_sls(f)) if path_sls_out else None
         return [File("--out", out, lambda: lft.write_file_engine(r.tables, out, hdor.port_guids(f)))] + \
             ([File("--dump", dump, lambda: hdor.write_dump(r, f, dump))] if dump else []) + \

@@ -39,8 +39,8 @@ def list_cmd(as_json):
         for p in t.params:
             d = "required" if p.default is None else f"default {p.default}"
             click.echo(f"{'':12}--{p.name.replace('_', '-'):18} {p.help} ({d})")
-        if t.example:
-            click.echo(f"{'':10} e.g. {t.example}")
+        if t.example:  # its further lines under the first
+            click.echo(f"{'':10} e.g. " + t.example.replace("\n", "\n" + " " * 14))
 
 
 def _make_command(topo):

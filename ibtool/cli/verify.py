@@ -251,7 +251,7 @@ def routes_cmd(fabric, lfts, sl2vl_path, path_sls, engine, expect, before_fabric
             from ibtool.routing import hdor
             try:
                 ref = hdor.compute(read_fabric(fabric), baseline=(f0, hdor.compute(f0)))
-            except hdor.NotKNS as e:
+            except hdor.NotFamily as e:
                 _say(as_json)(str(e))
     r = check_routes(fabric, lfts, sl2vl_path, expect, permutations, _say(as_json), balance=not no_balance,
                      path_sls=path_sls, engine=engine, ref=ref, baseline=baseline)

@@ -26,16 +26,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ibtool.errors import CheckFailed
+from ibtool.errors import NotFamily
 from ibtool.fabric import CA, SWITCH, Fabric
 from ibtool.formats.lft import NO_ROUTE, Tables
 from ibtool.topologies.equality_net import distances, eq1, labels
 
 
-class NotEquality(CheckFailed):
-    def __init__(self, reason: str):
-        self.reason = reason
-        super().__init__(f"equality: the fabric does not match the link sets: {reason}")
+def _not_equality(reason: str) -> NotFamily:
+    return NotFamily("equality", "Equality", reason, claim="the fabric does not match the link sets")
 
 
 @dataclass
@@ -63,16 +61,16 @@ def _name(f: Fabric, node: int) -> str:
 
 def number(f: Fabric, n: int, sa, sb) -> list[int]:
     """r_i -> switch node, recovered from the wiring (see the module docstring). Raises
-    NotEquality naming the switch at fault when the wiring cannot be these link sets."""
+    NotFamily naming the switch at fault when the wiring cannot be these link sets."""
     sw = [i for i in range(f.num_nodes) if f.types[i] == SWITCH]
     k = eq1(n, sa, sb)
     if len(sw) != n:
-        raise NotEquality(f"{len(sw)} switches, the link sets are for N = {n} routers")
+        raise _not_equality(f"{len(sw)} switches, the link sets are for N = {n} routers")
     adj: dict[int, set[int]] = {}
     for i in sw:
         nb = {b for _, b, _ in f.neighbors(i) if f.types[b] == SWITCH}
         if len(nb) != k:
-            raise NotEquality(f"{_name(f, i)} has {len(nb)} switch neighbours, K = {k}")
+            raise _not_equality(f"{_name(f, i)} has {len(nb)} switch neighbours, K = {k}")
         adj[i] = nb
     offs = labels(n, sa, sb)
 
@@ -110,7 +108,7 @@ def number(f: Fabric, n: int, sa, sb) -> list[int]:
                 del used[img[i]]
                 img[i] = -1
     if i <= 0:
-        raise NotEquality(f"no numbering of the switches fits the link sets (tried every ring from {_name(f, start)})")
+        raise _not_equality(f"no numbering of the switches fits the link sets (tried every ring from {_name(f, start)})")
     return img
 
 
@@ -151,7 +149,7 @@ def compute(f: Fabric, n: int, sa, sb) -> EqualityResult:
 
     owners = f.lid_owners()
     if not owners:
-        raise NotEquality("no LIDs in the fabric file (give ibnetdiscover output of a running subnet)")
+        raise _not_equality("no LIDs in the fabric file (give ibnetdiscover output of a running subnet)")
     lids = np.array(sorted(owners), dtype=np.int64)
     top = int(lids[-1])
     tgt = np.empty(len(lids), dtype=np.int64)  # destination router per LID
@@ -161,7 +159,7 @@ def compute(f: Fabric, n: int, sa, sb) -> EqualityResult:
         if f.types[node] == CA:
             peer = f.peer(node, p)
             if peer is None or peer[0] not in rindex:
-                raise NotEquality(f"LID {lid} ({f.names[node]} port {p}) is not cabled to a router")
+                raise _not_equality(f"LID {lid} ({f.names[node]} port {p}) is not cabled to a router")
             tgt[x], local[x] = rindex[peer[0]], peer[1]
         else:
             tgt[x], local[x] = rindex[node], 0

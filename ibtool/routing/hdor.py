@@ -4,13 +4,14 @@ The C engine (opensm_plugin/hdor.c) and this module implement the same specifica
 produce identical forwarding tables; docs/hdor.md is the authority, and the section numbers below
 refer to it.
 
-    result = compute(ibnetdiscover.read("ibnetdiscover.out"))   # raises NotKNS with a reason
+    result = compute(ibnetdiscover.read("ibnetdiscover.out"))   # raises NotFamily with a reason
     result.coords[node], result.tables.lft[switch_guid][lid]
 
 The passes live in modules of their own, hdor.compute picks one: hdor_complete (sections 1-4, a
 complete KNS), hdor_faults (section 6, a KNS degraded against the one remembered), hdor_kns
-(section 7: the KNS from a description or identified at first sight); hdor_result holds the types
-they share.
+(section 7: routing against the KNS of a description or the one remembered), hdor_first_sight
+(section 7: the KNS identified at first sight); hdor_description writes and reads descriptions,
+hdor_result holds the types they share.
 """
 
 from __future__ import annotations
@@ -19,14 +20,16 @@ from pathlib import Path
 
 import numpy as np
 
+from ibtool.errors import NotFamily
 from ibtool.fabric import Fabric
 from ibtool.formats import atomic_write
 from ibtool.formats.lft import NO_ROUTE, Tables
 from ibtool.routing import hdor_kns
+from ibtool.routing.hdor_first_sight import at_first_sight
 from ibtool.routing.hdor_complete import complete as _complete
-from ibtool.routing.hdor_result import HdorResult, NotKNS, _Declined
+from ibtool.routing.hdor_result import HdorResult, _Declined, not_kns
 
-__all__ = ["HdorResult", "NotKNS", "compare_tables", "compute", "dump_lines", "port_guids", "write_dump"]
+__all__ = ["HdorResult", "NotFamily", "compare_tables", "compute", "dump_lines", "port_guids", "write_dump"]
 
 
 # ------------------------------------------------------------------------------------ compute
@@ -34,7 +37,7 @@ __all__ = ["HdorResult", "NotKNS", "compare_tables", "compute", "dump_lines", "p
 def compute(fabric: Fabric, baseline: tuple[Fabric, HdorResult] | None = None, vls: int = 8,
             description=None, first_sight: bool = True) -> HdorResult:
     """Identify the KNS, assign dimensions and coordinates and fill every switch's LFT (docs/hdor.md),
-    as the C engine does with what it knows (docs section 7; ibtool.routing.hdor_kns).
+    as the C engine does with what it knows (docs section 7; ibtool.routing.hdor_kns, hdor_first_sight).
 
     baseline: (fabric, result) of the last complete KNS hdor routed (the C engine remembers it
     across sweeps). A fabric with failed elements against it is routed as a degraded KNS with
@@ -42,35 +45,35 @@ def compute(fabric: Fabric, baseline: tuple[Fabric, HdorResult] | None = None, v
     description: a KNS description (ibtool.formats.hdor_conf.KnsConf): the fabric is routed
     against that KNS, or declined when it is not that KNS degraded.
     first_sight: a fabric that is neither is identified at first sight when its faults leave one
-    KNS possible (else NotKNS says why)."""
+    KNS possible (else NotFamily says why)."""
     if description is not None:
         return hdor_kns.described(fabric, description, vls)
     if baseline is not None:
         try:
             return hdor_kns.against(fabric, baseline[0], None, None, vls, br=baseline[1])
-        except NotKNS as declined:  # not a degraded KNS of it: perhaps a complete (new) one
+        except NotFamily as declined:  # not a degraded KNS of it: perhaps a complete (new) one
             if isinstance(declined, _Declined):
                 raise
             try:
                 return _complete(fabric)
-            except NotKNS:
+            except NotFamily:
                 if first_sight:
                     try:
-                        return hdor_kns.at_first_sight(fabric, vls)
-                    except NotKNS:
+                        return at_first_sight(fabric, vls)
+                    except NotFamily:
                         pass
                 raise declined from None
     try:
         return _complete(fabric)
-    except NotKNS as e:
+    except NotFamily as e:
         if not first_sight:
             raise
         try:
-            return hdor_kns.at_first_sight(fabric, vls)
+            return at_first_sight(fabric, vls)
         except _Declined:
             raise
-        except NotKNS as e2:
-            raise NotKNS(f"{e.reason}; not identified at first sight ({e2.reason})") from None
+        except NotFamily as e2:
+            raise not_kns(f"{e.reason}; not identified at first sight ({e2.reason})") from None
 
 
 # ------------------------------------------------------------------------------------ outputs

@@ -1,6 +1,6 @@
 """hdor on a complete KNS, docs/hdor.md sections 1-4: the routers, switches and groups identified,
 dimensions and coordinates assigned, every switch's table filled (`complete`). hdor.compute calls
-it first; the KNS from elsewhere (hdor_kns) reuses its steps on a fabric with phantoms.
+it first; the KNS from elsewhere (hdor_kns, hdor_first_sight) reuses its steps on a fabric with phantoms.
 
 How the tables are filled fast: a switch's candidate set for a LID depends only on a small *key*
 of the LID's target (a router: the lowest dimension e in which the target differs and the target's
@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ibtool.errors import InputError
-from ibtool.fabric import CA, SWITCH, Fabric
+from ibtool.fabric import CA, SWITCH, Fabric, switch_graph
 from ibtool.formats.lft import NO_ROUTE, Tables
 from ibtool.hops import bfs_hops
-from ibtool.routing.hdor_result import HdorResult, NotKNS, _describe
+from ibtool.routing.hdor_result import HdorResult, _describe, not_kns
 
 _CELLS = 1 << 22  # table cells computed per block of switches (bounds temporary memory)
 
@@ -73,7 +73,7 @@ class _Group:
 
 
 def complete(fabric: Fabric) -> HdorResult:
-    """Sections 1-4 on a complete KNS (raises NotKNS otherwise)."""
+    """Sections 1-4 on a complete KNS (raises NotFamily otherwise)."""
     topo = _Topology(fabric)
     topo.identify()
     topo.dimensions()
@@ -116,7 +116,7 @@ class _Topology:
         is_sw = types == SWITCH
         is_ca = types == CA
         for i in np.flatnonzero(~is_sw & ~is_ca)[:1]:
-            raise NotKNS(f"node {f.guids[int(i)]:#018x} '{f.names[int(i)]}' is neither a switch nor a CA "
+            raise not_kns(f"node {f.guids[int(i)]:#018x} '{f.names[int(i)]}' is neither a switch nor a CA "
                          f"(an InfiniBand router)")
         router = np.zeros(self.N, dtype=bool)
         router[sn[is_sw[sn] & is_ca[sp]]] = True
@@ -128,17 +128,17 @@ class _Topology:
         linked_ca = np.zeros(self.N, dtype=bool)
         linked_ca[sn[is_ca[sn]]] = True
         for i in np.flatnonzero(is_ca & ~linked_ca)[:1]:
-            raise NotKNS(f"{_describe(f, int(i))} has no linked port")
+            raise not_kns(f"{_describe(f, int(i))} has no linked port")
         bad = is_ca[sn] & is_ca[sp]
         for j in np.flatnonzero(bad)[:1]:
-            raise NotKNS(f"{_describe(f, int(sn[j]))} port {int(self.s_port[j])} is cabled to another HCA "
+            raise not_kns(f"{_describe(f, int(sn[j]))} port {int(self.s_port[j])} is cabled to another HCA "
                          f"{_describe(f, int(sp[j]))}")
         by_guid = lambda nodes: sorted((int(x) for x in nodes), key=lambda i: f.guids[i])  # noqa: E731
         self.routers = by_guid(np.flatnonzero(router))
         self.indirect = by_guid(np.flatnonzero(self.is_indirect))
         self.hcas = by_guid(np.flatnonzero(is_ca))
         if not self.routers:
-            raise NotKNS("no router (no switch has an HCA linked to it)")
+            raise not_kns("no router (no switch has an HCA linked to it)")
 
         # groups: connected components of indirect switches
         uf = _UnionFind(self.N)
@@ -175,19 +175,19 @@ class _Topology:
         n = _mode(counts)
         for r, c in zip(self.routers, counts):
             if c != n:
-                raise NotKNS(f"{_describe(f, r, 'router')} is in {c} group(s), others in {n}")
+                raise not_kns(f"{_describe(f, r, 'router')} is in {c} group(s), others in {n}")
         if n == 0:
-            raise NotKNS(f"{_describe(f, self.routers[0], 'router')} is linked to no indirect switch")
+            raise not_kns(f"{_describe(f, self.routers[0], 'router')} is linked to no indirect switch")
         sizes = [len(g.members) for g in self.groups]
         k = _mode(sizes)
         for g, c in zip(self.groups, sizes):
             if c != k:
-                raise NotKNS(f"the group of {_describe(f, g.switches[0])} has {c} member router(s), others {k}")
+                raise not_kns(f"the group of {_describe(f, g.switches[0])} has {c} member router(s), others {k}")
         if k < 2:
-            raise NotKNS(f"the group of {_describe(f, self.groups[0].switches[0])} has {k} member router; "
+            raise not_kns(f"the group of {_describe(f, self.groups[0].switches[0])} has {k} member router; "
                          f"a KNS needs k >= 2")
         if len(self.routers) != k ** n:
-            raise NotKNS(f"groups of {k} routers, {n} per router, need k^n = {k ** n} routers; found "
+            raise not_kns(f"groups of {k} routers, {n} per router, need k^n = {k ** n} routers; found "
                          f"{len(self.routers)}")
         self.k, self.n = k, n
 
@@ -219,11 +219,11 @@ class _Topology:
                             others_cache[(y, T)] = u
                         cands = [X for X in gof[x] if X != S and not memset[X].isdisjoint(u)]
                         if len(cands) != 1:
-                            raise NotKNS(f"inconsistent dimension at {_describe(f, x, 'router')}: "
+                            raise not_kns(f"inconsistent dimension at {_describe(f, x, 'router')}: "
                                          f"{len(cands)} candidate groups for dimension {e}")
                         X = cands[0]
                         if G[X].dim not in (-1, e):
-                            raise NotKNS(f"inconsistent dimension at {_describe(f, x, 'router')}: the group "
+                            raise not_kns(f"inconsistent dimension at {_describe(f, x, 'router')}: the group "
                                          f"of {_describe(f, G[X].switches[0])} is dimension {G[X].dim}, "
                                          f"here it would be {e}")
                         G[X].dim = e
@@ -231,15 +231,15 @@ class _Topology:
                     queue.append(x)
         for r in self.routers:
             if r not in visited:
-                raise NotKNS(f"{_describe(f, r, 'router')} is not reachable from {_describe(f, r0, 'router')} "
+                raise not_kns(f"{_describe(f, r, 'router')} is not reachable from {_describe(f, r0, 'router')} "
                              f"through groups")
             dims = sorted(G[g].dim for g in gof[r])
             if dims != list(range(n)):
-                raise NotKNS(f"inconsistent dimension at {_describe(f, r, 'router')}: its groups have "
+                raise not_kns(f"inconsistent dimension at {_describe(f, r, 'router')}: its groups have "
                              f"dimensions {dims}")
         for g in G:
             if g.dim < 0:
-                raise NotKNS(f"the group of {_describe(f, g.switches[0])} has no dimension")
+                raise not_kns(f"the group of {_describe(f, g.switches[0])} has no dimension")
         self.gdim = {r: {G[g].dim: g for g in gof[r]} for r in self.routers}
 
     # ----------------------------------------------------------------- 3. coordinates
@@ -257,12 +257,12 @@ class _Topology:
                         uf.union(a, ridx[m])
             roots = {uf.find(i) for i in range(len(self.routers))}
             if len(roots) != k:
-                raise NotKNS(f"dimension {d} has {len(roots)} hyperplanes, expected k = {k}")
+                raise not_kns(f"dimension {d} has {len(roots)} hyperplanes, expected k = {k}")
             pos: dict[int, int] = {}
             for p, m in enumerate(G[self.gdim[r0][d]].members):
                 root = uf.find(ridx[m])
                 if root in pos:
-                    raise NotKNS(f"dimension {d}: {_describe(f, m, 'router')} shares a hyperplane with another "
+                    raise not_kns(f"dimension {d}: {_describe(f, m, 'router')} shares a hyperplane with another "
                                  f"router of {_describe(f, r0, 'router')}'s dimension-{d} group")
                 pos[root] = p
             for i in range(len(self.routers)):
@@ -276,7 +276,7 @@ class _Topology:
         for g in G:
             ds = {dims.get(s) for s in g.switches}
             if None in ds or len(ds) != 1:
-                raise NotKNS(f"the switches of the group of {_describe(f, g.switches[0])} do not have one "
+                raise not_kns(f"the switches of the group of {_describe(f, g.switches[0])} do not have one "
                              f"dimension of the description")
             g.dim = ds.pop()
         self.gdim = {}
@@ -284,14 +284,14 @@ class _Topology:
             by = {}
             for gi in self.groups_of[r]:
                 if G[gi].dim in by:
-                    raise NotKNS(f"{_describe(f, r, 'router')} is in two groups of dimension {G[gi].dim}")
+                    raise not_kns(f"{_describe(f, r, 'router')} is in two groups of dimension {G[gi].dim}")
                 by[G[gi].dim] = gi
             self.gdim[r] = by
         ridx = {r: i for i, r in enumerate(self.routers)}
         RC = np.full((len(self.routers), n), -1, dtype=np.int64)
         for r, i in ridx.items():
             if r not in coords:
-                raise NotKNS(f"{_describe(f, r, 'router')} has no coordinates in the description")
+                raise not_kns(f"{_describe(f, r, 'router')} has no coordinates in the description")
             RC[i] = coords[r][::-1]
         self._lines(RC, ridx)
 
@@ -302,17 +302,17 @@ class _Topology:
         if len(np.unique(code)) != len(self.routers):
             _, first, cnt = np.unique(code, return_index=True, return_counts=True)
             i = int(first[np.flatnonzero(cnt > 1)[0]])
-            raise NotKNS(f"two routers share the coordinates of {_describe(f, self.routers[i], 'router')}")
+            raise not_kns(f"two routers share the coordinates of {_describe(f, self.routers[i], 'router')}")
         self.RC, self.ridx = RC, ridx
         for g in G:
             mi = [ridx[m] for m in g.members]
             rest = np.delete(RC[mi], g.dim, axis=1)
             if (rest != rest[0]).any():
-                raise NotKNS(f"the members of the group of {_describe(f, g.switches[0])} do not agree on "
+                raise not_kns(f"the members of the group of {_describe(f, g.switches[0])} do not agree on "
                              f"their coordinates outside dimension {g.dim}")
             vals = RC[mi, g.dim]
             if sorted(vals.tolist()) != list(range(k)):
-                raise NotKNS(f"the members of the group of {_describe(f, g.switches[0])} do not cover "
+                raise not_kns(f"the members of the group of {_describe(f, g.switches[0])} do not cover "
                              f"coordinates 0..{k - 1} in dimension {g.dim}")
             c = RC[mi[0]].copy()
             c[g.dim] = -1
@@ -323,19 +323,21 @@ class _Topology:
 
     # ----------------------------------------------------------------- 4. tables
     def _group_distances(self):
-        for gi, g in enumerate(self.groups):
-            ns = len(g.switches)
-            adj: list[list[int]] = [[] for _ in range(ns)]
+        # the groups are the components of the indirect switches: one graph of them all, each
+        # group a block of consecutive vertices (its switches in local order) with no link out
+        sg = switch_graph(self.f, [s for g in self.groups for s in g.switches])
+        lo = 0
+        for g in self.groups:
             for j, s in enumerate(g.switches):
                 for port, p in self.nbrs(s):
-                    if self.group_of[p] == gi:
-                        adj[j].append(g.local[p])
-                    elif self.is_router[p]:
+                    if self.is_router[p]:
                         lst = g.attach.setdefault(p, [])
                         if not lst or lst[-1] != j:
                             lst.append(j)
-            indptr = np.cumsum([0] + [len(a) for a in adj])
-            g.hops = bfs_hops(indptr, np.asarray([x for a in adj for x in a], dtype=np.int64)).astype(np.int64)
+            hi = lo + len(g.switches)
+            a, b = sg.indptr[lo], sg.indptr[hi]
+            g.hops = bfs_hops(sg.indptr[lo:hi + 1] - a, sg.indices[a:b] - lo).astype(np.int64)
+            lo = hi
 
     def _member_distances(self) -> np.ndarray:
         """dvec[X, j] = dist(X, member with coordinate j of X's group) for every indirect switch X."""

@@ -1,7 +1,7 @@
 """hdor on a degraded KNS: the Python reference of docs/hdor.md section 6 ("Fault tolerance").
 
     base = hdor.compute(complete)                      # the KNS while complete (remembered)
-    res = hdor.compute(now, baseline=(complete, base))  # raises NotKNS with a reason
+    res = hdor.compute(now, baseline=(complete, base))  # raises NotFamily with a reason
     res.tables, res.path_sls, res.sl2vl, res.vls, res.extra_hops
 
 The fault-free tables are the start: an entry (switch W, LID L) whose fault-free route from W
@@ -20,19 +20,24 @@ from collections import deque
 
 import numpy as np
 
-from ibtool.fabric import CA, SWITCH, Fabric
+from ibtool.errors import NotFamily
+from ibtool.fabric import CA, SWITCH, Fabric, switch_graph
 from ibtool.formats.lft import NO_ROUTE, Tables
 from ibtool.formats.pathrecord import PathSLs
 from ibtool.formats.sl2vl import SL2VL
-from ibtool.routing.hdor_result import HdorResult, NotKNS, _Declined, _describe
+from ibtool.hops import bfs_hops
+from ibtool.routing.hdor_result import HdorResult, _Declined, _describe, not_kns
 
 INF = 1 << 30
 MAX_SLS = 16
 
 
-class LidsMoved(NotKNS):
+class LidsMoved(NotFamily):
     """The fabric is the remembered KNS with failures, but its LIDs are not the remembered ones:
     the fault-free tables are computed again for the LIDs of now (hdor_kns.against)."""
+
+    def __init__(self, reason: str):
+        super().__init__("hdor", "KNS", reason)
 
 
 def degraded(f: Fabric, bf: Fabric, br: HdorResult, vls: int = 8) -> HdorResult | None:
@@ -52,7 +57,7 @@ class _Degraded:
         for c in range(f.num_nodes):
             b = bf.by_guid(f.guids[c])
             if b is None or bf.types[b] != f.types[c]:
-                raise NotKNS(f"{_describe(f, c)} is not in the KNS")
+                raise not_kns(f"{_describe(f, c)} is not in the KNS")
             b2c[b] = c
         self.b2c = b2c
         dead_nodes = [b for b in range(bf.num_nodes) if b2c[b] < 0]
@@ -68,7 +73,7 @@ class _Degraded:
                 b = bf.by_guid(f.guids[c])
                 want = bf.peer(b, port)
                 if want is None or b2c[want[0]] != peer or want[1] != pport:
-                    raise NotKNS(f"{_describe(f, c)} port {port} is cabled to {_describe(f, peer)} port {pport}, "
+                    raise not_kns(f"{_describe(f, c)} port {port} is cabled to {_describe(f, peer)} port {pport}, "
                                  f"not as in the KNS")
         owners, bowners = f.lid_owners(), bf.lid_owners()
         for lid, (c, port) in owners.items():
@@ -223,13 +228,10 @@ class _Degraded:
         self.gmem = [np.asarray(sorted(m, key=lambda y: bf.guids[y]), dtype=np.int64) for m in self.members]
         self.gmem_l = [m.tolist() for m in self.gmem]
         self.gelig_l = [[bool(self._in_group(gi, M)[0]) for M in mem] for gi, mem in enumerate(self.gmem_l)]
-        # working switch-switch links, for the BFS rule
-        self.sw_adj = {}
-        self._adj: list[list[int]] = []  # by row
-        for x in self.sw:
-            adj = self.sw_adj[x] = [(port, p) for port, p, pp in self._working(x)
-                                    if bf.types[p] == SWITCH and self.rowa[p] >= 0]
-            self._adj.append([int(self.rowa[p]) for _, p in adj])
+        # working switch-switch links, for the BFS rule: per row, (port, row behind it) by port
+        self.swg = switch_graph(bf, self.sw, self.ok)
+        ptr, nbr, port = self.swg.indptr.tolist(), self.swg.indices.tolist(), self.swg.port.tolist()
+        self.sw_adj = [list(zip(port[a:b], nbr[a:b])) for a, b in zip(ptr[:-1], ptr[1:])]
 
     def _affected(self) -> np.ndarray:
         """affected[row, LID]: the fault-free route from that switch to that LID touches a failed
@@ -457,53 +459,25 @@ class _Degraded:
             if x == target:
                 res[r] = (0,)
             elif dist[r] >= 0:
-                res[r] = tuple(port for port, p in self.sw_adj[x] if dist[self.row[p]] == dist[r] - 1)
+                res[r] = tuple(port for port, v in self.sw_adj[r] if dist[v] == dist[r] - 1)
         return res
 
     def _distances(self, targets: list[int]) -> None:
-        """_switch_dist of many targets at once: a breadth-first search from all of them together,
-        level by level (a switch is reached when a neighbour was reached the level before)."""
+        """_switch_dist of many targets at once (hops.bfs_hops; the graph is symmetric, so hops
+        from a target are hops to it), 256 at a time: its temporaries grow with targets x links."""
         targets = sorted({t for t in targets if t not in self._dist_cache and t in self.row})
-        if not targets:
-            return
-        R = len(self.sw)
-        nb = np.full((R, max([len(a) for a in self._adj] + [1])), R, dtype=np.intp)  # R: never reached
-        for u, adj in enumerate(self._adj):
-            nb[u, :len(adj)] = adj
-        for lo in range(0, len(targets), 256):  # bounded temporaries: 256 x switches x degree
+        g = self.swg
+        for lo in range(0, len(targets), 256):
             chunk = targets[lo:lo + 256]
-            front = np.zeros((len(chunk), R + 1), dtype=bool)
-            front[np.arange(len(chunk)), [self.row[t] for t in chunk]] = True
-            seen = front.copy()
-            dist = np.where(front[:, :R], 0, -1)
-            level = 0
-            while front.any():
-                level += 1
-                new = front[:, nb].any(axis=2) & ~seen[:, :R]
-                dist[new] = level
-                front = np.zeros_like(front)
-                front[:, :R] = new
-                seen |= front
-            for t, row in zip(chunk, dist.tolist()):
+            for t, row in zip(chunk, bfs_hops(g.indptr, g.indices, [self.row[t] for t in chunk]).tolist()):
                 self._dist_cache[t] = row
 
     def _switch_dist(self, target: int) -> list[int]:
         """Hops from every switch row to switch `target` over the working links, -1 when cut off
         (cached per target)."""
-        got = self._dist_cache.get(target)
-        if got is None:
-            t = self.row[target]
-            got = self._dist_cache[target] = [-1] * len(self.sw)
-            got[t] = 0
-            q = deque([t])
-            adj = self._adj
-            while q:
-                u = q.popleft()
-                for v in adj[u]:
-                    if got[v] < 0:
-                        got[v] = got[u] + 1
-                        q.append(v)
-        return got
+        if target not in self._dist_cache:
+            self._distances([target])
+        return self._dist_cache[target]
 
     # ----------------------------------------------------------------- VLs, SLs, result
     def _result(self) -> HdorResult:

@@ -1,5 +1,5 @@
 """What an hdor pass returns and how it refuses: the types every pass shares — the complete KNS
-(hdor_complete), the degraded one (hdor_faults), the KNS from elsewhere (hdor_kns) — and
+(hdor_complete), the degraded one (hdor_faults), the KNS from elsewhere (hdor_kns, hdor_first_sight) — and
 hdor.compute, which picks the pass. They live below all of them, so no pass imports another's
 module for them (docs/design.md: no import circle).
 """
@@ -8,22 +8,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ibtool.errors import CheckFailed
+from ibtool.errors import NotFamily
 from ibtool.fabric import SWITCH, Fabric
 from ibtool.formats.lft import Tables
 
 
-class NotKNS(CheckFailed):
-    """The fabric is not a complete KNS; `reason` names the device at fault when there is one."""
-
-    def __init__(self, reason: str):
-        self.reason = reason
-        super().__init__(f"hdor: not a KNS fabric: {reason}")
+def not_kns(reason: str) -> NotFamily:
+    """hdor's refusal: the fabric is not a (complete) KNS; `reason` names the device at fault when
+    there is one."""
+    return NotFamily("hdor", "KNS", reason)
 
 
-class _Declined(NotKNS):
+class _Declined(NotFamily):
     """The fabric is the KNS hdor knows, degraded, but the degraded pass declines it (VLs, SLs, a
     detour the scheme does not allow): nothing else is tried, as in the C engine."""
+
+    def __init__(self, reason: str):
+        super().__init__("hdor", "KNS", reason)
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """kantc: paper 001's routing for KANTC (Algorithm 1) and MiKANTC (Algorithm 2), as forwarding
 tables for OpenSM's `file` engine, from a discovered fabric.
 
-    result = compute(ibnetdiscover.read("ibnetdiscover.out"))   # raises NotKANTC with a reason
+    result = compute(ibnetdiscover.read("ibnetdiscover.out"))   # raises NotFamily with a reason
     result.label[node], result.tables.lft[switch_guid][lid]
 
 Labels are recovered from the wiring alone (names and port numbers are never read; GUIDs only
@@ -44,17 +44,16 @@ from pathlib import Path
 
 import numpy as np
 
-from ibtool.errors import CheckFailed
-from ibtool.fabric import CA, SWITCH, Fabric
+from ibtool.errors import NotFamily
+from ibtool.fabric import CA, SWITCH, Fabric, switch_graph
 from ibtool.formats import atomic_write
 from ibtool.formats.lft import NO_ROUTE, Tables
+from ibtool.hops import bfs_hops
 from ibtool.topologies.kantc import bits, intermediates
 
 
-class NotKANTC(CheckFailed):
-    def __init__(self, reason: str):
-        self.reason = reason
-        super().__init__(f"kantc: not a KANTC/MiKANTC fabric: {reason}")
+def _not_kantc(reason: str) -> NotFamily:
+    return NotFamily("kantc", "KANTC/MiKANTC", reason)
 
 
 @dataclass
@@ -96,10 +95,10 @@ class _Recover:
         self.sw = [i for i in range(N) if f.types[i] == SWITCH]
         for i in range(N):
             if f.types[i] not in (SWITCH, CA):
-                raise NotKANTC(f"node {_describe(f, i)} is neither a switch nor a CA")
+                raise _not_kantc(f"node {_describe(f, i)} is neither a switch nor a CA")
         self.host = {i for i in self.sw if any(f.types[b] == CA for _, b in self.nb[i])}
         if not self.host:
-            raise NotKANTC("no switch has an HCA")
+            raise _not_kantc("no switch has an HCA")
         self.guid = f.guids
 
     def run(self) -> KantcResult:
@@ -127,11 +126,11 @@ class _Recover:
             inter = [s for s in cu if s not in host]
             k = len(inter)
             if k < 2 or len(cu) != 2 ** k:
-                raise NotKANTC(f"the cube of {_describe(f, cu[0])} has {len(cu)} switches and {k} without HCAs; "
+                raise _not_kantc(f"the cube of {_describe(f, cu[0])} has {len(cu)} switches and {k} without HCAs; "
                                f"a k-cube has 2^k switches, k of them intermediate")
             ks.add(k)
         if len(ks) != 1:
-            raise NotKANTC(f"cubes of different dimensions {sorted(ks)}")
+            raise _not_kantc(f"cubes of different dimensions {sorted(ks)}")
         k = ks.pop()
         self.k = k
         self.comp = comp
@@ -154,7 +153,7 @@ class _Recover:
         tree = [s for s in self.sw if s not in cube_sw]
         for s in tree:
             if s not in level:
-                raise NotKANTC(f"{_describe(f, s)} is not connected to any cube")
+                raise _not_kantc(f"{_describe(f, s)} is not connected to any cube")
         top = max(level.values())
 
         def cross(u: int, v: int) -> bool:
@@ -165,7 +164,7 @@ class _Recover:
         mirrored = any(cross(u, v) for u in level for _, v in nb[u] if f.types[v] == SWITCH)
         n = top + (2 if mirrored else 1)
         if not mirrored and top == 0:
-            raise NotKANTC("no switch above the cubes")
+            raise _not_kantc("no switch above the cubes")
         # subtrees: components of the tree (levels 0..top) without the mirror links and cube links
         tree_nodes = [s for s in level]  # intermediates and tree switches
 
@@ -207,9 +206,9 @@ class _Recover:
                                 color[c] = 1 - color[r]
                                 q.append(c)
                             elif color[c] == color[r]:
-                                raise NotKANTC(f"mirror links of {_describe(f, s)} join two subtrees of one group")
+                                raise _not_kantc(f"mirror links of {_describe(f, s)} join two subtrees of one group")
             if len(color) != len(roots) or len(roots) != 2 * k:
-                raise NotKANTC(f"{len(roots)} subtrees below the mirror links, expected 2k = {2 * k}")
+                raise _not_kantc(f"{len(roots)} subtrees below the mirror links, expected 2k = {2 * k}")
             for s in tree_nodes:
                 group[s] = color[sub[s]]
         for j in range(n - 1):  # digit j sits at word index n-2-j
@@ -224,7 +223,7 @@ class _Recover:
         for s in inter:
             digits[s][n - 2] = jof.get(labels[s]["c"], -1)
             if digits[s][n - 2] < 0:
-                raise NotKANTC(f"intermediate {_describe(f, s)} got label {bits(labels[s]['c'], k)}")
+                raise _not_kantc(f"intermediate {_describe(f, s)} got label {bits(labels[s]['c'], k)}")
         res = KantcResult(k, n, mirrored, cubes=cubes)
         for s in tree_nodes:
             lab = {"group": group[s], "level": level[s], "word": tuple(digits[s])}
@@ -256,7 +255,7 @@ class _Recover:
         order = {}
         for cs in kids.values():
             if len(cs) != k:
-                raise NotKANTC(f"{_describe(self.f, min(cs, key=lambda x: self.guid[x]))}'s part of the tree "
+                raise _not_kantc(f"{_describe(self.f, min(cs, key=lambda x: self.guid[x]))}'s part of the tree "
                                f"branches {len(cs)} ways upwards, not k = {k}")
             for r, ci in enumerate(sorted(cs, key=lambda x: self.guid[x])):
                 order[ci] = r
@@ -264,34 +263,24 @@ class _Recover:
 
     def _cube_labels(self, cu: list[int], k: int) -> dict[int, int]:
         f, host = self.f, self.host
-        members = set(cu)
-        adj = {s: [v for _, v in self.nb[s] if v in members] for s in cu}
+        g = switch_graph(f, cu)  # the links inside the cube
+        ptr, nbr = g.indptr.tolist(), g.nodes[g.indices].tolist()
+        adj = {s: nbr[ptr[i]:ptr[i + 1]] for i, s in enumerate(cu)}
         for s in cu:
             if len(adj[s]) != k:
-                raise NotKANTC(f"{_describe(f, s)} has {len(adj[s])} links inside its cube, a {k}-cube needs {k}")
+                raise _not_kantc(f"{_describe(f, s)} has {len(adj[s])} links inside its cube, a {k}-cube needs {k}")
         inter = [s for s in cu if s not in host]
         I = intermediates(k)
 
-        def hops(src):
-            d = {src: 0}
-            q = deque([src])
-            while q:
-                u = q.popleft()
-                for v in adj[u]:
-                    if v not in d:
-                        d[v] = d[u] + 1
-                        q.append(v)
-            return d
-
         want = sorted(bin(x).count("1") for x in I[1:])  # I_0 = 0: distances = popcounts
         origin = None
-        for s in inter:  # cu is in GUID order
-            d = hops(s)
+        for s, row in zip(inter, bfs_hops(g.indptr, g.indices, g.vertex[inter]).tolist()):  # cu: GUID order
+            d = dict(zip(cu, row))  # the cube is connected: every hop count is found
             if sorted(d[t] for t in inter if t != s) == want:
                 origin, dist = s, d
                 break
         if origin is None:
-            raise NotKANTC(f"the intermediates of the cube of {_describe(f, cu[0])} are not placed as "
+            raise _not_kantc(f"the intermediates of the cube of {_describe(f, cu[0])} are not placed as "
                            f"paper 001's rule places them")
         # bit set of every switch as a set of origin-neighbour indices
         e = sorted(adj[origin], key=lambda x: self.guid[x])
@@ -327,9 +316,9 @@ class _Recover:
             out = {s: lab(sets[s], perm) for s in cu}
             if len(set(out.values())) != 2 ** k or any(
                     bin(out[s] ^ out[v]).count("1") != 1 for s in cu for v in adj[s]):
-                raise NotKANTC(f"the cube of {_describe(f, cu[0])} is not a {k}-cube")
+                raise _not_kantc(f"the cube of {_describe(f, cu[0])} is not a {k}-cube")
             return out
-        raise NotKANTC(f"the intermediates of the cube of {_describe(f, cu[0])} are not placed as paper 001's rule "
+        raise _not_kantc(f"the intermediates of the cube of {_describe(f, cu[0])} are not placed as paper 001's rule "
                        f"places them")
 
 
@@ -405,7 +394,7 @@ def _route(f: Fabric, rec: _Recover, res: KantcResult) -> None:
             for p, v in dn[s]:
                 if all(word[v][n - 2 - j] == T[n - 2 - j] for j in range(lv - 1, n - 1)):
                     return p
-            raise NotKANTC(f"{_describe(f, s)} has no child towards {T}")
+            raise _not_kantc(f"{_describe(f, s)} has no child towards {T}")
         return up[s][T[n - 2 - lv]]
 
     tables = res.tables
@@ -424,7 +413,7 @@ def _route(f: Fabric, rec: _Recover, res: KantcResult) -> None:
                 by_host.setdefault(peer[0], []).append((lid, peer[1]))
     for spread, t in enumerate(sorted(by_host, key=lambda x: f.guids[x])):
         if t not in host:
-            raise NotKANTC(f"{_describe(f, t)} carries an HCA but is not a cube switch")
+            raise _not_kantc(f"{_describe(f, t)} carries an HCA but is not a cube switch")
         ct = L[t]["c"]
         dis = min(range(k), key=lambda j: (bin(ct ^ I[j]).count("1"), j))
         T = tuple(L[t]["cube"]) + (dis,)
@@ -436,20 +425,18 @@ def _route(f: Fabric, rec: _Recover, res: KantcResult) -> None:
                     rows[s][lid] = p
             else:
                 rows[s][lids] = port(s, t, T, G, spread)
-    # switch LIDs: shortest paths over switches, lowest port on ties
-    swset = set(switches)
-    for d, dl in lids_of.items():
-        dist = {d: 0}
-        q = deque([d])
-        while q:
-            u = q.popleft()
-            for _, v in nb[u]:
-                if v in swset and v not in dist:
-                    dist[v] = dist[u] + 1
-                    q.append(v)
-        for s in switches:
-            if s != d and s in dist:
-                rows[s][dl] = min(p for p, v in nb[s] if dist.get(v, -9) == dist[s] - 1)
+    # switch LIDs: shortest paths over switches, lowest port on ties (hops to d = hops from d)
+    g = switch_graph(f)
+    vx = g.vertex.tolist()
+    dests = list(lids_of)
+    for lo in range(0, len(dests), 256):  # bfs_hops' temporaries grow with sources x links
+        chunk = dests[lo:lo + 256]
+        for d, dist in zip(chunk, bfs_hops(g.indptr, g.indices, g.vertex[chunk]).tolist()):
+            dl = lids_of[d]
+            for s in switches:
+                h = dist[vx[s]]
+                if s != d and h >= 0:
+                    rows[s][dl] = min(p for p, v in nb[s] if vx[v] >= 0 and dist[vx[v]] == h - 1)
     for s in switches:
         tables.lft[f.guids[s]] = rows[s]
         tables.names[f.guids[s]] = f.names[s]

@@ -129,7 +129,8 @@ _CUBE_PARAMS = [
 
 
 @topology("torus", summary="k-ary n-cube torus (paper 004's Torus(z, c, 2n): z x c^(1/(n-1)) x ...)",
-          reference=PAPER, example="ibtool topo torus --z 8 --c 256 --n 3 --out torus   # 8 x 16 x 16",
+          reference=PAPER, example="ibtool topo torus --dims 4x4 --out torus16   # 16 switches, 4 x 4\n"
+                                     "  ibtool topo torus --z 8 --c 256 --n 3 --out torus   # 8 x 16 x 16",
           engine="torus-2QoS", layout="cabinet-aware", engine_files=lambda f: torus_conf(f), params=_CUBE_PARAMS)
 def torus(z: int = 0, c: int = 0, n: int = 3, dims: str = "", hcas_per_switch: int = 1, radix: int = 64) -> Fabric:
     return _cube("torus", z, c, n, dims, hcas_per_switch, radix)
@@ -168,7 +169,8 @@ def torus_conf(f: Fabric) -> list:
 
 
 @topology("hypercube", summary="binary hypercube of N = 2^d switches, placed sequentially in c cabinets",
-          reference=PAPER, example="ibtool topo hypercube --N 2048 --c 256 --out hypercube",
+          reference=PAPER, example="ibtool topo hypercube --N 16 --c 4 --out hc16   # 16 switches in 4 cabinets\n"
+                                     "  ibtool topo hypercube --N 2048 --c 256 --out hypercube",
           engine="dfsssp", layout="cabinet-aware", params=[Param("N", int, None, "switches (a power of 2)", low=2),
                                    Param("c", int, None, "cabinets", low=1), HCAS, RADIX])
 def hypercube(n: int, c: int, hcas_per_switch: int = 1, radix: int = 64) -> Fabric:
@@ -210,7 +212,8 @@ def _cabinets(kind: str, z: int, c: int, h: int, radix: int, degree: int) -> Fab
 
 @topology("dragonfly", summary="fully connected Dragonfly: cabinet = group, all groups joined pairwise",
           reference=PAPER + "; Kim et al., ISCA 2008",
-          example="ibtool topo dragonfly --z 8 --c 256 --out dragonfly   # degree 39",
+          example="ibtool topo dragonfly --z 4 --c 5 --out df20   # 20 switches in 5 cabinets\n"
+                  "  ibtool topo dragonfly --z 8 --c 256 --out dragonfly   # degree 39",
           engine="dfsssp", layout="cabinet-aware", params=[Param("z", int, None, "switches per cabinet (group)", low=1),
                                    Param("c", int, None, "cabinets (groups)", low=1), HCAS, RADIX])
 def dragonfly(z: int, c: int, hcas_per_switch: int = 1, radix: int = 64) -> Fabric:
@@ -227,7 +230,8 @@ def dragonfly(z: int, c: int, hcas_per_switch: int = 1, radix: int = 64) -> Fabr
 
 @topology("hyperx", summary="HyperX on the cabinet grid: cabinet, row and column each fully connected",
           reference=PAPER + "; Ahn et al., SC 2009",
-          example="ibtool topo hyperx --z 8 --c 256 --out hyperx   # degree 37",
+          example="ibtool topo hyperx --z 2 --c 4 --out hx8   # 8 switches in 4 cabinets\n"
+                  "  ibtool topo hyperx --z 8 --c 256 --out hyperx   # degree 37",
           engine="dfsssp", layout="cabinet-aware", params=[Param("z", int, None, "switches per cabinet", low=1),
                                    Param("c", int, None, "cabinets (must fill the x*y grid)", low=1), HCAS, RADIX])
 def hyperx(z: int, c: int, hcas_per_switch: int = 1, radix: int = 64) -> Fabric:

@@ -105,7 +105,8 @@ def figures(params: dict) -> dict:
     "fattree",
     summary="k-ary n-tree fat tree (switches <L,w>, k^n nodes, n*k^(n-1) switches)",
     reference="Petrini & Vanneschi 1997; paper 001 section II.B",
-    example="ibtool topo fattree --k 4 --n 3 --out ft   # 64 HCAs, 48 switches, routed by ftree",
+    example="ibtool topo fattree --k 2 --n 3 --out ft8   # 8 HCAs, 12 switches\n"
+            "  ibtool topo fattree --k 4 --n 3 --out ft   # 64 HCAs, 48 switches, routed by ftree",
     engine="ftree", layout="tree-stages",
     engine_files=tree_engine_files, figures=figures,
     params=[
@@ -146,7 +147,9 @@ def fattree(k: int, n: int, hcas_per_leaf: int = 0, radix: int = 0) -> Fabric:
     "clos",
     summary="2- or 3-level folded Clos (leaf/spine[/core]) from leaf count, HCAs and uplinks per leaf",
     reference="the leaf-spine fat tree of most clusters (Leiserson 1985; Al-Fares et al. 2008)",
-    example="ibtool topo clos --leaves 8 --hcas-per-leaf 18 --uplinks 18 --radix 36 --out clos",
+    example="ibtool topo clos --leaves 4 --hcas-per-leaf 2 --uplinks 2 --radix 8 --out clos8   "
+            "# 8 HCAs, 4 leaves, 2 spines\n"
+            "  ibtool topo clos --leaves 8 --hcas-per-leaf 18 --uplinks 18 --radix 36 --out clos",
     engine="ftree", layout="tree-stages",
     engine_files=tree_engine_files,
     params=[

@@ -276,20 +276,23 @@ _FAMILY = dict(engine="updn", engine_files=root_files, params=_PARAMS, figures=f
 
 @topology("mikant", summary="mirrored k-ary n-tree MiKANT(k,n): two (n-1)-level trees joined at the top",
           reference="paper 001 section II.B (Li & Chu 2018)",
-          example="ibtool topo mikant --k 3 --n 3 --out mikant   # 54 HCAs, 36 switches, 135 links", **_FAMILY)
+          example="ibtool topo mikant --k 2 --n 2 --out mikant4   # 8 HCAs, 4 switches\n"
+                  "  ibtool topo mikant --k 3 --n 3 --out mikant   # 54 HCAs, 36 switches, 135 links", **_FAMILY)
 def mikant(k: int, n: int, radix: int = 0) -> Fabric:
     return _build("mikant", k, n, radix, mirrored=True, cubes=False)
 
 
 @topology("kantc", summary="k-ary n-tree k-cube KANTC(k,n): tree leaves replaced by k-cubes",
           reference="paper 001 section III.A, Theorems 1-5",
-          example="ibtool topo kantc --k 3 --n 3 --out kantc   # 45 HCAs, 42 switches", **_FAMILY)
+          example="ibtool topo kantc --k 2 --n 2 --out kantc6   # 4 HCAs, 6 switches\n"
+                  "  ibtool topo kantc --k 3 --n 3 --out kantc   # 45 HCAs, 42 switches", **_FAMILY)
 def kantc(k: int, n: int, radix: int = 0) -> Fabric:
     return _build("kantc", k, n, radix, mirrored=False, cubes=True)
 
 
 @topology("mikantc", summary="mirrored k-ary n-tree k-cube MiKANTC(k,n): MiKANT with k-cube leaves",
           reference="paper 001 section III.B, Theorems 6-10",
-          example="ibtool topo mikantc --k 3 --n 3 --out mikantc   # 90 HCAs, 66 switches", **_FAMILY)
+          example="ibtool topo mikantc --k 2 --n 2 --out mikantc8   # 8 HCAs, 8 switches\n"
+                  "  ibtool topo mikantc --k 3 --n 3 --out mikantc   # 90 HCAs, 66 switches", **_FAMILY)
 def mikantc(k: int, n: int, radix: int = 0) -> Fabric:
     return _build("mikantc", k, n, radix, mirrored=True, cubes=True)

@@ -60,7 +60,8 @@ def tree_arity(k: int, s: int) -> int:
     "kns",
     summary="k-ary n-direct s-indirect hybrid (routers on a k^n grid, one indirect network per line)",
     reference="paper 000, sections 2.2, 3.2, 3.4 (KNS on the CELLIA cluster)",
-    example="ibtool topo kns --k 6 --n 2 --radix 8 --out cellia   # CELLIA: 36 HCAs, 36 routers + 12 switches",
+    example="ibtool topo kns --k 3 --n 2 --s 2 --radix 8 --out kns9   # 9 routers, 24 switches in 2-stage trees\n"
+            "  ibtool topo kns --k 6 --n 2 --radix 8 --out cellia   # CELLIA: 36 HCAs, 36 routers + 12 switches",
     engine="hdor,nue",  # after hdor, nue: no credit loop on a KNS hdor declines (docs/plugin.md)
     engine_files=kns_engine_files,
     layout="switch-rack",  # every switch in switch racks, as CELLIA was built (paper 000)

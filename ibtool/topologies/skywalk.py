@@ -131,7 +131,8 @@ def best_instance(n: int, seed: int, make, what: str, instances: int = INSTANCES
     "skywalk",
     summary="Skywalk: cabinet-aware random (intra-cabinet, straight and diagonal uniform random links)",
     reference="paper 004 (Skywalk), sections II-B..II-D, III-A",
-    example="ibtool topo skywalk --z 8 --c 256 --di 7 --do 4 --seed 1 --out skywalk   # degree 11, 57.6 km (paper: 59)\n"
+    example="ibtool topo skywalk --z 4 --c 16 --di 3 --do 2 --seed 1 --out sw64   # 64 switches in 16 cabinets\n"
+            "  ibtool topo skywalk --z 8 --c 256 --di 7 --do 4 --seed 1 --out skywalk   # degree 11, 57.6 km (paper: 59)\n"
             "  ibtool topo skywalk --z 8 --c 256 --di 7 --do 4 --complete --out skywalk   # 59.07 km, the paper's numbers",
     engine="dfsssp", layout="cabinet-aware",
     params=[
@@ -218,7 +219,8 @@ def skywalk(z: int, c: int, di: int, do: int, ds: int = -1, dd: int = -1, seed: 
     "random",
     summary="uniform random topology of degree d (no cabinet constraint), switches placed in c cabinets",
     reference="paper 004 (Skywalk), sections II-C, III-A; Koibuchi et al., ISCA 2012",
-    example="ibtool topo random --N 2048 --d 11 --c 256 --seed 1 --out random",
+    example="ibtool topo random --N 32 --d 3 --c 4 --seed 1 --out random32   # 32 switches, 4 cabinets\n"
+            "  ibtool topo random --N 2048 --d 11 --c 256 --seed 1 --out random",
     engine="dfsssp", layout="cabinet-aware",
     params=[Param("N", int, None, "switches", low=2), Param("d", int, None, "degree (rounds of the algorithm)", low=1),
             Param("c", int, None, "cabinets", low=1), Param("seed", int, 1, "first of the 10 seeds tried"), HCAS, RADIX],

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ibtool.errors import InputError
-from ibtool.fabric import CA, SWITCH, Fabric
+from ibtool.fabric import CA, SWITCH, Fabric, switch_graph
 from ibtool.formats.lft import NO_ROUTE, Tables
 from ibtool.hops import bfs_hops
 
@@ -153,14 +153,8 @@ def switch_distances(b: Bound) -> np.ndarray:
     ns = len(b.sw_nodes)
     if ns > 20000:
         raise InputError(f"{ns} switches: too many for the all-pairs distance table")
-    nbrs = []
-    for i in b.sw_nodes:
-        pe = b.peer[int(b.offset[i]) + 1:int(b.offset[i + 1])]
-        pe = pe[pe >= 0]
-        nbrs.append(b.row[pe[b.types[pe] == SWITCH]])
-    indptr = np.zeros(ns + 1, dtype=np.int64)
-    indptr[1:] = np.cumsum([len(x) for x in nbrs])
-    return bfs_hops(indptr, np.concatenate(nbrs) if nbrs else np.zeros(0, np.int32))
+    g = switch_graph(b.fabric)  # its vertices are the rows: every switch in node order
+    return bfs_hops(g.indptr, g.indices)
 
 
 K_SWITCH, K_CA, K_LOCAL, K_NOENTRY, K_DEAD = 0, 1, 2, 3, 4

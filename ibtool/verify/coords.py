@@ -192,7 +192,7 @@ def verify(fabric: Fabric, dump=None, plan: Fabric | None = None, to_plan: dict[
         assign_lids(fabric)
     try:
         ref = reference or hdor.compute(fabric, baseline=baseline, description=description)
-    except hdor.NotKNS as e:
+    except hdor.NotFamily as e:
         return {"ok": False, "error": f"the discovered fabric is not a KNS: {e.reason}",
                 "_timings": {"reference_s": time.monotonic() - t0}}
     out["_timings"]["reference_s"] = time.monotonic() - t0
@@ -214,7 +214,7 @@ def verify(fabric: Fabric, dump=None, plan: Fabric | None = None, to_plan: dict[
         try:
             plan_ref = plan_reference or (_Renumbered(ref, to_plan, plan.num_nodes) if plan_is_fabric
                                           else hdor.compute(plan, baseline=plan_baseline))
-        except hdor.NotKNS as e:  # a finding of this section: the other checks still report
+        except hdor.NotFamily as e:  # a finding of this section: the other checks still report
             out["reference_vs_plan"] = {"ok": False, "relabeling": None,
                                         "problems": [f"the plan is not a KNS: {e.reason}"]}
         else:

@@ -206,7 +206,7 @@ def before_faults(step0: Path, nnm, expect) -> dict | None:
         return out
     try:
         r0 = hdor.compute(f0)
-    except hdor.NotKNS:
+    except hdor.NotFamily:
         return out  # each step then says why it has no reference
     out["own"] = r0  # step 0's own reference, as its coordinates check computes it
     # degraded from the start: the later steps are routed against the KNS hdor completed it to
@@ -217,7 +217,7 @@ def before_faults(step0: Path, nnm, expect) -> dict | None:
         assign_lids(p0)
         try:
             out["plan"] = (p0, hdor.compute(p0))
-        except hdor.NotKNS:
+        except hdor.NotFamily:
             pass
     return out
 
@@ -260,7 +260,7 @@ def check_routes(fabric: Path, lfts: Path, sl2vl_path: Path | None, expect: str 
         from ibtool.routing import hdor
         try:
             ref = hdor.compute(f)
-        except hdor.NotKNS as e:
+        except hdor.NotFamily as e:
             ref = None
             say(str(e))
     try:

@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from ordercheck import check_order
-from support import SMALL, chromium_page, ibtool
+from support import SMALL, chromium_page, ibtool, small_args
 from ibtool.formats import ibnetdiscover
 from ibtool.layout import Layout, place
 from ibtool.cabling.cable_list import plan_cables
@@ -227,8 +227,17 @@ def test_sheets_in_a_real_browser(cellia):
 
 
 def test_every_family_has_a_small_case():
+    """SMALL is every registered family's first example line: each must be `ibtool topo NAME ARGS
+    --out DIR` (the tests below build, cable and place it)."""
+    from types import SimpleNamespace
+
     from ibtool.topologies import load_all
     assert set(load_all()) == set(SMALL)
+    assert [name for name, args in SMALL.items() if args is None] == []
+    two = "ibtool topo x --a 1 --s 'N6K2[-1,1](2)' --out d   # small\n  ibtool topo x --a 9 --out big"
+    assert small_args(SimpleNamespace(name="x", example=two)) == ["--a", "1", "--s", "N6K2[-1,1](2)"]
+    assert small_args(SimpleNamespace(name="y", example=two)) is None  # another family's command
+    assert small_args(SimpleNamespace(name="x", example="ibtool topo x --a 1")) is None  # no --out
 
 
 @pytest.mark.parametrize("family", sorted(SMALL))

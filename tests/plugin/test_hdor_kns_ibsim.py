@@ -8,7 +8,7 @@ the LIDs stay), for a router-switch cable, an indirect switch and a router:
 * (b) OpenSM restarted with the fault still there and its cache directory kept: the remembered
   KNS (OSM_CACHE_DIR/hdor-kns.conf) gives T again, the same SL2VL tables and coordinates dump;
 * (a) OpenSM restarted with an empty cache and no description: identified at first sight, the
-  tables of the Python reference (the same rule, ibtool/routing/hdor_kns.py); T itself where the
+  tables of the Python reference (the same rule, ibtool/routing/hdor_first_sight.py); T itself where the
   missing element decides no coordinate and no spreading (s = 1); `ibtool verify all` passes per VL
   with the SA's path SLs;
 * (a) OpenSM restarted with an empty cache and the description (`ibtool route hdor --kns-conf`
@@ -39,7 +39,7 @@ from support import ibtool
 from ibtool import mad
 from ibtool.fabric import Fabric
 from ibtool.formats import hdor_conf, ibnetdiscover, lft
-from ibtool.routing import hdor, hdor_kns
+from ibtool.routing import hdor, hdor_description
 from ibtool.sim import faults, opensm
 from ibtool.sim.live import LiveFabric
 from ibtool.sim.runner import complete_top_lid
@@ -235,7 +235,7 @@ def test_cold_start_of_a_fabric_never_complete(tmp_path):
               or (plan.link_b[i], plan.link_pb[i]) == (node, port))
     ibnetdiscover.write(faults._expected(plan, {li}, set()), tmp_path / "seated.net")
     conf = tmp_path / "plan.conf"
-    hdor_conf.write(hdor_kns.plan_description(plan), conf)
+    hdor_conf.write(hdor_description.plan_description(plan), conf)
     runs = {}
     for name, extra in (("first", ["--hdor-conf", "none", "--path-sls"]), ("described", ["--hdor-conf", conf])):
         run = tmp_path / name
@@ -258,7 +258,7 @@ def test_replaced_switch_and_router(tmp_path):
     new devices get new LIDs); the description updated with was=, and the remembered state."""
     net, plan = kns_plan(tmp_path, 4, 2, 1)
     conf = tmp_path / "plan.conf"
-    hdor_conf.write(hdor_kns.plan_description(plan), conf)
+    hdor_conf.write(hdor_description.plan_description(plan), conf)
     new = {"S[0,1]": 0x0008F10500001230, "R[2,2]": 0x0008F10500004560}
     swapped = Fabric("replaced")  # the same devices and cables; two of them with other GUIDs
     for i in range(plan.num_nodes):
@@ -295,7 +295,7 @@ def test_description_of_another_fabric_falls_back_safely(tmp_path):
     net, plan = kns_plan(tmp_path, 4, 2, 1)
     other = rebuild(plan, seed=99, guids=True)
     conf = tmp_path / "other.conf"
-    hdor_conf.write(hdor_kns.plan_description(other), conf)
+    hdor_conf.write(hdor_description.plan_description(other), conf)
     run = tmp_path / "run"
     ibtool("sim", "run", net, "--engine", ",".join(ENGINES), "--conf", "qos=TRUE", "--hdor-conf", conf, "--out", run)
     summary = json.loads((run / "summary.json").read_text())
@@ -316,7 +316,7 @@ def test_a_broken_description_is_an_error_and_every_pass_declines(tmp_path):
     fixed (OpenSM restarted) hdor routes again. The remembered state written then reads back."""
     net, plan = kns_plan(tmp_path, 3, 2, 1)
     good = tmp_path / "plan.conf"
-    hdor_conf.write(hdor_kns.plan_description(plan), good)
+    hdor_conf.write(hdor_description.plan_description(plan), good)
     bad = tmp_path / "bad.conf"
     lines = good.read_text().splitlines()
     at = next(i for i, ln in enumerate(lines) if ln.startswith("router "))

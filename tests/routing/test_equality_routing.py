@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from support import ibtool
 
+from ibtool.errors import NotFamily
 from ibtool.fabric import SWITCH, Fabric
 from ibtool.routing import equality as eqr
 from ibtool.routing.lids import assign_lids
@@ -107,9 +108,11 @@ def test_miswired_fabric_is_refused():
         g.add_link(a, b, pa, pb)
     g.add_link(r0, r11, ends[r0][0], ends[r2][1])
     g.add_link(r2, r9, ends[r2][0], ends[r0][1])
-    with pytest.raises(eqr.NotEquality, match="no numbering of the switches fits the link sets"):
+    with pytest.raises(NotFamily, match="^equality: the fabric does not match the link sets: no numbering of the "
+                                        "switches fits the link sets") as e:
         eqr.compute(g, n, sa, sb)
-    with pytest.raises(eqr.NotEquality, match="has 6 switch neighbours, K = 13"):
+    assert (e.value.routing, e.value.family, e.value.exit_code) == ("equality", "Equality", 1)
+    with pytest.raises(NotFamily, match="has 6 switch neighbours, K = 13"):
         eqr.compute(eq.build(n, sa, sb, 1, 16), n, (-1, 1, 3, 5, 9, 11, 7), (2, 4, 6))
 
 

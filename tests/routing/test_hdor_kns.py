@@ -1,6 +1,6 @@
 """The KNS hdor knows without having seen it complete (docs/hdor.md section 7; Python reference
-ibtool/routing/hdor_kns.py): the hdor.conf format, routing against a description, identification
-at first sight, replacements. The C engine is compared with this reference on ibsim in
+ibtool/routing/hdor_description.py, hdor_kns.py, hdor_first_sight.py): the hdor.conf format, routing
+against a description, identification at first sight, replacements. The C engine is compared with this reference on ibsim in
 tests/plugin/test_hdor_kns_ibsim.py."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from hdor_helpers import degrade, kns_with_lids, rebuild, shuffled
 
 from ibtool.errors import InputError
 from ibtool.formats import hdor_conf
-from ibtool.routing import hdor, hdor_kns
+from ibtool.routing import hdor, hdor_description, hdor_first_sight, hdor_kns
 from ibtool.routing.lids import assign_lids
 
 
@@ -48,7 +48,7 @@ def a_cable(f, shape):
 def test_description_round_trip_and_routing(tmp_path):
     f = fabric("4^2")
     r = hdor.compute(f)
-    conf = hdor_kns.describe(f, r, comment="test")
+    conf = hdor_description.describe(f, r, comment="test")
     hdor_conf.write(conf, tmp_path / "hdor.conf")
     text = (tmp_path / "hdor.conf").read_text()
     assert text.startswith("# test\n") and "\nhdor-kns 1 k=4 n=2 s=1 routers=16 switches=8 hcas=16 links=48\n" in text
@@ -101,7 +101,7 @@ def test_described_degraded_equals_long_running(shape):
     LIDs (a plan's) does it; with s = 2 the LIDs of the missing devices count in the spreading over
     equal up-ports, so the description carries the LIDs (test_description_with_the_lids_...)."""
     f = fabric(shape)
-    conf = hdor_kns.describe(f, hdor.compute(f), lids=SHAPES[shape][2] > 1)
+    conf = hdor_description.describe(f, hdor.compute(f), lids=SHAPES[shape][2] > 1)
     r1, s1 = a_cable(f, shape)
     sw = sorted(x for x in f.names if x.startswith("S["))[3]
     router = "R[2,3]" if shape != "3^3" else "R[2,0,1]"
@@ -114,9 +114,9 @@ def test_described_degraded_equals_long_running(shape):
 
 def test_description_of_another_fabric_is_declined():
     f, other = fabric("4^2", 1), fabric("4^2", 2)
-    conf = hdor_kns.describe(other, hdor.compute(other))
+    conf = hdor_description.describe(other, hdor.compute(other))
     conf.path = "hdor.conf"
-    with pytest.raises(hdor.NotKNS, match=r"the fabric is not the KNS of hdor.conf: .* is not in the KNS|cabled to"):
+    with pytest.raises(hdor.NotFamily, match=r"the fabric is not the KNS of hdor.conf: .* is not in the KNS|cabled to"):
         hdor.compute(f, description=conf)
 
 
@@ -124,11 +124,11 @@ def test_description_with_the_lids_of_missing_ports():
     """A description with LIDs: a missing router's LIDs still count where they are free (docs
     section 7), so a spread up-port set (s = 2) is dealt as a long-running hdor deals it."""
     f = fabric("4^2 s=2")
-    conf = hdor_kns.describe(f, hdor.compute(f))  # with LIDs
+    conf = hdor_description.describe(f, hdor.compute(f))  # with LIDs
     g = without(f, ["R[2,3]"])
     got, want = hdor.compute(g, description=conf), long_running(f, g)
     assert hdor.compare_tables(got.tables, want.tables) == [] and got.path_sls == want.path_sls
-    bare = hdor_kns.describe(f, hdor.compute(f), lids=False)
+    bare = hdor_description.describe(f, hdor.compute(f), lids=False)
     differs = hdor.compare_tables(hdor.compute(g, description=bare).tables, want.tables)
     assert differs, "without the missing router's LIDs the spread up-ports deal LIDs differently"
 
@@ -156,7 +156,7 @@ def test_first_sight_of_missing_devices(shape, nodes):
     f = fabric(shape)
     g = without(f, nodes)
     got = hdor.compute(g)
-    bf, missing = hdor_kns.first_sight(g)
+    bf, missing = hdor_first_sight.first_sight(g)
     assert missing["routers"] == sum(x.startswith("R") for x in nodes)
     assert missing["switches"] == sum(x.startswith("S") for x in nodes)
     phantoms = [x for x in range(bf.num_nodes) if bf.guids[x] >= hdor_conf.PHANTOM]
@@ -175,14 +175,14 @@ def test_first_sight_cannot_place_two_missing_lines_of_one_dimension():
     """n = 2 with two dimension-0 switches missing: their routers could be on either line."""
     f = fabric("4^2")
     g = without(f, ["S[0,1]", "S[0,2]"])
-    with pytest.raises(hdor.NotKNS, match=r"is not decided by the fabric .* give hdor the description hdor.conf"):
+    with pytest.raises(hdor.NotFamily, match=r"is not decided by the fabric .* give hdor the description hdor.conf"):
         hdor.compute(g)
 
 
 def test_first_sight_completes_a_few_faults_only():
     f = fabric("3^3")
     g = without(f, ["R[0,1,1]", "R[1,2,2]", "R[2,0,2]", "R[1,0,0]"])  # 4 of 27 routers (no two on a line): more than an eighth
-    with pytest.raises(hdor.NotKNS, match=r"4 router\(s\), 0 indirect network\(s\) and 0 cable\(s\) missing: more "
+    with pytest.raises(hdor.NotFamily, match=r"4 router\(s\), 0 indirect network\(s\) and 0 cable\(s\) missing: more "
                                           r"than first sight completes"):
         hdor.compute(g)
 
@@ -193,7 +193,7 @@ def test_a_replaced_switch_and_router_take_their_places():
     """New GUIDs at exactly the places of missing devices: the same routes (by destination port),
     the description's coordinates kept even where the new GUIDs would order them differently."""
     f = fabric("4^2")
-    conf = hdor_kns.describe(f, hdor.compute(f), lids=False)
+    conf = hdor_description.describe(f, hdor.compute(f), lids=False)
     new = {f.index("S[0,1]"): 0x0000000000000001, f.index("R[2,2]"): 0x0000000000000002}  # smallest GUIDs
     g = rebuild(f, guid_map={i: new.get(i, f.guids[i]) for i in range(f.num_nodes)})
     g.port_lids = dict(f.port_lids)
@@ -202,7 +202,7 @@ def test_a_replaced_switch_and_router_take_their_places():
     assert got.coords == want.coords
     assert {g.guids[i]: row.tolist() for i, row in ((g.by_guid(k), v) for k, v in got.tables.lft.items())} == \
         {g.guids[f.by_guid(k)]: row.tolist() for k, row in want.tables.lft.items()}
-    assert hdor_kns.replacements(g, hdor_kns.fabric_of(conf)[0], conf) == {
+    assert hdor_kns.replacements(g, hdor_description.fabric_of(conf)[0], conf) == {
         g.index("S[0,1]"): f.guids[f.index("S[0,1]")], g.index("R[2,2]"): f.guids[f.index("R[2,2]")]}
     # the rule by itself decides the routes by the new GUIDs' order: not what a replacement does
     assert hdor.compute(g).coords != got.coords
@@ -210,7 +210,7 @@ def test_a_replaced_switch_and_router_take_their_places():
 
 def test_a_device_on_other_ports_is_no_replacement():
     f = fabric("4^2")
-    conf = hdor_kns.describe(f, hdor.compute(f), lids=False)
+    conf = hdor_description.describe(f, hdor.compute(f), lids=False)
     x = f.index("S[0,1]")
     links = [(p, y, q) for p, y, q in f.neighbors(x)]
     g = rebuild(f, drop_nodes=[x])
@@ -219,5 +219,5 @@ def test_a_device_on_other_ports_is_no_replacement():
         g.add_link(s, g.by_guid(f.guids[y]), p2, q)  # two of its cables swapped
     from ibtool.routing.lids import assign_lids
     assign_lids(g)
-    with pytest.raises(hdor.NotKNS, match="is not in the KNS"):
+    with pytest.raises(hdor.NotFamily, match="is not in the KNS"):
         hdor.compute(g, description=conf)
