@@ -210,6 +210,8 @@ def load(path: str | Path) -> Inventory:
         raise InputError("is a directory, not an inventory file", path=path) from None
     except UnicodeDecodeError:
         raise InputError("not a text file (YAML expected)", path=path) from None
+    except ValueError:  # PyYAML's int() of a number beyond Python's 4300-digit limit
+        raise InputError("not valid YAML: a number of more than 4300 digits", path=path) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         raise InputError(f"not valid YAML: {getattr(e, 'problem', e)}", path=path,

@@ -337,3 +337,84 @@ def test_out_of_memory_is_one_line_and_exit_3(tmp_path):
     assert r.returncode == 3, r.stderr[-2000:]
     assert r.stderr.startswith("ibtool: error: out of memory in `ibtool topo`") and r.stderr.count("\n") == 1
     assert "Traceback" not in r.stderr and not out.exists()
+
+
+# ------------------------------------------------------------- issue 36 item 8: the last tracebacks
+CUT = R / "ibsim-kns-k3-n1-m2-cutoff"  # a real fault run: R[1] lost both its cables to S[0,0]
+
+
+def test_a_router_cut_off_with_its_hcas_is_a_verified_step(tmp_path):
+    # ValueError: need at least one array to stack (routing/hdor_faults.py _walks): no pair's route
+    # was touched; the cut-off router's pairs are disconnected, the rest is verified
+    p = ibtool("verify", "all", CUT / "run", "--json")
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr[-3000:]
+    step = json.loads(p.stdout)["steps"]["step-1"]
+    checks = {c["name"]: c for c in step["checks"]}
+    assert checks["routes: delivery"]["ok"] and checks["routes: hdor tables"]["summary"] == "identical to the reference"
+    assert step["ok"] is True
+    # the same degraded pass offline: tables and what failed, not a traceback
+    r = ibtool("route", "hdor", "--fabric", CUT / "run/step-1/ibnetdiscover.out", "--baseline",
+               CUT / "run/step-0/ibnetdiscover.out", "--out", tmp_path / "x.lft")
+    assert r.returncode == 0 and "degraded: failed R[1], H[1]" in r.stdout, r.stdout + r.stderr[-3000:]
+    assert (tmp_path / "x.lft").read_text().startswith("Unicast lids")
+
+
+def faults_file(tmp_path: Path, head: str) -> Path:
+    f = tmp_path / "faults.yaml"
+    f.write_text(f"{head}\nsteps:\n  - down: ['R[1,1] 2']\n")
+    return f
+
+
+@pytest.mark.parametrize("value, shown", [(".inf", "inf"), ("-.inf", "-inf"), (".nan", "nan"), ("2.5", "2.5"),
+                                          ("99999999999999999999", "99999999999999999999"), ("0", "0")])
+def test_sweep_interval_beyond_a_whole_number_of_seconds(tmp_path, value, shown):
+    # .inf: OverflowError in sim/faults.py read; 10**20 was called an "opensm.conf option" without
+    # the scenario's name
+    f = faults_file(tmp_path, f"sweep_interval: {value}")
+    msg = one_error(ibtool("sim", "run", PLAN, "--engine", "hdor", "--faults", f, "--out", tmp_path / "r"))
+    assert msg == f"ibtool: error: {f}: sweep_interval {shown}: not a whole number of seconds in 1..4294967295"
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_yaml_number_of_5000_digits(tmp_path):
+    # ValueError (Python's 4300-digit limit) inside PyYAML: fault scenarios, inventories, price tables
+    big = "9" * 5000
+    f = faults_file(tmp_path, f"sweep_interval: {big}")
+    assert one_error(ibtool("sim", "run", PLAN, "--faults", f, "--out", tmp_path / "r")) == \
+        f"ibtool: error: {f}: not valid YAML: a number of more than 4300 digits"
+    inv = tmp_path / "inv.yaml"
+    inv.write_text(f"hosts: [{{name: a, slots: {big}}}]\nrunner: local\n")
+    assert one_error(ibtool("bench", "check", "-i", inv)) == \
+        f"ibtool: error: {inv}: not valid YAML: a number of more than 4300 digits"
+    prices = tmp_path / "prices.yaml"
+    prices.write_text(f"currency: EUR\nswitch: 1000\nhca: {big}\n")
+    assert one_error(ibtool("analyze", PLAN, "--prices", prices, "--bisection", "none")) == \
+        f"ibtool: error: {prices}:1: a number of more than 4300 digits"
+
+
+@pytest.mark.parametrize("line", ["root_guid_file a\0b", "node_name_map_name /tmp/x\0", "routing_engine minhop\0"])
+def test_opensm_config_with_a_nul_byte(tmp_path, line):
+    # ValueError: embedded null byte (sim/opensm_options.py resolve_files)
+    conf = tmp_path / "nul.conf"
+    conf.write_text(f"lmc 0\n{line}\n")
+    key, value = line.split(" ", 1)
+    msg = one_error(ibtool("sim", "run", PLAN, "--engine", "minhop", "--opensm-config", conf, "--out", tmp_path / "r"))
+    assert msg == f"ibtool: error: {conf}:2: {key} {value.replace(chr(0), '^@')}: {value!r} holds a NUL byte"
+    assert not (tmp_path / "r").exists()
+
+
+def test_routing_engine_bogus_inside_opensm_config_names_the_file(tmp_path):
+    conf = tmp_path / "my.conf"
+    conf.write_text("lmc 0\nrouting_engine bogus\n")
+    msg = one_error(ibtool("sim", "run", PLAN, "--opensm-config", conf, "--out", tmp_path / "r"))
+    assert msg.startswith(f"ibtool: error: {conf}:2: routing_engine bogus: unknown routing engine 'bogus' (known: ")
+
+
+@pytest.mark.parametrize("key, value, expected", [
+    ("requested", -1, "list or null"), ("requested", "hdor", "list or null"), ("requested", [1], "a list of engine names"),
+    ("engines", {}, "list or null"), ("hdor_declined", 7, "str or null"), ("counters", [], "dict or null")])
+def test_summary_json_of_the_wrong_type(tmp_path, key, value, expected):
+    # "requested": -1 was TypeError: argument of type 'int' is not iterable (verify/run.py)
+    d = run_dir(tmp_path, **{key: value})
+    msg = one_error(ibtool("verify", "all", d))
+    assert msg == f"ibtool: error: {d}/summary.json: {key!r} is {json.dumps(value)}, expected {expected}"
