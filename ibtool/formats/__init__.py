@@ -150,6 +150,10 @@ def check_input(path: str | Path, option: str | None = None, directory_ok: bool 
         raise _refuse_input(path, option, st.st_mode)
 
 
+# The inputs opened since the command started, the last one last: an out-of-memory error names it.
+READ: list[str] = []
+
+
 def open_input(path: str | Path, binary: bool = False, option: str | None = None):
     """Open an input file for reading; a missing, unreadable or directory path, a FIFO, a device or
     a socket is an InputError naming it (the one-line message every reader gives). The file is
@@ -165,6 +169,7 @@ def open_input(path: str | Path, binary: bool = False, option: str | None = None
         if not stat.S_ISREG(mode):
             raise _refuse_input(path, option, mode)
         os.set_blocking(fd, True)
+        READ.append(str(path))
         return os.fdopen(fd, "rb") if binary else os.fdopen(fd, encoding="utf-8", errors="replace")
     except BaseException:
         os.close(fd)

@@ -5,6 +5,7 @@ blow-up or a silent acceptance)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -320,9 +321,10 @@ def test_an_lft_dump_without_a_single_newline(tmp_path):
     assert p.returncode == 2 and "a line longer than 1 MiB" in p.stderr, p.stderr
 
 
-def test_out_of_memory_is_one_line_and_exit_3(tmp_path):
+def test_out_of_memory_is_one_line_and_exit_6(tmp_path):
     """A KNS of 8 million routers fits the radix and the router cap but not 768 MiB of memory:
-    the user gets one line and exit 3 (an environment limit), not a MemoryError traceback."""
+    the user gets one line and exit 6 (out of memory: its own code since issue 36, it was 3 "a tool
+    or host is missing"), not a MemoryError traceback."""
     import resource
     import subprocess
     import sys
@@ -334,9 +336,30 @@ def test_out_of_memory_is_one_line_and_exit_3(tmp_path):
     r = subprocess.run([sys.executable, "-m", "ibtool.cli.main", "topo", "kns", "--k", "200", "--n", "3",
                         "--radix", "254", "--out", str(out)], capture_output=True, text=True, timeout=600,
                        preexec_fn=limit)
-    assert r.returncode == 3, r.stderr[-2000:]
-    assert r.stderr.startswith("ibtool: error: out of memory in `ibtool topo`") and r.stderr.count("\n") == 1
-    assert "Traceback" not in r.stderr and not out.exists()
+    assert r.returncode == 6, r.stderr[-2000:]
+    assert r.stderr == "ibtool: error: out of memory in `ibtool topo` (no input file read): the fabric or input is " \
+                       "too large for this machine's memory (nothing was written)\n"
+    assert not out.exists()
+
+
+def test_out_of_memory_names_the_input(tmp_path):
+    """A plan of 29,376 devices (11 MB) read under a 144 MiB bound, which the small plan fits: exit 6
+    and the file named (it was exit 3 and no file)."""
+    import resource
+    import subprocess
+    import sys
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (144 << 20, 144 << 20))
+
+    ibtool("topo", "kns", "--k", "24", "--n", "3", "--radix", "64", "--out", tmp_path / "big", check=0)
+    for net, code in ((PLAN, 0), (tmp_path / "big" / "topology.net", 6)):
+        r = subprocess.run([*IBTOOL, "verify", "topology", "--plan", str(net), "--discovered", str(net)],
+                           capture_output=True, text=True, timeout=600, preexec_fn=limit, cwd=ROOT,
+                           env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+        assert r.returncode == code, r.stderr[-2000:]
+    assert r.stderr == f"ibtool: error: out of memory in `ibtool verify` on {net} (the last input read): the fabric " \
+                       "or input is too large for this machine's memory (nothing was written)\n"
 
 
 # ------------------------------------------------------------- issue 36 item 8: the last tracebacks
