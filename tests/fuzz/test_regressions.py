@@ -441,3 +441,29 @@ def test_summary_json_of_the_wrong_type(tmp_path, key, value, expected):
     d = run_dir(tmp_path, **{key: value})
     msg = one_error(ibtool("verify", "all", d))
     assert msg == f"ibtool: error: {d}/summary.json: {key!r} is {json.dumps(value)}, expected {expected}"
+
+
+# ------------------------------------------------------------ issue 36 item 10: messages to mend
+
+@pytest.mark.parametrize("lines", [40, 80])
+def test_verify_routes_on_a_truncated_discovery_blames_the_discovery(tmp_path, lines):
+    # was "HDOR/dump_fts.out:225: switch ... is not a switch of the fabric ...: forwarding tables of
+    # another fabric?" about the intact dump
+    cut = tmp_path / "ibnetdiscover.out"
+    cut.write_text("".join((HDOR / "ibnetdiscover.out").read_text().splitlines(keepends=True)[:lines]))
+    msg = one_error(ibtool("verify", "routes", "--fabric", cut, "--lfts", HDOR / "dump_fts.out"))
+    assert msg.startswith(f"ibtool: error: {cut}: partial discovery: 8 devices seen only as the peer of a port"), msg
+    assert re.search(rf"; \d+ of 15 tables of {re.escape(str(HDOR / 'dump_fts.out'))} are of switches this "
+                     r"discovery does not hold \(e\.g\. 0x[0-9a-f]{16} '[RS]\[\d,\d\]'\): run ibnetdiscover again$",
+                     msg), msg
+    assert "another fabric" not in msg
+
+
+def test_verify_all_names_the_cables_beyond_threshold(tmp_path):
+    # the text said "3 beyond threshold on 2 cables" and named none
+    d = run_dir(tmp_path)
+    shutil.copy(R / "ibsim-kns-k3-n2-counters" / "perfquery.out", d)
+    out = ibtool("verify", "all", d).stdout
+    health = next(x for x in out.splitlines() if x.startswith("  health:"))
+    assert health == "  health: FAIL  54 ports' error counters: 3 beyond threshold on 2 cables: " \
+                     "R[0,1] port 2 - S[0,0] port 2, R[0,0] port 1 - H[0,0] port 1", health
