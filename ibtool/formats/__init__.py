@@ -52,8 +52,9 @@ def _os_error(path, option: str | None, e: OSError, doing: str = "") -> InputErr
 
 def output_target(path: str | Path, option: str | None = None, directory: bool = False) -> Path:
     """The path an output named `path` writes: itself, or the regular file (directory) a symlink
-    leads to; None of it written yet. Anything but a regular file (a directory, for a directory
-    output) or a path that does not exist yet is an InputError naming the option and the path."""
+    leads to; nothing is written here. It must not exist yet or be a regular file (a directory,
+    for a directory output), possibly through symlinks; anything else is an InputError naming the
+    option and the path."""
     p = Path(path)
     if str(path) == "-":
         raise InputError(f"{_where(path, option)}: standard output is not an output file here (it carries the "
