@@ -151,7 +151,7 @@ def check_input(path: str | Path, option: str | None = None, directory_ok: bool 
         raise _refuse_input(path, option, st.st_mode)
 
 
-# The inputs opened since the command started, the last one last: an out-of-memory error names it.
+# The last input opened since the command started (cli.main clears it): an out-of-memory error names it.
 READ: list[str] = []
 
 
@@ -170,7 +170,7 @@ def open_input(path: str | Path, binary: bool = False, option: str | None = None
         if not stat.S_ISREG(mode):
             raise _refuse_input(path, option, mode)
         os.set_blocking(fd, True)
-        READ.append(str(path))
+        READ[:] = [str(path)]
         return os.fdopen(fd, "rb") if binary else os.fdopen(fd, encoding="utf-8", errors="replace")
     except BaseException:
         os.close(fd)
