@@ -6,6 +6,7 @@ Exit codes (scripts may rely on them):
      engine, a benchmark run failed)
   2  bad input or usage (malformed file, impossible parameters, unknown engine)
   3  the environment lacks something (a tool not installed, a host unreachable)
+  6  out of memory: the fabric or an input (named) is too large for this machine's memory
 """
 
 from __future__ import annotations
@@ -33,6 +34,12 @@ class EnvironmentProblem(IbtoolError):
     """A required tool, library or host is missing or unreachable."""
 
     exit_code = 3
+
+
+class OutOfMemory(IbtoolError):
+    """A MemoryError: the fabric or the input named does not fit this machine's memory."""
+
+    exit_code = 6
 
 
 class Interrupted(KeyboardInterrupt):

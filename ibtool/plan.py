@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ibtool.errors import InputError
 from ibtool.fabric import Fabric
-from ibtool.formats import ibnetdiscover, node_name_map, open_input, output_dir
+from ibtool.formats import ibnetdiscover, move_into, node_name_map, open_input, output_dir, output_target
 
 NET = "topology.net"  # the plan itself; the other files say more about it
 
@@ -83,9 +83,9 @@ def read_layout(fabric: Fabric, plan_dir: Path, policy: str | None = None, site=
 
 
 def check_out(out: Path, force: bool) -> None:
-    """Refuse an --out that is a file, or a non-empty directory without --force."""
-    if out.exists() and not out.is_dir():
-        raise InputError(f"--out {out}: exists and is not a directory")
+    """Refuse an --out that is not a directory (a file, a FIFO: formats.output_target), or a
+    non-empty directory without --force."""
+    output_target(out, "--out", directory=True)
     if out.is_dir() and any(out.iterdir()) and not force:
         raise InputError(f"--out {out}: directory is not empty (use --force to overwrite)")
 
@@ -132,10 +132,6 @@ def write_plan(fabric, out: Path, engines: list[str], engine_files=(), layout=No
             layout.write(tmp / "layout.json")
         for name, text in (extra or {}).items():
             (tmp / name).write_text(text)
-        files = {}
-        for p in sorted(tmp.iterdir()):
-            shutil.move(str(p), out / p.name)
-            files[p.name] = str(out / p.name)
-        return files
+        return {p.name: str(p) for p in move_into(tmp, out)}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

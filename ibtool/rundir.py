@@ -97,11 +97,17 @@ def summary(run: Path) -> dict:
         if key in out and not isinstance(out[key], types):
             raise InputError(f"{key!r} is {json.dumps(out[key])[:40]}, expected "
                              f"{' or '.join('null' if t is type(None) else t.__name__ for t in types)}", path=str(path))
+    for key in ("requested", "engines"):  # engine names, as `sim run` lists them
+        if isinstance(out.get(key), list) and not all(isinstance(x, str) for x in out[key]):
+            raise InputError(f"{key!r} is {json.dumps(out[key])[:40]}, expected a list of engine names",
+                             path=str(path))
     return out
 
 
 _SUMMARY_TYPES = {"ok": (bool,), "subnet_up": (bool,), "fallback": (bool,), "interrupted": (bool,),
-                  "engine": (str, type(None))}
+                  "engine": (str, type(None)), "requested": (list, type(None)), "engines": (list, type(None)),
+                  "hdor_declined": (str, type(None)), "kind": (str, type(None)), "counters": (dict, type(None)),
+                  "items": (dict, type(None))}
 
 
 def plan_of(run: Path, net: str) -> Path | None:

@@ -24,7 +24,7 @@ import yaml
 from ibtool.errors import InputError
 from ibtool.fabric import SWITCH
 from ibtool.layout.cables import MEDIA, cable_order, price_key
-from ibtool.layout.site import compose_yaml
+from ibtool.layout.site import compose_yaml, node_value
 
 KEYS = ("currency", "switch", "hca", "copper", "active_copper", "fiber", "aoc", "transceiver")
 
@@ -32,7 +32,7 @@ KEYS = ("currency", "switch", "hca", "copper", "active_copper", "fiber", "aoc", 
 def read_prices(path: str | Path) -> dict:
     path = str(path)
     root = compose_yaml(path)
-    d = yaml.safe_load(yaml.serialize(root)) if root is not None else None
+    d = node_value(root, path) if root is not None else None
     if not isinstance(d, dict):
         raise InputError(f"a price table is a mapping ({', '.join(KEYS)})", path=path)
     for k in d:

@@ -25,6 +25,7 @@ from ibtool.analyze.latency import (
     pair_latency,
 )
 from ibtool.errors import InputError
+from ibtool.formats import atomic_write, shown
 
 FORMATS = (".svg", ".png")
 METRICS = {"max": ("max_ns", "maximum"), "mean": ("average_ns", "average")}
@@ -121,18 +122,13 @@ def figure(curves: list[dict], path: str | Path, metrics: tuple[str, ...] = ("ma
     axes[0][0].legend(fontsize=7)
     fig.suptitle(title or "Latency vs switch delay (paper 004, Fig. 5)", fontsize=10)
     fig.tight_layout()
-    tmp = path.with_name(path.name + ".tmp")
     try:
         # no date in the SVG: the same plans give the same file
-        fig.savefig(tmp, format=path.suffix[1:].lower(), dpi=110,
-                    metadata={"Date": None} if path.suffix.lower() == ".svg" else None)
-        tmp.replace(path)
+        with atomic_write(path, "wb", option="--plot") as fh:
+            fig.savefig(fh, format=path.suffix[1:].lower(), dpi=110,
+                        metadata={"Date": None} if path.suffix.lower() == ".svg" else None)
     except OSError as e:
-        tmp.unlink(missing_ok=True)
-        raise InputError(f"--plot {path}: cannot write: {e.strerror}") from None
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+        raise InputError(f"--plot {shown(path)}: cannot write: {e.strerror}") from None
     finally:
         plt.close(fig)
     return path

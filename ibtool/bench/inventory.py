@@ -18,6 +18,7 @@ from ibtool.bench.hosts import Host, SSHConfig
 from ibtool.bench.launchers import LAUNCHERS
 from ibtool.bench.registry import BENCHMARKS, RUNNERS
 from ibtool.errors import InputError
+from ibtool.formats import check_input
 
 SECRET_WORDS = re.compile(r"pass(word|phrase)?|secret|token", re.I)
 
@@ -199,6 +200,7 @@ TOP_KEYS = {"hosts", "ssh", "runner", "workdir", "launch_host", "parallel", "mpi
 
 def load(path: str | Path) -> Inventory:
     path = str(path)
+    check_input(path, directory_ok=True)  # a FIFO would block the read; a directory is said below
     try:
         with open(path) as fh:
             data = yaml.safe_load(fh)
@@ -208,6 +210,8 @@ def load(path: str | Path) -> Inventory:
         raise InputError("is a directory, not an inventory file", path=path) from None
     except UnicodeDecodeError:
         raise InputError("not a text file (YAML expected)", path=path) from None
+    except ValueError:  # PyYAML's int() of a number beyond Python's 4300-digit limit
+        raise InputError("not valid YAML: a number of more than 4300 digits", path=path) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         raise InputError(f"not valid YAML: {getattr(e, 'problem', e)}", path=path,

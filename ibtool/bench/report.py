@@ -23,6 +23,7 @@ from ibtool.bench.campaign import run_figure
 from ibtool.bench.registry import BENCHMARKS
 from ibtool.bench.store import Store
 from ibtool.errors import InputError
+from ibtool.formats import atomic_write, output_dir
 
 
 def _fmt(v: float | None) -> str:
@@ -146,16 +147,12 @@ def build(campaign_dir: str | Path, out: str | Path | None = None) -> dict:
     runs = store.runs()
     if not runs:
         raise InputError("no finished runs in this campaign yet", path=str(campaign_dir))
-    out = Path(out) if out else Path(campaign_dir) / "report"
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise InputError(f"cannot create the report directory: {e.strerror or e}", path=str(out)) from None
+    out = output_dir(Path(out) if out else Path(campaign_dir) / "report")
     gens = sorted({r.get("generation") or 1 for r in runs})
     multi = len(gens) > 1
     engines = [f"{e} (gen {g})" for g in gens for e in manifest["engines"]] if multi else manifest["engines"]
     mappings = manifest["mappings"]
-    with open(out / "results.csv", "w", newline="") as fh:
+    with atomic_write(out / "results.csv") as fh:
         w = csv.writer(fh)
         w.writerow(["run_id", "engine", "benchmark", "type", "mapping", "repeat", "seed", "generation", "status",
                     "metric", "value", "unit", "reason"])
@@ -174,13 +171,14 @@ def build(campaign_dir: str | Path, out: str | Path | None = None) -> dict:
         for (engine, mp), vals in sorted(cells.items()):
             rows.append([bench, metric, units[(bench, metric)], engine, mp, len(vals), _round(statistics.fmean(vals)),
                          _round(min(vals)), _round(max(vals))])
-    with open(out / "summary.csv", "w", newline="") as fh:
+    with atomic_write(out / "summary.csv") as fh:
         w = csv.writer(fh)
         w.writerow(["benchmark", "metric", "unit", "engine", "mapping", "runs", "mean", "min", "max"])
         w.writerows([r[:6] + [f"{x:.6g}" for x in r[6:]] for r in rows])
     figures = plots(runs, values, units, engines, mappings, out)
     md = markdown(manifest, runs, values, units, engines, mappings, figures)
-    (out / "report.md").write_text(md)
+    with atomic_write(out / "report.md") as fh:
+        fh.write(md)
     summary = [dict(zip(("benchmark", "metric", "unit", "engine", "mapping", "runs", "mean", "min", "max"), r))
                for r in rows]
     return {"dir": str(out), "runs": len(runs), "figures": figures, "rows": len(rows), "generations": gens,
@@ -238,7 +236,8 @@ def plots(runs, values, units, engines, mappings, out: Path) -> list[str]:
         f.tight_layout()
         name = fig.name if bench == fig.name.split("_")[0] else f"{bench}_{fig.name}"
         for ext in ("png", "svg"):
-            f.savefig(out / f"{name}.{ext}", bbox_inches="tight")
+            with atomic_write(out / f"{name}.{ext}", "wb") as fh:
+                f.savefig(fh, format=ext, bbox_inches="tight")
         plt.close(f)
         made.append(name)
     return made

@@ -24,15 +24,15 @@ import uuid
 from pathlib import Path
 
 from ibtool.errors import InputError
+from ibtool.formats import atomic_write, read_input
 
 MANIFEST = "campaign.json"
 COMPARED = ("benchmarks", "mappings", "engines", "repeat", "seed")
 
 
 def write_json(path: Path, data) -> None:
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
-    os.replace(tmp, path)
+    with atomic_write(path) as fh:  # the store's lock keeps a second process from the same file
+        fh.write(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
 
 
 RUN_KEYS = ("run_id", "engine", "benchmark", "type", "mapping", "repeat", "status")
@@ -41,7 +41,7 @@ RUN_KEYS = ("run_id", "engine", "benchmark", "type", "mapping", "repeat", "statu
 def read_json(path: Path, required: tuple[str, ...] = ()) -> dict:
     """A JSON object the store wrote; anything else (edited, truncated) is an input error naming it."""
     try:
-        data = json.loads(Path(path).read_text())
+        data = json.loads(read_input(path))  # a FIFO or device in a campaign is refused, not read
     except (ValueError, OSError) as e:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         raise InputError(f"unreadable campaign file ({type(e).__name__}: {e})", path=str(path)) from None
     if not isinstance(data, dict):

@@ -29,6 +29,7 @@ import numpy as np
 from ibtool import __version__, drawing
 from ibtool.errors import InputError
 from ibtool.fabric import SWITCH
+from ibtool.formats import move_into, output_target
 from ibtool.cabling import cables_csv, labels, netbox
 from ibtool.cabling.bom import bom
 from ibtool.cabling.cable_list import CablePlan
@@ -116,8 +117,7 @@ def write_package(plan: CablePlan, out: Path, prices: dict | None = None, engine
     made = {"made": drawing.made_at(), "version": __version__, "source": source or ""}
     desc = f"{f.name}" + (f", plan {source}" if source else "") + f"; made {made['made']} by ibtool {__version__}"
     items = bom(plan, prices)  # a price the table lacks stops the run before anything is written
-    if out.exists() and not out.is_dir():
-        raise InputError(f"--out {out}: exists and is not a directory")
+    out = output_target(out, "--out", directory=True)
     tmp = out.with_name(f".{out.name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     try:  # the package is built beside --out, in its parent, and moved in when complete
@@ -239,15 +239,7 @@ def write_package(plan: CablePlan, out: Path, prices: dict | None = None, engine
             drawing_note=note, floor=None if is_floor else floor, sm_host=plan.sm_host,
             guids_real=plan.guids_real, made=made["made"], source=made["source"]))
         out.mkdir(parents=True, exist_ok=True)
-        written = []
-        for p in sorted(tmp.iterdir()):
-            dest = out / p.name
-            if dest.is_dir():
-                shutil.rmtree(dest)
-            elif dest.exists():
-                dest.unlink()
-            shutil.move(str(p), dest)
-            written.append(str(dest))
+        written = [str(p) for p in move_into(tmp, out)]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return {"cables": len(plan), "stages": stages, "racks": len(racks), "switch_sheets": len(sheets),

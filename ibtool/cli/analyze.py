@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from ibtool import __version__, plan, rundir
+from ibtool.cli import InPath, OutPath
 from ibtool.errors import InputError
 from ibtool.fabric import Fabric
 from ibtool.formats import atomic_write, ibnetdiscover
@@ -102,15 +103,15 @@ def parse_figures(text: str) -> tuple[str, dict]:
 
 
 @click.command(name="analyze")
-@click.argument("paths", metavar="PATH...", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@click.argument("paths", metavar="PATH...", nargs=-1, type=InPath(exists=True))
 @click.option("--layout", "layout_opt", metavar="FILE|POLICY",
               help=f"A layout.json, a placement policy ({', '.join(POLICIES)}, or 'default' for the "
                    "family's), or 'none' (no cables, no latency). Default, as for `ibtool cabling`: PATH/layout.json "
                    "when the plan has one, else the family's policy (sequential for a fabric of no family).")
-@click.option("--site", type=click.Path(path_type=Path), help="YAML site description for --layout POLICY.")
-@click.option("--save-layout", type=click.Path(path_type=Path),
+@click.option("--site", type=InPath(), help="YAML site description for --layout POLICY.")
+@click.option("--save-layout", type=OutPath(),
               help="Write the layout used to this layout.json (e.g. PLAN_DIR/layout.json).")
-@click.option("--prices", type=click.Path(path_type=Path), help="YAML price table for the cost per endpoint.")
+@click.option("--prices", type=InPath(), help="YAML price table for the cost per endpoint.")
 @click.option("--bisection", type=click.Choice(["auto", "exact", "heuristic", "none"]), default="auto",
               show_default=True, help="auto = closed form, else exact (MILP) up to 128 nodes, else METIS.")
 @click.option("--samples", type=click.IntRange(1, 100000), default=32, show_default=True,
@@ -124,8 +125,8 @@ def parse_figures(text: str) -> tuple[str, dict]:
 @click.option("--figures", "figures_of", metavar="FAMILY(ARGS)",
               help="Instead of PATH: the source paper's figures of a plan from its parameters alone, without "
                    "building it (sizes too big to build), e.g. 'KANTC(8,8)', 'MiKANTC(6,7)'.")
-@click.option("--html", "html_out", type=click.Path(path_type=Path), help="Also write an HTML report here.")
-@click.option("--plot", "plot_out", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--html", "html_out", type=OutPath(), help="Also write an HTML report here.")
+@click.option("--plot", "plot_out", type=OutPath(),
               help="Draw latency vs switch delay, one curve per PATH (paper 004's Fig. 5) into this .svg or .png "
                    "instead of the report; --json prints the numbers behind it.")
 @click.option("--switch-delays", default="0:500:20", show_default=True, metavar="START:STOP:STEP|A,B,...",

@@ -6,6 +6,7 @@ import json
 
 import click
 
+from ibtool.cli import InPath, OutPath
 from ibtool.errors import CheckFailed, InputError
 
 
@@ -40,7 +41,7 @@ def group():
 
 
 @group.command("run")
-@click.option("--inventory", "-i", required=True, type=click.Path(dir_okay=False),
+@click.option("--inventory", "-i", required=True, type=InPath(dir_okay=False, path_type=None),
               help="Inventory YAML (hosts, ssh, mpi, benchmarks, slurm, sm).")
 @click.option("--benchmarks", "-b", required=True,
               help="Comma-separated benchmark names: registered ones (hpcc, hpcg, graph500, netgauge) "
@@ -53,7 +54,7 @@ def group():
                    "routed (no silent fallback). Omit to benchmark the routing in place.")
 @click.option("--repeat", "-r", default=1, show_default=True, type=int, help="Runs per combination.")
 @click.option("--seed", default=1, show_default=True, type=int, help="Seed of the random mappings.")
-@click.option("--out", "-o", required=True, type=click.Path(file_okay=False),
+@click.option("--out", "-o", required=True, type=OutPath(directory=True, path_type=None),
               help="Campaign directory. Rerunning with the same options resumes it.")
 @click.option("--retry-failed", is_flag=True, help="When resuming, redo runs that failed or were invalid.")
 @click.option("--new-parameters", is_flag=True,
@@ -130,8 +131,8 @@ def run_cmd(inventory, benchmarks, mappings, engines, repeat, seed, out, retry_f
 
 
 @group.command("report")
-@click.argument("campaign_dir", type=click.Path(exists=True, file_okay=False))
-@click.option("--out", "-o", type=click.Path(file_okay=False), help="Report directory [CAMPAIGN_DIR/report].")
+@click.argument("campaign_dir", type=InPath(exists=True, file_okay=False, path_type=None))
+@click.option("--out", "-o", type=OutPath(directory=True, path_type=None), help="Report directory [CAMPAIGN_DIR/report].")
 @click.option("--json", "as_json", is_flag=True, help="Print what was written (files, summary rows) as JSON.")
 def report_cmd(campaign_dir, out, as_json):
     """Tables (CSV, Markdown) and plots (PNG, SVG) of a campaign.
@@ -161,7 +162,7 @@ def report_cmd(campaign_dir, out, as_json):
 
 @group.command("parse")
 @click.argument("benchmark")
-@click.argument("file", type=click.Path(exists=True))
+@click.argument("file", type=InPath(exists=True, path_type=None))
 @click.option("--json", "as_json", is_flag=True, help="Print the full parse result as JSON.")
 @click.option("--exit-code", type=int, default=None, help="The run's exit code, if known.")
 def parse_cmd(benchmark, file, as_json, exit_code):
@@ -211,7 +212,7 @@ def parse_cmd(benchmark, file, as_json, exit_code):
 
 
 @group.command("check")
-@click.option("--inventory", "-i", required=True, type=click.Path(dir_okay=False), help="Inventory YAML.")
+@click.option("--inventory", "-i", required=True, type=InPath(dir_okay=False, path_type=None), help="Inventory YAML.")
 def check_cmd(inventory):
     """Validate the inventory, reach every host, and launch MPI as a campaign would.
 
@@ -254,7 +255,7 @@ def check_cmd(inventory):
 
 
 @group.command("list")
-@click.argument("campaign_dir", required=False, type=click.Path(file_okay=False))
+@click.argument("campaign_dir", required=False, type=InPath(file_okay=False, path_type=None))
 @click.option("--status", help="Only runs with this status (ok, failed, invalid, skipped).")
 @click.option("--engine", help="Only runs of this routing engine.")
 @click.option("--benchmark", help="Only runs of this benchmark.")
@@ -300,8 +301,8 @@ def list_cmd(campaign_dir, status, engine, benchmark, as_json):
 
 
 @group.command("compare")
-@click.argument("campaign_a", type=click.Path(exists=True, file_okay=False))
-@click.argument("campaign_b", type=click.Path(exists=True, file_okay=False))
+@click.argument("campaign_a", type=InPath(exists=True, file_okay=False, path_type=None))
+@click.argument("campaign_b", type=InPath(exists=True, file_okay=False, path_type=None))
 @click.option("--metric", help="Only this metric (e.g. pingpong_latency_avg).")
 @click.option("--json", "as_json", is_flag=True, help="JSON on stdout.")
 def compare_cmd(campaign_a, campaign_b, metric, as_json):

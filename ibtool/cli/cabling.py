@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from ibtool.cli import InPath, OutPath
 from ibtool.errors import InputError
 from ibtool.layout import POLICIES
 
@@ -41,10 +42,10 @@ def _say(as_json):
 
 
 @group.command(name="plan")
-@click.argument("plan", type=click.Path(path_type=Path))
-@click.option("--out", "-o", type=click.Path(path_type=Path), default=None,
+@click.argument("plan", type=InPath())
+@click.option("--out", "-o", type=OutPath(directory=True), default=None,
               help="Directory for the package (default: PLAN/cabling).")
-@click.option("--site", "site", type=click.Path(path_type=Path), default=None,
+@click.option("--site", "site", type=InPath(), default=None,
               help="Site description (YAML: cabinet size, grid, cable model ...; see docs/layout.md). "
                    "Given, the plan is placed anew instead of using its layout.json.")
 @click.option("--preset", type=click.Choice(["cellia"]), default=None,
@@ -52,7 +53,7 @@ def _say(as_json):
                    "front and back, nodes in node racks of 25).")
 @click.option("--policy", default=None, help="Placement policy instead of layout.json / the family's "
                                              f"({', '.join(POLICIES)}; docs/layout.md).")
-@click.option("--prices", type=click.Path(path_type=Path), default=None,
+@click.option("--prices", type=InPath(), default=None,
               help="Price table (YAML: currency, switch, hca, copper, fiber); without it no prices are shown.")
 @click.option("--label-format", default=None, help="Label of one cable end: 'one-line', or a Python format "
               "with lines separated by | (fields: cable, stage, site, room, rack, u, side, face, loc, device, port "
@@ -150,8 +151,8 @@ def _engine_files(fabric):
 
 
 @group.command(name="import")
-@click.argument("csv_file", type=click.Path(path_type=Path))
-@click.option("--out", "-o", type=click.Path(path_type=Path), required=True,
+@click.argument("csv_file", type=InPath())
+@click.option("--out", "-o", type=OutPath(directory=True), required=True,
               help="Plan directory to write (must be empty unless --force).")
 @click.option("--force", is_flag=True, help="Overwrite files in a non-empty --out.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")

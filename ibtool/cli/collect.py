@@ -8,9 +8,11 @@ from pathlib import Path
 
 import click
 
+from ibtool.cli import OutPath
+
 
 @click.command(name="collect")
-@click.option("--out", "-o", type=click.Path(path_type=Path), required=True, help="Run directory to write.")
+@click.option("--out", "-o", type=OutPath(directory=True), required=True, help="Run directory to write.")
 @click.option("--ca", "-C", default=None, help="Local HCA to use (as the diags' -C).")
 @click.option("--port", "-P", type=click.IntRange(1, 254), default=None, help="Local port to use (as the diags' -P).")
 @click.option("--timeout", default=60.0, show_default=True, type=click.FloatRange(min=1, max=86400),

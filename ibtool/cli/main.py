@@ -12,7 +12,8 @@ import sys
 import click
 
 from ibtool import __version__
-from ibtool.errors import IbtoolError
+from ibtool.errors import IbtoolError, OutOfMemory
+from ibtool.formats import READ, shown
 
 # One line per command group; a group module defines `group`.
 GROUPS = ["topo", "sim", "verify", "route", "plugin", "bench", "analyze", "cabling", "collect"]
@@ -93,6 +94,7 @@ class _Main(click.Group):
         return ctx
 
     def invoke(self, ctx):
+        READ.clear()  # the inputs of this command (tests run many in one process)
         try:
             return super().invoke(ctx)
         except IbtoolError as e:
@@ -106,9 +108,10 @@ class _Main(click.Group):
             sys.exit(128 + getattr(e, "signum", 2))
         except BrokenPipeError as e:
             _closed_pipe(ctx, e)
-        except MemoryError:  # a fabric or input too large for this machine: an environment limit, exit 3
-            _fail(ctx, f"out of memory in `ibtool {ctx.invoked_subcommand or ''}`: the fabric or input is too "
-                       "large for this machine's memory (nothing was written)", 3)
+        except MemoryError:  # a fabric or input too large for this machine's memory: its own exit code
+            on = f" on {shown(READ[-1])} (the last input read)" if READ else " (no input file read)"
+            _fail(ctx, f"out of memory in `ibtool {ctx.invoked_subcommand or ''}`{on}: the fabric or input is too "
+                       "large for this machine's memory (nothing was written)", OutOfMemory.exit_code)
 
 
 @click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

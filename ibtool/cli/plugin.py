@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from ibtool import children
+from ibtool.cli import InPath, OutPath
 from ibtool.errors import EnvironmentProblem, InputError
 from ibtool.sim import opensm, opensm_options
 
@@ -64,16 +65,14 @@ def _read(path: Path, what: str) -> bytes | None:
 
 
 def _write(path: Path, data: bytes, mode: int = 0o644) -> None:
-    """Replace `path` atomically with `data` (file mode `mode`), creating its directory."""
-    tmp = path.with_name(f".{path.name}.tmp")
+    """Replace `path` atomically with `data` (file mode `mode`), creating its directory; a path that
+    is not a regular file (a device, a FIFO) is refused as every output of ibtool is."""
+    from ibtool.formats import atomic_write
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_bytes(data)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
+        with atomic_write(path, "wb", perm=mode) as fh:
+            fh.write(data)
     except OSError as e:
-        if tmp.parent.is_dir():
-            tmp.unlink(missing_ok=True)
         hint = " (run as root, or use --prefix/--destdir)" if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS) else ""
         raise EnvironmentProblem(f"cannot write {path}: {e.strerror}{hint}") from None
 
@@ -205,23 +204,23 @@ def build_cmd(intree):
 
 
 @group.command(name="install")
-@click.option("--prefix", type=click.Path(path_type=Path),
+@click.option("--prefix", type=OutPath(directory=True),
               help="Install the library into PREFIX/lib and register PREFIX/lib with the loader "
                    f"({LDCONF} + ldconfig) instead of the multiarch libdir.")
-@click.option("--conf", type=click.Path(path_type=Path), default=DEFAULT_CONF, show_default=True,
+@click.option("--conf", type=OutPath(), default=DEFAULT_CONF, show_default=True,
               help="opensm.conf to create or update (Debian's opensm.service reads /etc/opensm/opensm.conf).")
 @click.option("--engines", default=None,
               help="routing_engine list written into the conf (OpenSM tries them in order; after hdor an engine "
                    "without credit loops on a KNS: nue, or updn with its roots taken from the description; "
                    "docs/plugin.md \"The fallback\"). Default: the --plan's, else hdor,nue.")
-@click.option("--plan", type=click.Path(path_type=Path),
+@click.option("--plan", type=InPath(),
               help="A KNS plan directory (`ibtool topo kns`): its opensm.conf options (qos TRUE, and the "
                    "files any engine reads, made absolute: a plan names them relative to itself) go into "
                    "the conf too, its routing_engine unless --engines is given, and its hdor.conf unless "
                    "--kns-conf is given.")
-@click.option("--destdir", type=click.Path(path_type=Path),
+@click.option("--destdir", type=OutPath(directory=True),
               help="Stage every file under this root (packaging); ldconfig is not run.")
-@click.option("--kns-conf", "kns_conf", type=click.Path(path_type=Path),
+@click.option("--kns-conf", "kns_conf", type=InPath(),
               help="A KNS description (hdor.conf, from `ibtool route hdor --kns-conf` or the plan of `ibtool topo "
                    "kns`) to install beside --conf, where hdor reads it.")
 @click.option("--dry-run", is_flag=True, help="Print what would change; change nothing.")

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import click
 
-from ibtool.cli import OutPath
+from ibtool.cli import InPath, OutPath
 from ibtool.errors import InputError
 from ibtool.formats import lft
 from ibtool.routing import run
@@ -31,13 +31,13 @@ def group():
 
 
 @group.command(name="hdor")
-@click.option("--fabric", "fabric_path", required=True, type=click.Path(path_type=Path),
+@click.option("--fabric", "fabric_path", required=True, type=InPath(),
               help="The discovered fabric: ibnetdiscover output with LIDs (e.g. RUN/ibnetdiscover.out).")
 @click.option("--out", "-o", required=True, type=OutPath(),
               help="LFT file to write, for `opensm -R file -U FILE` (conf key lfts_file).")
 @click.option("--dump", type=OutPath(),
               help="Also write the coordinates dump (the opensm-hdor.dump format of docs/hdor.md).")
-@click.option("--baseline", "baseline_path", type=click.Path(path_type=Path),
+@click.option("--baseline", "baseline_path", type=InPath(),
               help="The same KNS while complete (ibnetdiscover output with LIDs, e.g. RUN/step-0/ibnetdiscover.out "
                    "of `sim run --faults`): --fabric is then routed as that KNS with failed elements "
                    "(docs/hdor.md section 6: detours on higher VLs, untouched routes unchanged).")
@@ -188,20 +188,20 @@ def _faults_text(faults: dict) -> str:
 # ---------------------------------------------------------------- route fr (paper 004, issue 15)
 
 @group.command(name="fr")
-@click.option("--fabric", "fabric_path", required=True, type=click.Path(path_type=Path),
+@click.option("--fabric", "fabric_path", required=True, type=InPath(),
               help="The discovered fabric: ibnetdiscover output with LIDs (e.g. RUN/ibnetdiscover.out).")
-@click.option("--layout", "layout_path", required=True, type=click.Path(path_type=Path),
+@click.option("--layout", "layout_path", required=True, type=InPath(),
               help="The plan's layout.json (written by `ibtool topo`): the cable lengths.")
-@click.option("--node-name-map", "nnm", type=click.Path(path_type=Path),
+@click.option("--node-name-map", "nnm", type=InPath(),
               help="Plan names by GUID (default: the node-name-map beside --layout).")
-@click.option("--out", "-o", required=True, type=click.Path(path_type=Path),
+@click.option("--out", "-o", required=True, type=OutPath(),
               help="LFT file to write, for `opensm -R file -U FILE` (conf key lfts_file).")
 @click.option("--nr", is_flag=True, help="Nearest Routing: fewest hops (lowest latency among them) instead of FR.")
 @click.option("--switch-delay", default=60.0, show_default=True, type=click.FloatRange(min=0),
               help="ns a packet spends crossing a switch.")
 @click.option("--ns-per-m", default=5.0, show_default=True, type=click.FloatRange(min=0),
               help="Cable delay, ns per metre (optical: 5).")
-@click.option("--sl-out", type=click.Path(path_type=Path),
+@click.option("--sl-out", type=OutPath(),
               help="Deadlock-free FR: also assign every route to a layer (SL = VL) so each VL's channel "
                    "dependency graph is acyclic, and write 'src_lid dst_lid sl' lines here (small fabrics).")
 @click.option("--max-vls", default=8, show_default=True, type=click.IntRange(1, 15),
@@ -299,12 +299,12 @@ def _equality_sets(spec: str | None, plan: Path | None):
 
 
 @group.command(name="equality")
-@click.option("--fabric", "fabric_path", required=True, type=click.Path(path_type=Path),
+@click.option("--fabric", "fabric_path", required=True, type=InPath(),
               help="The discovered fabric: ibnetdiscover output with LIDs (e.g. RUN/ibnetdiscover.out).")
-@click.option("--out", "-o", required=True, type=click.Path(path_type=Path),
+@click.option("--out", "-o", required=True, type=OutPath(),
               help="LFT file to write, for OpenSM's file engine (conf key lfts_file).")
 @click.option("--spec", help="The link sets in the paper's notation, e.g. 'N14K6[-1,1,3,9](4)'.")
-@click.option("--plan", type=click.Path(path_type=Path),
+@click.option("--plan", type=InPath(),
               help="Or the plan directory (its fabric.json records the spec `ibtool topo` built).")
 @allow_partial_option
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
@@ -347,11 +347,11 @@ def equality_cmd(fabric_path, out, spec, plan, allow_partial, as_json):
 
 
 @group.command(name="kantc")
-@click.option("--fabric", "fabric_path", required=True, type=click.Path(path_type=Path),
+@click.option("--fabric", "fabric_path", required=True, type=InPath(),
               help="The discovered fabric: ibnetdiscover output with LIDs (e.g. RUN/ibnetdiscover.out).")
-@click.option("--out", "-o", required=True, type=click.Path(path_type=Path),
+@click.option("--out", "-o", required=True, type=OutPath(),
               help="LFT file to write, for `opensm -R file -U FILE` (conf key lfts_file).")
-@click.option("--dump", type=click.Path(path_type=Path),
+@click.option("--dump", type=OutPath(),
               help="Also write the recovered labels <G,L,D,C>, one line per node.")
 @allow_partial_option
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")

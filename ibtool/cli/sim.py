@@ -9,9 +9,9 @@ from pathlib import Path
 
 import click
 
-from ibtool.cli import OutPath, finite_seconds
+from ibtool.cli import InPath, OutPath, finite_seconds
 from ibtool.errors import CheckFailed, InputError, raise_interrupted
-from ibtool.formats import ibnetdiscover
+from ibtool.formats import atomic_write, check_input, ibnetdiscover
 from ibtool.sim import opensm, opensm_options
 from ibtool.sim.runner import RunOptions, run
 
@@ -68,6 +68,7 @@ def _plan(net, engine, opensm_config, log_flags, hdor_conf=None
         desc = None
     else:
         desc = Path(hdor_conf)
+        check_input(desc, "--hdor-conf", directory_ok=False)
         if not desc.is_file():
             raise InputError("--hdor-conf: no such file", path=str(hdor_conf))
     return net, engines, opensm_config, flags, desc
@@ -81,19 +82,19 @@ def hdor_conf_option(f):
 
 
 @group.command(name="run")
-@click.argument("net", metavar="NET|PLAN", type=click.Path(path_type=Path))
+@click.argument("net", metavar="NET|PLAN", type=InPath())
 @click.option("--engine", "-R", default=None,
               help="Routing engines for OpenSM, tried in order (e.g. hdor,minhop). hdor is loaded from "
                    "opensm_plugin/libhdor.so automatically. Default: the plan's opensm.conf beside NET "
                    "(its engine and the files it names, as `ibtool topo` wrote them), else minhop.")
-@click.option("--out", "-o", type=OutPath(), required=True, help="Run directory.")
+@click.option("--out", "-o", type=OutPath(directory=True), required=True, help="Run directory.")
 @click.option("--timeout", default=300.0, show_default=True, type=float, callback=finite_seconds,
               help="Seconds for OpenSM and each client (1..604800).")
 @click.option("--log-flags", default="0x47", show_default=True,
               help="OpenSM -D flags; 0x40 makes OpenSM write its dump files (costly on big fabrics).")
 @click.option("--conf", "conf_options", multiple=True, callback=_kv, metavar="KEY=VALUE",
               help="Extra opensm.conf option (repeatable), e.g. --conf lmc=1 --conf root_guid_file=roots.")
-@click.option("--opensm-config", type=click.Path(exists=True, dir_okay=False),
+@click.option("--opensm-config", type=InPath(exists=True, dir_okay=False, path_type=None),
               help="An opensm.conf to start from; ibtool's keys are appended.")
 @click.option("--opensm-arg", "opensm_args", multiple=True, help="Extra OpenSM command-line argument (repeatable).")
 @click.option("--no-discover", is_flag=True, help="Skip ibnetdiscover and dump_fts.")
@@ -102,7 +103,7 @@ def hdor_conf_option(f):
                    "saquery-paths.out: the SL of each path, which `verify` needs for engines that use virtual "
                    "lanes (dfsssp, lash, nue, torus-2QoS). With faults: at every step, on by default for "
                    "engines that program SLs (hdor too); --no-path-sls skips it (faster, VL check without SLs).")
-@click.option("--faults", type=click.Path(path_type=Path),
+@click.option("--faults", type=InPath(),
               help="A fault scenario (YAML: steps of cables/switches down, up, port errors; docs/faults.md): "
                    "one OpenSM keeps running, each step's tables are collected into OUT/step-N/.")
 @click.option("--fail", "fail", multiple=True, metavar="'DEVICE [PORT]'",
@@ -170,7 +171,7 @@ def run_cmd(net, engine, out, timeout, log_flags, conf_options, opensm_config, o
 def _scenario(net, out, engines, timeout, faults, fail, random_faults, seed, as_json, path_sls, flags, conf_base,
               conf_options, hdor_conf):
     """`sim run` with faults: a live fabric, one OpenSM, a step at a time (ibtool.sim.faults)."""
-    from ibtool.formats import ibnetdiscover
+    from ibtool.formats import atomic_write, ibnetdiscover
     from ibtool.sim import faults as fault_scenarios
     if sum(bool(x) for x in (faults, fail, random_faults)) > 1:
         raise InputError("give one of --faults, --fail and --random-faults")
@@ -250,8 +251,8 @@ def _print(d: dict) -> None:
 
 
 @group.command(name="up")
-@click.argument("net", type=click.Path(path_type=Path))
-@click.option("--out", "-o", type=OutPath(), required=True, help="Run directory (the fabric's state and logs in OUT/sim/).")
+@click.argument("net", type=InPath())
+@click.option("--out", "-o", type=OutPath(directory=True), required=True, help="Run directory (the fabric's state and logs in OUT/sim/).")
 @click.option("--engine", "-R", default=None,
               help="Routing engines for OpenSM, tried in order. Default: the plan's opensm.conf beside NET, else minhop.")
 @click.option("--sms", type=click.IntRange(1, 8), default=None,
@@ -263,7 +264,7 @@ def _print(d: dict) -> None:
               help="sm_priority of each SM, in order (repeat once per SM).")
 @click.option("--conf", "conf_options", multiple=True, callback=_kv, metavar="KEY=VALUE",
               help="Extra opensm.conf option for every SM (repeatable), e.g. --conf sminfo_polling_timeout=1000.")
-@click.option("--opensm-config", type=click.Path(exists=True, dir_okay=False),
+@click.option("--opensm-config", type=InPath(exists=True, dir_okay=False, path_type=None),
               help="An opensm.conf to start from; ibtool's keys are appended.")
 @hdor_conf_option
 @click.option("--log-flags", default="0x03", show_default=True, help="OpenSM -D flags (0x40: OpenSM's dump files).")
@@ -319,7 +320,7 @@ def up_cmd(net, out, engine, sms, sm_on, sm_priority, conf_options, opensm_confi
     finally:
         _signal.signal(_signal.SIGTERM, old_term)
     d = _describe(lf, run)
-    with open(run / "sim" / "env.sh", "w") as fh:
+    with atomic_write(run / "sim" / "env.sh") as fh:
         fh.write(f"# . {run}/sim/env.sh: infiniband-diags and ibtool collect reach the fabric ibtool sim up started\n"
                  f"export IBSIM_SOCKNAME={lf.sockname}\nexport LD_PRELOAD={d['LD_PRELOAD']}\n")
     master = lf.master()
@@ -337,7 +338,7 @@ def up_cmd(net, out, engine, sms, sm_on, sm_priority, conf_options, opensm_confi
 
 
 @group.command(name="status")
-@click.argument("run", type=click.Path(path_type=Path))
+@click.argument("run", type=InPath())
 @click.option("--json", "as_json", is_flag=True)
 def status_cmd(run, as_json):
     """What of the fabric `sim up` started in RUN still runs: ibsim, each SM's state (MASTER,
@@ -349,7 +350,7 @@ def status_cmd(run, as_json):
 
 
 @group.command(name="sm")
-@click.argument("run", type=click.Path(path_type=Path))
+@click.argument("run", type=InPath())
 @click.option("--kill", "action", flag_value="kill", help="SIGKILL, as if the SM's host died (no goodbye).")
 @click.option("--stop", "action", flag_value="stop", help="SIGTERM, as `systemctl stop opensm`.")
 @click.option("--start", "action", flag_value="start", help="Start it again (after --kill or --stop).")
@@ -419,7 +420,7 @@ _ALREADY = ("is not linked", "no previous link stored")
 
 
 @group.command(name="set")
-@click.argument("run", type=click.Path(path_type=Path))
+@click.argument("run", type=InPath())
 @click.option("--down", multiple=True, metavar="'DEVICE [PORT]'",
               help="A cable (either end, names as in the plan) or a switch (every cable of it) down: ibsim's Unlink.")
 @click.option("--up", multiple=True, metavar="'DEVICE [PORT]'",
@@ -508,7 +509,7 @@ def set_cmd(run, down, up, counters, raw, wait, timeout, as_json):
 
 
 @group.command(name="down")
-@click.argument("run", type=click.Path(path_type=Path))
+@click.argument("run", type=InPath())
 @click.option("--json", "as_json", is_flag=True)
 def down_cmd(run, as_json):
     """Stop the fabric `sim up` started in RUN: its OpenSMs, then ibsim — the processes it

@@ -45,7 +45,7 @@ def list_cmd(as_json):
 
 def _make_command(topo):
     params = [
-        click.Option(["--out", "-o"], type=OutPath(), required=True,
+        click.Option(["--out", "-o"], type=OutPath(directory=True), required=True,
                      help="Directory for the plan files (must be empty unless --force)."),
         click.Option(["--force"], is_flag=True, help="Overwrite files in a non-empty --out."),
         click.Option(["--engine"], default=topo.engine, show_default=True,

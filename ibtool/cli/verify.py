@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from ibtool import rundir
+from ibtool.cli import InPath, OutPath
 from ibtool.errors import InputError
 from ibtool.formats import ibnetdiscover, node_name_map
 from ibtool.verify import report
@@ -27,13 +28,13 @@ def group():
 
 
 def _opts(f):
-    f = click.option("--html", "html_out", type=click.Path(path_type=Path),
+    f = click.option("--html", "html_out", type=OutPath(),
                      help="Also write an HTML report: the fabric drawn with the findings on it (docs/verify.md).")(f)
     f = click.option("--json", "as_json", is_flag=True, help="Machine-readable report (stable schema).")(f)
     return f
 
 
-_junit = click.option("--junit", "junit_out", type=click.Path(path_type=Path),
+_junit = click.option("--junit", "junit_out", type=OutPath(),
                       help="Also write JUnit XML: one test case per check (and per fault step), a failure's message "
                            "the finding and its fix, for CI servers (docs/ci.md).")
 
@@ -87,20 +88,20 @@ def _fail_on(ctx, param, value: str) -> tuple:
 
 
 @group.command(name="topology")
-@click.option("--plan", type=click.Path(path_type=Path), required=True,
+@click.option("--plan", type=InPath(), required=True,
               help="The plan: a plan directory of `ibtool topo` or its topology.net (or any ibnetdiscover dump).")
-@click.option("--discovered", type=click.Path(path_type=Path), required=True,
+@click.option("--discovered", type=InPath(), required=True,
               help="ibnetdiscover output of the fabric as cabled (plain, -g, -f or the -p ports report).")
-@click.option("--node-name-map", "nnm", type=click.Path(path_type=Path),
+@click.option("--node-name-map", "nnm", type=InPath(),
               help="Plan names for the discovered nodes by GUID (infiniband-diags format): those devices are "
                    "identified by it.")
-@click.option("--host-map", type=click.Path(path_type=Path),
+@click.option("--host-map", type=InPath(),
               help="The site's host map: '<plan name> <host name, description or GUID>' per line; those "
                    "devices are identified by it.")
 @click.option("--fail-on", default="miswire,missing,degraded", show_default=True, callback=_fail_on,
               help="Which findings fail the check: miswire (wrong, extra or loopback cables, extra devices), "
                    "missing (cables, devices, a partial discovery), degraded (slow links, ends that disagree).")
-@click.option("--cables", type=click.Path(path_type=Path),
+@click.option("--cables", type=InPath(),
               help="The plan's cable list (default: PLAN/cabling/cables.csv of `ibtool cabling`, when there): "
                    "findings name cable IDs and labels, and --html's fix list and drawing too.")
 @click.option("--stage", type=click.IntRange(min=1), default=None,
@@ -171,11 +172,11 @@ def topology_cmd(plan, discovered, nnm, host_map, fail_on, cables, stage, junit_
 
 
 @group.command(name="coords")
-@click.option("--fabric", type=click.Path(path_type=Path), required=True, help="ibnetdiscover output of the fabric.")
-@click.option("--dump", type=click.Path(path_type=Path), help="hdor's opensm-hdor.dump to check against the reference.")
-@click.option("--plan", type=click.Path(path_type=Path),
+@click.option("--fabric", type=InPath(), required=True, help="ibnetdiscover output of the fabric.")
+@click.option("--dump", type=InPath(), help="hdor's opensm-hdor.dump to check against the reference.")
+@click.option("--plan", type=InPath(),
               help="The plan's net file: compare coordinates up to relabeling.")
-@click.option("--node-name-map", "nnm", type=click.Path(path_type=Path), help="Plan names for the fabric's GUIDs.")
+@click.option("--node-name-map", "nnm", type=InPath(), help="Plan names for the fabric's GUIDs.")
 @_opts
 def coords_cmd(fabric, dump, plan, nnm, as_json, html_out):
     """Device coordinates: hdor's dump vs. the Python reference vs. the plan.
@@ -201,24 +202,24 @@ def coords_cmd(fabric, dump, plan, nnm, as_json, html_out):
 
 
 @group.command(name="routes")
-@click.option("--fabric", type=click.Path(path_type=Path), required=True,
+@click.option("--fabric", type=InPath(), required=True,
               help="The fabric: ibnetdiscover output, or OpenSM's opensm-subnet.lst.")
-@click.option("--lfts", type=click.Path(path_type=Path), required=True,
+@click.option("--lfts", type=InPath(), required=True,
               help="Forwarding tables: dump_fts or ibroute output, or OpenSM's opensm-lfts.dump or opensm.fdbs.")
-@click.option("--sl2vl", "sl2vl_path", type=click.Path(path_type=Path),
+@click.option("--sl2vl", "sl2vl_path", type=InPath(),
               help="OpenSM's opensm-sl2vl.dump: the deadlock check per VL (default: everything on VL0).")
-@click.option("--path-sls", "path_sls", type=click.Path(path_type=Path),
+@click.option("--path-sls", "path_sls", type=InPath(),
               help="`saquery -p` output (RUN/saquery-paths.out of `sim run --path-sls`): each HCA-to-HCA route's SL, "
                    "for the deadlock check per VL of engines that use virtual lanes.")
 @click.option("--engine", help="The routing engine that made the tables: for dfsssp, lash, nue and torus-2QoS "
                                "without --path-sls a VL0 cycle is reported as 'VL0 only: SLs not available'.")
 @click.option("--expect", type=click.Choice(["hdor"]),
               help="Also require exactly the hdor reference tables and dimension-ordered routes.")
-@click.option("--before-fabric", type=click.Path(path_type=Path),
+@click.option("--before-fabric", type=InPath(),
               help="The fabric before a failure (ibnetdiscover output), with --before-lfts: routes that touch no "
                    "failed element must be unchanged; with --expect hdor the reference is the degraded pass from "
                    "that complete KNS (docs/hdor.md section 6).")
-@click.option("--before-lfts", type=click.Path(path_type=Path), help="The forwarding tables before the failure.")
+@click.option("--before-lfts", type=InPath(), help="The forwarding tables before the failure.")
 @_permutations
 @click.option("--no-balance", is_flag=True, help="Skip link loads (routes per link, all-to-all, permutations).")
 @_junit
@@ -263,12 +264,12 @@ def routes_cmd(fabric, lfts, sl2vl_path, path_sls, engine, expect, before_fabric
 
 
 @group.command(name="all")
-@click.argument("run_dir", type=click.Path(path_type=Path))
-@click.option("--plan", type=click.Path(path_type=Path),
+@click.argument("run_dir", type=InPath())
+@click.option("--plan", type=InPath(),
               help="The plan: a plan directory of `ibtool topo` or its topology.net (default: the net file named "
                    "in RUN_DIR/summary.json, if it is there). With the plan's cable list (PLAN/cabling/cables.csv), "
                    "topology findings name cable IDs, labels and places.")
-@click.option("--node-name-map", "nnm", type=click.Path(path_type=Path), help="Plan names for the fabric's GUIDs.")
+@click.option("--node-name-map", "nnm", type=InPath(), help="Plan names for the fabric's GUIDs.")
 @click.option("--expect", type=click.Choice(["hdor", "none"]),
               help="Expected routing (default: hdor when hdor configured the tables).")
 @_permutations
@@ -331,12 +332,12 @@ def _thresholds(ctx, param, values):
 
 
 @group.command(name="health")
-@click.argument("run_dir", type=click.Path(path_type=Path))
-@click.option("--baseline", type=click.Path(path_type=Path),
+@click.argument("run_dir", type=InPath())
+@click.option("--baseline", type=InPath(),
               help="An earlier collection of the same fabric: judge the counter deltas and rates per hour.")
-@click.option("--plan", type=click.Path(path_type=Path),
+@click.option("--plan", type=InPath(),
               help="The plan (directory or topology.net): with its cable list, findings name cable IDs and labels.")
-@click.option("--threshold-file", type=click.Path(path_type=Path),
+@click.option("--threshold-file", type=InPath(),
               help="Thresholds in infiniband-diags' format (COUNTER=N lines), e.g. /etc/infiniband-diags/error_thresholds.")
 @click.option("--threshold", "thresholds", multiple=True, callback=_thresholds, metavar="COUNTER=N",
               help="Override a threshold (repeatable), e.g. --threshold SymbolErrorCounter=10.")

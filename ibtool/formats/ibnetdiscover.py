@@ -325,18 +325,25 @@ def _peers_without_record(path: str, nodes: dict[str, _Node], order: list[str]) 
                 nd.nports = max(nd.nports, rport)
 
 
+def partial(f: Fabric, most: int = 20) -> str | None:
+    """The reader's partial-discovery finding in words (the devices seen only as peers, the one
+    `verify topology` reports), None for a complete discovery."""
+    seen = f.discovery.get("seen_only_as_peer", ())
+    if not seen:
+        return None
+    names = [f.names[j] + ("" if f"{f.guids[j]:016x}" in f.names[j].lower() else f" ({f.guids[j]:#018x})")
+             for j in seen]
+    shown = ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
+    return (f"partial discovery: {len(seen)} device{'s' if len(seen) > 1 else ''} seen only as the peer "
+            f"of a port, with no record of their own: {shown}")
+
+
 def refuse_partial(f: Fabric, path: str | Path, allow: bool = False, warn=None) -> None:
     """Routing computed from part of a fabric is wrong for the rest of it: a fabric with devices
-    seen only as peers (the reader's partial-discovery finding, the one `verify topology` reports)
-    is refused, naming them; with `allow`, `warn` gets the same text instead."""
-    partial = f.discovery.get("seen_only_as_peer", ())
-    if not partial:
+    seen only as peers is refused, naming them; with `allow`, `warn` gets the same text instead."""
+    what = partial(f)
+    if what is None:
         return
-    names = [f.names[j] + ("" if f"{f.guids[j]:016x}" in f.names[j].lower() else f" ({f.guids[j]:#018x})")
-             for j in partial]
-    shown = ", ".join(names[:20]) + (f" and {len(names) - 20} more" if len(names) > 20 else "")
-    what = (f"partial discovery: {len(partial)} device{'s' if len(partial) > 1 else ''} seen only as the peer "
-            f"of a port, with no record of their own: {shown}")
     if not allow:
         raise InputError(f"{what}; routing tables from part of a fabric are refused (run ibnetdiscover again; "
                          "--allow-partial routes the part that was read)", path=str(path))

@@ -201,6 +201,15 @@ def compose_yaml(path: str) -> yaml.Node | None:
                          line=mark.line + 1 if mark else None) from None
 
 
+def node_value(node: yaml.Node, path: str):
+    """The value of a composed YAML node; an integer beyond Python's 4300-digit limit (a
+    ValueError inside PyYAML) is one line naming path:line."""
+    try:
+        return yaml.safe_load(yaml.serialize(node))
+    except ValueError:
+        raise InputError("a number of more than 4300 digits", path=path, line=node.start_mark.line + 1) from None
+
+
 def key_line(path: str | Path, key: str) -> int | None:
     """The line of top-level `key` in the YAML file `path` (for messages about its value)."""
     root = compose_yaml(str(path))
@@ -227,7 +236,7 @@ def read_site(path: str | Path, base: Site | None = None) -> Site:
         if key not in _KEYS:
             raise InputError(f"unknown site key {key!r} (known: {', '.join(_KEYS)})", path=path,
                              line=lines[key])
-        values[key] = yaml.safe_load(yaml.serialize(vnode))
+        values[key] = node_value(vnode, path)
 
     def where(key):
         return path, lines.get(key)

@@ -549,6 +549,8 @@ class _Degraded:
             ok |= arrived
             live &= ~arrived
             cur, pn = np.where(live, nx, 0), np.where(live, nxp, 0)
+        if not hx:  # no pair to walk: no route the failures touched (a router cut off with its HCAs)
+            hx = hi = ho = [np.full(P, -1, dtype=np.int64)]
         return np.stack(hx, axis=1), np.stack(hi, axis=1), np.stack(ho, axis=1), links, ok
 
     def _sls(self, tables: Tables):

@@ -22,7 +22,7 @@ from typing import Any
 
 from ibtool.errors import InputError
 from ibtool.fabric import Fabric
-from ibtool.formats import ibnetdiscover
+from ibtool.formats import ibnetdiscover, output_target, shown
 
 
 @dataclass
@@ -42,14 +42,14 @@ class Routed:
 
 
 def check_output(path: Path, option: str) -> None:
-    """Refuse an output path that cannot be written before any work is done (one-line error)."""
-    parent = path.parent
-    if path.is_dir():
-        raise InputError(f"{option} {path}: is a directory")
+    """Refuse an output path that cannot be written before any work is done (one-line error):
+    what it names must be a regular file or new (ibtool.formats.output_target), in a writable
+    directory."""
+    parent = output_target(path, option).parent
     if not parent.is_dir():
-        raise InputError(f"{option} {path}: {parent} is not a directory")
+        raise InputError(f"{option} {shown(path)}: {shown(parent)} is not a directory")
     if not os.access(parent, os.W_OK | os.X_OK):
-        raise InputError(f"{option} {path}: directory {parent} is not writable")
+        raise InputError(f"{option} {shown(path)}: directory {shown(parent)} is not writable")
 
 
 def read_fabric(path: Path, option: str = "--fabric", allow_partial: bool = False, names: dict | None = None,
@@ -92,7 +92,7 @@ def route(fabric_path: Path, compute: Callable[[Fabric], Any], files: Callable[[
         try:
             line = out.write()
         except OSError as e:
-            raise InputError(f"{out.option} {out.path}: cannot write: {e.strerror}") from None
+            raise InputError(f"{out.option} {shown(out.path)}: cannot write: {e.strerror}") from None
         if line:
             say(line)
     t3 = time.monotonic()

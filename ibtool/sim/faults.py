@@ -106,6 +106,8 @@ def read(path: str | Path, fabric: Fabric) -> Scenario:
             mark = getattr(e, "problem_mark", None)
             raise InputError(f"not valid YAML: {getattr(e, 'problem', e)}", path=p,
                              line=mark.line + 1 if mark else None) from None
+        except ValueError:  # PyYAML's int() of a number beyond Python's 4300-digit limit
+            raise InputError("not valid YAML: a number of more than 4300 digits", path=p) from None
     if not isinstance(d, dict) or not isinstance(d.get("steps"), list) or not d["steps"]:
         raise InputError("a fault scenario is a mapping with a non-empty list 'steps'", path=p)
     unknown = set(d) - {"steps", "sweep_interval", "settle"}
@@ -126,13 +128,16 @@ def read(path: str | Path, fabric: Fabric) -> Scenario:
                     isinstance(v, int) and v >= 0 for v in counters.values()):
                 raise InputError(f"{where}: errors: '{spec}' needs a port and counters with whole values")
         steps.append(st)
-    try:
-        sweep = int(d.get("sweep_interval", 2))
-        settle = float(d.get("settle", 60))
-    except (TypeError, ValueError):
-        raise InputError("sweep_interval and settle are numbers of seconds", path=p) from None
-    if sweep < 1 or not 1 <= settle <= 3600:
-        raise InputError("sweep_interval must be >= 1 and settle 1..3600 seconds", path=p)
+    raw = {"sweep_interval": d.get("sweep_interval", 2), "settle": d.get("settle", 60)}
+    for key, lo, hi in (("sweep_interval", 1, 0xFFFFFFFF), ("settle", 1, 3600)):  # OpenSM's U32 for the sweep
+        v = raw[key]
+        # .inf, nan, text, a list, a fraction of a sweep: named with the file, not an OverflowError
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi or \
+                (key == "sweep_interval" and v != int(v)):
+            shown = repr(v) if len(repr(v)) <= 40 else f"{repr(v)[:20]}... ({len(repr(v))} characters)"
+            raise InputError(f"{key} {shown}: not a {'whole ' if key == 'sweep_interval' else ''}number of "
+                             f"seconds in {lo}..{hi}", path=p)
+    sweep, settle = int(raw["sweep_interval"]), float(raw["settle"])
     return Scenario(steps, sweep, settle)
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ibtool.errors import InputError
+from ibtool.formats import read_input
 from ibtool.sim import opensm_options
 # engine names are values of OpenSM's routing_engine option, checked with the other options
 from ibtool.sim.opensm_options import BUILTIN_ENGINES, PLUGIN_ENGINES, parse_engines  # noqa: F401
@@ -28,11 +29,9 @@ def config(engines: list[str], options: list[tuple[str, str]] = (), base_path: s
     base = ""
     if base_path:
         try:
-            base = Path(base_path).read_text(encoding="utf-8")
+            base = read_input(base_path, binary=True).decode("utf-8")
         except UnicodeDecodeError:
             raise InputError("not UTF-8 text (not an opensm.conf?)", path=str(base_path)) from None
-        except OSError as e:
-            raise InputError(f"cannot read: {e.strerror}", path=str(base_path)) from None
         opensm_options.check_text(base, str(base_path))
         base = opensm_options.resolve_files(base, Path(base_path).resolve().parent)
     opts = [(key, opensm_options.check(key, value, f"opensm.conf option {key} {value}")) for key, value in options]
@@ -47,8 +46,8 @@ def plan_engines(net: Path) -> list[str] | None:
     or None when there is none: `ibtool sim run PLAN/topology.net` routes with the family's engine."""
     conf = Path(net).with_name("opensm.conf")
     try:
-        text = conf.read_text()
-    except (OSError, UnicodeDecodeError):
+        text = read_input(conf, binary=True).decode()
+    except (InputError, UnicodeDecodeError):  # none, or one config() then names
         return None
     spec = opensm_options.read(text).get("routing_engine")
     return parse_engines(spec) if spec is not None else None

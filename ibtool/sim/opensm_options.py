@@ -168,7 +168,7 @@ def check(key: str, value: str, where: str | None = None, path: str | None = Non
     spec = OPTIONS.get(key)
 
     def bad(msg: str):
-        raise InputError(f"{where}: {msg}", path=path, line=line)
+        raise InputError(f"{where.replace(chr(0), '^@')}: {msg}", path=path, line=line)
 
     if spec is None:
         near = difflib.get_close_matches(key, OPTIONS, n=1)
@@ -176,13 +176,20 @@ def check(key: str, value: str, where: str | None = None, path: str | None = Non
                                                      " (it would ignore the line)"))
     if value == "" and spec not in (TEXT, RAW):
         bad("no value")
+    if "\0" in value:  # C would stop at it; Python's file functions refuse it
+        bad(f"{value[:40]!r} holds a NUL byte")
     if value == "(null)" and not isinstance(spec, (tuple, set)) and spec != BOOL:
         return value  # OpenSM's "unset" for a string option (its default, as `opensm -c` writes it)
     if spec == BOOL:
         if value not in ("TRUE", "FALSE"):
             bad(f"{value!r} is not TRUE or FALSE (OpenSM reads anything but TRUE as FALSE)")
     elif spec == "engines":
-        parse_engines(value, where)
+        try:
+            parse_engines(value, where)
+        except InputError as e:  # inside a conf: its file and line too
+            if path is None:
+                raise
+            raise InputError(str(e), path=path, line=line) from None
     elif spec in ("vlarb", "sl2vl"):
         why = _list_of(value, "vl:weight" if spec == "vlarb" else "a VL", 0, 14 if spec == "vlarb" else 15,
                        spec == "vlarb")

@@ -14,6 +14,7 @@ import numpy as np
 
 from ibtool.errors import InputError
 from ibtool.fabric import CA, SWITCH, Fabric, switch_graph
+from ibtool.formats.ibnetdiscover import partial
 from ibtool.formats.lft import NO_ROUTE, Tables
 from ibtool.hops import bfs_hops
 
@@ -54,6 +55,11 @@ def bind(fabric: Fabric, tables: Tables) -> Bound:
     unknown = [g for g in tables.lft if fabric.by_guid(g) is None or not fabric.is_switch(fabric.by_guid(g))]
     if unknown:
         g = min(unknown, key=lambda x: tables.lines.get(x, 0))
+        cut = partial(fabric, 5)
+        if cut:  # the discovery was cut short (a truncated file): the tables are not what is wrong
+            raise InputError(f"{cut}; {len(unknown)} of {len(tables.lft)} tables of {path} are of switches this "
+                             f"discovery does not hold (e.g. {g:#018x} {tables.names.get(g, '')!r}): run "
+                             "ibnetdiscover again", path=None)
         raise InputError(f"switch {g:#018x} {tables.names.get(g, '')!r} is not a switch of the fabric "
                          f"({len(unknown)} of {len(tables.lft)} tables are unknown): forwarding tables of "
                          f"another fabric?", path=path, line=tables.lines.get(g))

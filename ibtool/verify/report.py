@@ -152,11 +152,15 @@ def _checks(name: str, s: dict) -> list[dict]:
         return [{"name": "health", "ok": False, "not_run": True, "summary": why}]
     if name == "health":
         f = s["findings"]
-        cables = {x["cable"] or x["link"] for x in f}
+        worst = sorted(f, key=lambda x: -(x["value"] if x["delta"] is None else x["delta"]))
+        cables = list(dict.fromkeys(x["cable"] or x["link"] for x in worst))  # named, the most errors first
+        named = ": " + ", ".join(cables[:3]) + (f" and {len(cables) - 3} more" if len(cables) > 3 else "") \
+            if cables else ""
         return [{"name": "health", "ok": s["ok"],
                  "summary": f"{s['ports_checked']} ports' error counters"
                             + (" (deltas since the baseline)" if s["baseline"] else "")
                             + f": {len(f)} beyond threshold on {len(cables)} cable{'' if len(cables) == 1 else 's'}"
+                            + named
                             + (f"; {len(s['unanswered'])} ports did not answer" if s["unanswered"] else "")
                             + (f"; {len(s['resets'])} counters reset since the baseline" if s["resets"] else "")}]
     if name == "run" and s.get("collect"):

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ibtool import rundir
 from ibtool.errors import InputError
-from ibtool.formats import ibnetdiscover, node_name_map
+from ibtool.formats import ibnetdiscover, node_name_map, open_input
 from ibtool.verify import report
 
 
@@ -224,11 +224,8 @@ def before_faults(step0: Path, nnm, expect) -> dict | None:
 
 def read_fabric(path: Path, names: dict | None = None):
     """An ibnetdiscover dump / ibsim net file, or OpenSM's opensm-subnet.lst (told apart by content)."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            head = next((ln for ln in fh if ln.strip()), "")
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror}", path=str(path)) from None
+    with open_input(path) as fh:  # a FIFO or device is refused here, not waited for
+        head = next((ln for ln in fh if ln.strip()), "")
     if head.lstrip().startswith("{"):
         from ibtool.formats import opensm_subnet_lst
         return opensm_subnet_lst.read(path, names)

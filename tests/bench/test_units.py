@@ -375,7 +375,7 @@ def test_unusable_output_paths_are_input_errors(tmp_path):
     (tmp_path / "afile").write_text("x")
     p = ibtool("bench", "run", "-i", tmp_path / "inv.yaml", "-b", "hpcc", "-o", tmp_path / "afile/c",
                "--no-progress", check=2)
-    assert p.stderr == f"ibtool: error: {tmp_path / 'afile/c'}: cannot use as campaign directory: Not a directory\n"
+    assert p.stderr == f"ibtool: error: --out {tmp_path / 'afile/c'}: cannot create directory: Not a directory\n"
     camp = tmp_path / "c"
     (camp / "runs/current--hpcc--linear--r1").mkdir(parents=True)
     (camp / "campaign.json").write_text(json.dumps({"benchmarks": ["hpcc"], "mappings": ["linear"],
@@ -392,9 +392,10 @@ def test_unusable_output_paths_are_input_errors(tmp_path):
         {"run_id": "current--hpcc--linear--r1", "engine": "current", "benchmark": "hpcc", "type": "hpcc",
          "mapping": {"policy": "linear"}, "repeat": 1, "status": "failed", "reasons": ["x"]}))
     p = ibtool("bench", "report", camp, "-o", tmp_path / "afile/r", check=2)
-    assert p.stderr == f"ibtool: error: {tmp_path / 'afile/r'}: cannot create the report directory: Not a directory\n"
+    assert p.stderr == f"ibtool: error: --out {tmp_path / 'afile/r'}: cannot create directory: Not a directory\n"
     p = ibtool("bench", "parse", "hpcc", "/dev/null", check=2)
-    assert p.stderr == "ibtool: error: /dev/null: not a regular file\n"
+    assert p.stderr == "ibtool: error: /dev/null: a character device, not a regular file: ibtool reads only " \
+                       "regular files (save the data to a file first)\n"
 
 
 def test_local_transport_timeout_ends_the_whole_process_group():

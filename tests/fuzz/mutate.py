@@ -6,7 +6,7 @@ matter, and the failing example printed is readable (which seed, which edit, whe
 
 The edits are what a new user's file, a truncated copy or a tool of another version produce:
 lines lost, repeated, swapped or moved; a number replaced by one beyond its field (0, -1, 255,
-256, 0xc000, 2**32, 2**64, 5,000 digits ...); a file cut short; stray bytes (not UTF-8, NUL); a
+256, 0xc000, 2**32, 2**64, 5,000 digits, YAML's .inf ...); a file cut short; stray bytes (not UTF-8, NUL); a
 token dropped; a quoted name emptied or unbalanced. JSON seeds also get values of the wrong type
 and deep nesting.
 """
@@ -26,7 +26,7 @@ FIXTURES = ROOT / "fixtures"
 EXTREMES = [b"0", b"1", b"-1", b"7", b"8", b"40", b"254", b"255", b"256", b"0xbfff", b"0xc000", b"0xffff",
             b"0x10000", b"100000000", b"4294967296", b"0x100000000", b"18446744073709551616",
             b"0x10000000000000000", b"99999999999999999999999999", b"9" * 5000, b"0x" + b"f" * 5000,
-            b"nan", b"inf", b"-inf", b"1e309", b"0x", b"", b"00000000000000000000001"]
+            b"nan", b"inf", b"-inf", b"1e309", b"0x", b"", b"00000000000000000000001", b".inf", b".nan"]
 STRAY = [b"\xff\xfe", b"\x00", b"\t", b" ", b'"', b"[", b"]", b"(", b")", b"#", b"=", b":", b"{", b"}",
          b"\xc3\x28", b"\r", b"\n\n", b"lid ", b"[ext 1]", b"0x"]
 _NUM = re.compile(rb"0x[0-9a-fA-F]+|\d+")

@@ -1,6 +1,6 @@
 """Every command that takes a file, as a user runs it, on mutated real files: exit 0, 1 or 2,
 never a traceback, and an exit-2 error that is one line naming the file. Each run is under the
-memory bound (limits.py) and a time bound. 327 runs in all in `make test-full`, each a real
+memory bound (limits.py) and a time bound. 367 runs in all in `make test-full`, each a real
 process; 40 % of them in `make test` (limits.py), where the compute-only commands run in the test
 process through support's runner (the same command objects, without Python's start and imports
 per run; tests/test_cli.py checks that runner against real processes) and `sim run` in a process.
@@ -24,6 +24,7 @@ settings.load_profile("fuzz")
 
 R = FIXTURES / "real"
 HDOR, QOS, RUN = R / "ibsim-kns-k3-n2-hdor", R / "ibsim-kns-k3-n2-minhop-qos", R / "ibsim-kns-k3-n2-minhop-run"
+CUT = R / "ibsim-kns-k3-n1-m2-cutoff"  # a fault run whose step 1 cut a router off with its HCA
 PLAN = R / "plan-kns-k3-n2.net"
 B = FIXTURES / "bench"
 
@@ -69,6 +70,15 @@ TARGETS = {
         lambda f, d: ["verify", "coords", "--fabric", HDOR / "ibnetdiscover.out", "--dump", f, "--plan", PLAN], 25),
     "verify all (summary.json)": (
         "summary.json", [RUN / "summary.json"], True, lambda f, d: ["verify", "all", d, "--permutations", 2], 30),
+    # a fault step's summary mutated, the step a router cut off ("requested": -1 was a TypeError,
+    # the cut-off router a ValueError in hdor_faults: issue 36)
+    "verify all (fault step summary.json)": (
+        "step-1/summary.json", [CUT / "run" / "step-1" / "summary.json"], True,
+        lambda f, d: ["verify", "all", d, "--plan", CUT / "p1" / "topology.net", "--permutations", 2], 20),
+    "route hdor --baseline (a router cut off)": (
+        "ibnetdiscover.out", [CUT / "run" / "step-1" / "ibnetdiscover.out"], False,
+        lambda f, d: ["route", "hdor", "--fabric", f, "--baseline", CUT / "run" / "step-0" / "ibnetdiscover.out",
+                      "--out", d / "hdor.lft"], 20),
     "route hdor --fabric": (
         "ibnetdiscover.out", [HDOR / "ibnetdiscover.out"], False,
         lambda f, d: ["route", "hdor", "--fabric", f, "--out", d / "hdor.lft", "--dump", d / "hdor.dump"], 25),
@@ -101,7 +111,7 @@ def test_command_on_mutated_file(target, tmp_path_factory, bounded_memory):
         count[0] += 1
         d = base / str(count[0])
         if target.startswith("verify all"):  # the whole real run directory, its summary.json mutated
-            shutil.copytree(RUN, d)
+            shutil.copytree(CUT / "run" if "fault step" in target else RUN, d)
         else:
             d.mkdir()
         f = d / name

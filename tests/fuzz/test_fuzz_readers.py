@@ -29,12 +29,15 @@ from ibtool.formats import (
     opensm_subnet_lst,
     sl2vl,
 )
+from ibtool.sim import faults, opensm
 
 settings.load_profile("fuzz")
 
 R = FIXTURES / "real"
 HDOR, QOS, RUN = R / "ibsim-kns-k3-n2-hdor", R / "ibsim-kns-k3-n2-minhop-qos", R / "ibsim-kns-k3-n2-minhop-run"
 B = FIXTURES / "bench"
+SEEDS = FIXTURES / "seeds"  # files users write: an OpenSM conf, a fault scenario
+PLAN = ibnetdiscover.read(R / "plan-kns-k3-n2.net")
 
 # name the file gets (its messages must name it) -> reader, seeds, examples
 READERS = {
@@ -51,6 +54,12 @@ READERS = {
     "node-name-map": (node_name_map.read, [R / "plan-kns-k3-n2.node-name-map"], 700),
     # verify's own sniffing reader: ibnetdiscover or opensm-subnet.lst by content
     "fabric": (read_fabric, [HDOR / "ibnetdiscover.out", HDOR / "opensm-subnet.lst"], 600),
+    # `sim run --faults` and `--opensm-config` before anything starts (sweep_interval: .inf, a NUL
+    # byte in a file name: issue 36)
+    "faults.yaml": (lambda p: faults.read(p, PLAN), [SEEDS / "faults.yaml"], 600),
+    "opensm.conf": (lambda p: opensm.config(["minhop"], base_path=str(p)),
+                    [SEEDS / "opensm-3.3.23-default.conf", SEEDS / "plan-kns-k3-n2.opensm.conf",
+                     SEEDS / "opensm-files.conf"], 600),
 }
 
 

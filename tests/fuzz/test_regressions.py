@@ -5,6 +5,7 @@ blow-up or a silent acceptance)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -320,9 +321,10 @@ def test_an_lft_dump_without_a_single_newline(tmp_path):
     assert p.returncode == 2 and "a line longer than 1 MiB" in p.stderr, p.stderr
 
 
-def test_out_of_memory_is_one_line_and_exit_3(tmp_path):
+def test_out_of_memory_is_one_line_and_exit_6(tmp_path):
     """A KNS of 8 million routers fits the radix and the router cap but not 768 MiB of memory:
-    the user gets one line and exit 3 (an environment limit), not a MemoryError traceback."""
+    the user gets one line and exit 6 (out of memory: its own code since issue 36, it was 3 "a tool
+    or host is missing"), not a MemoryError traceback."""
     import resource
     import subprocess
     import sys
@@ -334,6 +336,134 @@ def test_out_of_memory_is_one_line_and_exit_3(tmp_path):
     r = subprocess.run([sys.executable, "-m", "ibtool.cli.main", "topo", "kns", "--k", "200", "--n", "3",
                         "--radix", "254", "--out", str(out)], capture_output=True, text=True, timeout=600,
                        preexec_fn=limit)
-    assert r.returncode == 3, r.stderr[-2000:]
-    assert r.stderr.startswith("ibtool: error: out of memory in `ibtool topo`") and r.stderr.count("\n") == 1
-    assert "Traceback" not in r.stderr and not out.exists()
+    assert r.returncode == 6, r.stderr[-2000:]
+    assert r.stderr == "ibtool: error: out of memory in `ibtool topo` (no input file read): the fabric or input is " \
+                       "too large for this machine's memory (nothing was written)\n"
+    assert not out.exists()
+
+
+def test_out_of_memory_names_the_input(tmp_path):
+    """A plan of 29,376 devices (11 MB) read under a 144 MiB bound, which the small plan fits: exit 6
+    and the file named (it was exit 3 and no file)."""
+    import resource
+    import subprocess
+    import sys
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (144 << 20, 144 << 20))
+
+    ibtool("topo", "kns", "--k", "24", "--n", "3", "--radix", "64", "--out", tmp_path / "big", check=0)
+    for net, code in ((PLAN, 0), (tmp_path / "big" / "topology.net", 6)):
+        r = subprocess.run([*IBTOOL, "verify", "topology", "--plan", str(net), "--discovered", str(net)],
+                           capture_output=True, text=True, timeout=600, preexec_fn=limit, cwd=ROOT,
+                           env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+        assert r.returncode == code, r.stderr[-2000:]
+    assert r.stderr == f"ibtool: error: out of memory in `ibtool verify` on {net} (the last input read): the fabric " \
+                       "or input is too large for this machine's memory (nothing was written)\n"
+
+
+# ------------------------------------------------------------- issue 36 item 8: the last tracebacks
+CUT = R / "ibsim-kns-k3-n1-m2-cutoff"  # a real fault run: R[1] lost both its cables to S[0,0]
+
+
+def test_a_router_cut_off_with_its_hcas_is_a_verified_step(tmp_path):
+    # ValueError: need at least one array to stack (routing/hdor_faults.py _walks): no pair's route
+    # was touched; the cut-off router's pairs are disconnected, the rest is verified
+    p = ibtool("verify", "all", CUT / "run", "--json")
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr[-3000:]
+    step = json.loads(p.stdout)["steps"]["step-1"]
+    checks = {c["name"]: c for c in step["checks"]}
+    assert checks["routes: delivery"]["ok"] and checks["routes: hdor tables"]["summary"] == "identical to the reference"
+    assert step["ok"] is True
+    # the same degraded pass offline: tables and what failed, not a traceback
+    r = ibtool("route", "hdor", "--fabric", CUT / "run/step-1/ibnetdiscover.out", "--baseline",
+               CUT / "run/step-0/ibnetdiscover.out", "--out", tmp_path / "x.lft")
+    assert r.returncode == 0 and "degraded: failed R[1], H[1]" in r.stdout, r.stdout + r.stderr[-3000:]
+    assert (tmp_path / "x.lft").read_text().startswith("Unicast lids")
+
+
+def faults_file(tmp_path: Path, head: str) -> Path:
+    f = tmp_path / "faults.yaml"
+    f.write_text(f"{head}\nsteps:\n  - down: ['R[1,1] 2']\n")
+    return f
+
+
+@pytest.mark.parametrize("value, shown", [(".inf", "inf"), ("-.inf", "-inf"), (".nan", "nan"), ("2.5", "2.5"),
+                                          ("99999999999999999999", "99999999999999999999"), ("0", "0")])
+def test_sweep_interval_beyond_a_whole_number_of_seconds(tmp_path, value, shown):
+    # .inf: OverflowError in sim/faults.py read; 10**20 was called an "opensm.conf option" without
+    # the scenario's name
+    f = faults_file(tmp_path, f"sweep_interval: {value}")
+    msg = one_error(ibtool("sim", "run", PLAN, "--engine", "hdor", "--faults", f, "--out", tmp_path / "r"))
+    assert msg == f"ibtool: error: {f}: sweep_interval {shown}: not a whole number of seconds in 1..4294967295"
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_yaml_number_of_5000_digits(tmp_path):
+    # ValueError (Python's 4300-digit limit) inside PyYAML: fault scenarios, inventories, price tables
+    big = "9" * 5000
+    f = faults_file(tmp_path, f"sweep_interval: {big}")
+    assert one_error(ibtool("sim", "run", PLAN, "--faults", f, "--out", tmp_path / "r")) == \
+        f"ibtool: error: {f}: not valid YAML: a number of more than 4300 digits"
+    inv = tmp_path / "inv.yaml"
+    inv.write_text(f"hosts: [{{name: a, slots: {big}}}]\nrunner: local\n")
+    assert one_error(ibtool("bench", "check", "-i", inv)) == \
+        f"ibtool: error: {inv}: not valid YAML: a number of more than 4300 digits"
+    prices = tmp_path / "prices.yaml"
+    prices.write_text(f"currency: EUR\nswitch: 1000\nhca: {big}\n")
+    assert one_error(ibtool("analyze", PLAN, "--prices", prices, "--bisection", "none")) == \
+        f"ibtool: error: {prices}:1: a number of more than 4300 digits"
+
+
+@pytest.mark.parametrize("line", ["root_guid_file a\0b", "node_name_map_name /tmp/x\0", "routing_engine minhop\0"])
+def test_opensm_config_with_a_nul_byte(tmp_path, line):
+    # ValueError: embedded null byte (sim/opensm_options.py resolve_files)
+    conf = tmp_path / "nul.conf"
+    conf.write_text(f"lmc 0\n{line}\n")
+    key, value = line.split(" ", 1)
+    msg = one_error(ibtool("sim", "run", PLAN, "--engine", "minhop", "--opensm-config", conf, "--out", tmp_path / "r"))
+    assert msg == f"ibtool: error: {conf}:2: {key} {value.replace(chr(0), '^@')}: {value!r} holds a NUL byte"
+    assert not (tmp_path / "r").exists()
+
+
+def test_routing_engine_bogus_inside_opensm_config_names_the_file(tmp_path):
+    conf = tmp_path / "my.conf"
+    conf.write_text("lmc 0\nrouting_engine bogus\n")
+    msg = one_error(ibtool("sim", "run", PLAN, "--opensm-config", conf, "--out", tmp_path / "r"))
+    assert msg.startswith(f"ibtool: error: {conf}:2: routing_engine bogus: unknown routing engine 'bogus' (known: ")
+
+
+@pytest.mark.parametrize("key, value, expected", [
+    ("requested", -1, "list or null"), ("requested", "hdor", "list or null"), ("requested", [1], "a list of engine names"),
+    ("engines", {}, "list or null"), ("hdor_declined", 7, "str or null"), ("counters", [], "dict or null")])
+def test_summary_json_of_the_wrong_type(tmp_path, key, value, expected):
+    # "requested": -1 was TypeError: argument of type 'int' is not iterable (verify/run.py)
+    d = run_dir(tmp_path, **{key: value})
+    msg = one_error(ibtool("verify", "all", d))
+    assert msg == f"ibtool: error: {d}/summary.json: {key!r} is {json.dumps(value)}, expected {expected}"
+
+
+# ------------------------------------------------------------ issue 36 item 10: messages to mend
+
+@pytest.mark.parametrize("lines", [40, 80])
+def test_verify_routes_on_a_truncated_discovery_blames_the_discovery(tmp_path, lines):
+    # was "HDOR/dump_fts.out:225: switch ... is not a switch of the fabric ...: forwarding tables of
+    # another fabric?" about the intact dump
+    cut = tmp_path / "ibnetdiscover.out"
+    cut.write_text("".join((HDOR / "ibnetdiscover.out").read_text().splitlines(keepends=True)[:lines]))
+    msg = one_error(ibtool("verify", "routes", "--fabric", cut, "--lfts", HDOR / "dump_fts.out"))
+    assert msg.startswith(f"ibtool: error: {cut}: partial discovery: 8 devices seen only as the peer of a port"), msg
+    assert re.search(rf"; \d+ of 15 tables of {re.escape(str(HDOR / 'dump_fts.out'))} are of switches this "
+                     r"discovery does not hold \(e\.g\. 0x[0-9a-f]{16} '[RS]\[\d,\d\]'\): run ibnetdiscover again$",
+                     msg), msg
+    assert "another fabric" not in msg
+
+
+def test_verify_all_names_the_cables_beyond_threshold(tmp_path):
+    # the text said "3 beyond threshold on 2 cables" and named none
+    d = run_dir(tmp_path)
+    shutil.copy(R / "ibsim-kns-k3-n2-counters" / "perfquery.out", d)
+    out = ibtool("verify", "all", d).stdout
+    health = next(x for x in out.splitlines() if x.startswith("  health:"))
+    assert health == "  health: FAIL  54 ports' error counters: 3 beyond threshold on 2 cables: " \
+                     "R[0,1] port 2 - S[0,0] port 2, R[0,0] port 1 - H[0,0] port 1", health

@@ -101,8 +101,8 @@ def test_install_refuses_a_conf_it_cannot_update_before_changing_anything(tmp_pa
     assert r.stderr.strip() == f"ibtool: error: --conf {conf}: not a regular file"
     assert not (root / "usr").exists()
     (tmp_path / "afile").write_text("x")
-    r = ibtool("plugin", "install", "--destdir", tmp_path / "afile" / "root", check=3)
-    assert r.stderr.startswith("ibtool: error: cannot write ") and r.stderr.strip().endswith("Not a directory")
+    r = ibtool("plugin", "install", "--destdir", tmp_path / "afile" / "root", check=2)
+    assert r.stderr == f"ibtool: error: --destdir {tmp_path / 'afile' / 'root'}: cannot create directory: Not a directory\n"
     assert "Traceback" not in r.stderr and len(r.stderr.splitlines()) == 1
 
 
