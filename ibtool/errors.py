@@ -6,6 +6,8 @@ Exit codes (scripts may rely on them):
      engine, a benchmark run failed)
   2  bad input or usage (malformed file, impossible parameters, unknown engine)
   3  the environment lacks something (a tool not installed, a host unreachable)
+  5  NOT CHECKED: nothing failed, but a check that could have failed did not run (its reason is
+     said: a missing input, deadlock freedom without the path SLs ...); never a pass
 """
 
 from __future__ import annotations
@@ -52,3 +54,10 @@ class CheckFailed(IbtoolError):
     """The requested operation ran but its outcome is a failure."""
 
     exit_code = 1
+
+
+class NotChecked(IbtoolError):
+    """Nothing failed, but a check that could have failed did not run: the verdict NOT CHECKED,
+    never a pass (a FAIL elsewhere wins: exit 1)."""
+
+    exit_code = 5

@@ -132,6 +132,7 @@ class RunOptions:
     discover: bool = True
     path_sls: bool = False  # keep OpenSM up as the SA and collect every HCA's PathRecords (their SLs)
     hdor_conf: Path | None = None  # the KNS description hdor reads beside opensm.conf (docs/plugin.md)
+    accept_fallback: bool = False  # tables by a later engine of the list are a pass (said as a fallback)
 
 
 def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> dict:
@@ -215,7 +216,7 @@ def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> di
                     children.stop(p)
             timings["opensm_s"] = round(time.monotonic() - t0, 3)
             text = log.read_text(errors="replace") if log.exists() else ""
-            outcome = opensm.routing_outcome(text, opts.engines)
+            outcome = opensm.routing_outcome(text, opts.engines, opts.accept_fallback)
             summary.update(outcome.as_dict())
             summary["opensm_exit"] = None if timed_out or (daemon and p.poll() is None) else p.returncode
             summary["timed_out"] = timed_out

@@ -240,13 +240,14 @@ def meta_text(rep: dict) -> str:
 
 CSS = """
 body{font:10.5pt/1.4 "DejaVu Sans",Arial,sans-serif;margin:1.2em;color:#111}
-h1{font-size:17pt;margin:0 0 .2em}h1 .PASS{color:#070}h1 .FAIL{color:#b00}
+h1{font-size:17pt;margin:0 0 .2em}h1 .PASS{color:#070}h1 .FAIL{color:#b00}.NOT{color:#a60}
 h2{font-size:13pt;margin:1.1em 0 .4em}
 .meta{color:#444;margin-bottom:.8em;overflow-wrap:anywhere}
 table{border-collapse:collapse;width:100%;margin:.3em 0 .8em}
 th,td{border:1px solid #aaa;padding:2px 6px;text-align:left;vertical-align:top}
 th{background:#eee}
 td.v{font-weight:bold;white-space:nowrap}tr.ok td.v{color:#070}tr.bad td.v{color:#b00}tr.info td.v{color:#555}
+tr.nc td.v{color:#a60}
 td.text,td.label{overflow-wrap:anywhere;word-break:normal}td.label{font:8.5pt "DejaVu Sans Mono",monospace}
 .id{white-space:nowrap;overflow-wrap:normal}thead{display:table-header-group}
 .check{width:1.4em;text-align:center}
@@ -298,7 +299,7 @@ JS = """
 
 def page(rep: dict, title: str, body: str) -> str:
     m = meta(rep)
-    verdict = "PASS" if rep.get("ok") else "FAIL"
+    verdict = rep.get("verdict") or ("PASS" if rep.get("ok") else "FAIL")  # PASS, FAIL or NOT CHECKED
     data = base64.b64encode(json.dumps(rep, indent=1).encode()).decode()
     meta_html = " &middot; ".join(f"{k} <code>{escape(str(v))}</code>" for k, v in
                                   (("fabric", m["fabric"]), ("plan", m["plan"]), ("run", m["run"])) if v)
@@ -311,7 +312,8 @@ def page(rep: dict, title: str, body: str) -> str:
 
 def checks_table(rep: dict) -> str:
     from ibtool.verify.report import tag
-    rows = "".join(f"<tr class='{'info' if c.get('info') else ('ok' if c['ok'] else 'bad')}'><td class='v'>"
+    kind = (lambda c: "info" if c.get("info") else "nc" if c.get("not_checked") else "ok" if c["ok"] else "bad")
+    rows = "".join(f"<tr class='{kind(c)}'><td class='v'>"
                    f"{tag(c)}</td><td>{escape(c['name'])}</td>"
                    f"<td class='text'>{escape(c['summary'])}</td></tr>" for c in rep["checks"])
     return f'<table id="checks"><tr><th></th><th>check</th><th>result</th></tr>{rows}</table>'
@@ -401,7 +403,7 @@ def write_steps_html(steps: list[tuple[str, dict, dict]], rep: dict, path: str |
                     marks.append(Mark("detour", "", f"{a} -> {b}: {n} routes (before the faults: "
                                                     f"{base_loads.get((a, b), 0)})", ends=(end(a), end(b))))
         svg, note, marks = drawn(r, marks, f, lay, what)
-        verdict = "PASS" if r["ok"] else "FAIL"
+        verdict = r.get("verdict") or ("PASS" if r["ok"] else "FAIL")
         parts.append(f'<section class="step" id="{escape(name)}"><h2>{escape(name)}: <span class="{verdict}">'
                      f'{verdict}</span> &mdash; {escape(str(summ.get("faults") or "no faults"))}</h2>'
                      f'{checks_table(r)}{drawing_section(svg, note, marks, r, items)}'
