@@ -97,7 +97,8 @@ def test_no_pass_over_a_credit_loop_not_checked(kns, tmp_path):
     assert dl["not_checked"] and not dl["ok"] and "--path-sls" in dl["summary"]
     assert rep["routes"]["deadlock"]["cycle"] and rep["routes"]["deadlock"]["free"] is None
     xml = junit.read_text()
-    assert '<skipped message="NOT CHECKED: dfsssp gives each path its own SL' in xml and 'skipped="1"' in xml
+    assert '<skipped message="dfsssp gives each path its own SL' in xml and 'type="NOT CHECKED"' in xml
+    assert 'skipped="1"' in xml
     text = ibtool("verify", "all", bare, "--permutations", "0").stdout
     assert text.startswith("verify: NOT CHECKED\n") and "  routes: deadlock freedom: NOT CHECKED  " in text
     # by default `sim run` asks the SA for every path's SL: the loop is checked per VL, and free
@@ -159,7 +160,8 @@ def test_a_net_without_its_plans_opensm_conf_says_which_engine_and_why(tmp_path)
     assert (f"ibtool: note: routing with minhop, OpenSM's default: no --engine and no opensm.conf beside {alone} "
             f"(a plan's, as `ibtool topo` writes it); this net file is a fattree plan, whose engine is ftree"
             in r.stderr), r.stderr
-    assert _summary(tmp_path / "run")["engine"] == "minhop"
+    s = _summary(tmp_path / "run")
+    assert s["engine"] == "minhop" and s["engine_note"].startswith("routing with minhop, OpenSM's default: no --engine")
 
 
 # ------------------------------------------------------------------------------------ item 10
@@ -265,3 +267,31 @@ def test_a_fault_step_without_path_sls_is_not_a_false_credit_loop(kns, tmp_path)
     assert step1["routes: deadlock freedom"]["not_checked"] and "credit loop" not in v.stdout
     text = ibtool("verify", "all", run, "--permutations", "0").stdout
     assert "step-1: NOT CHECKED  down R[1,1] 3; tables by hdor; not checked: routes: deadlock freedom" in text
+
+
+# ------------------------------------------------------------------------- the docs say the same
+
+def test_docs_list_every_check_and_the_exit_codes_the_code_gives():
+    """docs/verify.md's table names every check the report can give (PASS / FAIL / NOT CHECKED),
+    and README's exit-code table, docs/verify.md and docs/ci.md give the codes the code uses."""
+    import re
+
+    from support import ROOT
+    from ibtool.errors import CheckFailed, NotChecked
+    from ibtool.verify import report
+    assert report.EXIT == {"PASS": 0, "FAIL": CheckFailed.exit_code, "NOT CHECKED": NotChecked.exit_code}
+    code = "".join((ROOT / "ibtool" / "verify" / f).read_text() for f in ("report.py", "run.py"))
+    names = set(re.findall(r'"name": "([^"{]+)"', code)) | set(re.findall(r'not_checked_check\(\s*"([^"{]+)"', code))
+    names |= {"input FILE"}  # f"input {rel}": one row for every input file
+    doc = (ROOT / "docs" / "verify.md").read_text()
+    table = doc[doc.index("### Every check, and when it is PASS, FAIL or NOT CHECKED"):]
+    table = table[:table.index("\n\n", table.index("| check"))]
+    listed = set(re.findall(r"`([^`]+)`", "\n".join(row.split("|")[1] for row in table.splitlines()[4:])))
+    assert names <= listed, names - listed
+    readme = (ROOT / "README.md").read_text()
+    rows = dict(re.findall(r"^\| `(\d+)` \| (.*) \|$", readme, re.MULTILINE))
+    assert rows["1"].startswith("a check failed") and rows["5"].startswith("NOT CHECKED") and "never a pass" in rows["5"]
+    assert NotChecked.exit_code == 5 and "**5** NOT CHECKED" in doc and "**1** FAIL" in doc
+    ci = (ROOT / "docs" / "ci.md").read_text()
+    assert "exits 0 when every check passed,\n  1 when a check failed, and 5 (NOT CHECKED)" in ci
+    assert "`<skipped>` with the reason" in ci

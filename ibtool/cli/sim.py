@@ -44,7 +44,7 @@ def _plan(net, engine, opensm_config, log_flags, hdor_conf=None, say=None
     NET, with its options), the opensm.conf to start from, --log-flags as a number, and the KNS
     description hdor reads (--hdor-conf FILE|none; default: the plan's hdor.conf beside NET when
     hdor is one of the engines). say(line): which engine OpenSM will use and why, when no
-    --engine and no plan's opensm.conf chose it."""
+    --engine and no plan's opensm.conf chose it (said once the run has started: _say_notes)."""
     net = Path(net)
     if net.is_dir():  # a plan directory: its topology.net (and so its opensm.conf)
         if not (net / "topology.net").is_file():
@@ -154,7 +154,8 @@ def run_cmd(net, engine, out, timeout, log_flags, conf_options, opensm_config, o
       summary.json         subnet up?, the engine that really configured the tables, timings
       opensm.log, opensm.conf, osm/   OpenSM's log, config and dump files
       ibnetdiscover.out, dump_fts.out the discovered topology and forwarding tables
-      saquery-paths.out    with --path-sls: the SA's PathRecords (the SL of every path)
+      saquery-paths.out    the SA's PathRecords (the SL of every path): --path-sls, the default
+                           for engines that give paths their own SLs (hdor, dfsssp, lash, nue ...)
 
     Exits 0 only when the subnet came up and the first engine of the list configured the tables
     (or, with --accept-fallback, a later one of the list). OpenSM falls back silently (to the
@@ -171,17 +172,19 @@ def run_cmd(net, engine, out, timeout, log_flags, conf_options, opensm_config, o
       ibtool sim run cellia/topology.net --engine dfsssp --conf qos=TRUE --out run-dfsssp   # path SLs too
       ibtool sim run cellia --accept-fallback --out run       # nue's tables pass where hdor declines
     """
-    progress = None if as_json else (lambda m: click.echo(f"  {m}", err=True))
+    notes: list[str] = []
     net, engines, opensm_config, flags, plan_conf = _plan(net, engine, opensm_config, log_flags, hdor_conf,
-                                                          say=_note(as_json))
+                                                          say=notes.append)
     if faults or fail or random_faults:
         return _scenario(net, out, engines, timeout, faults, fail, random_faults, seed, as_json, path_sls, flags,
-                         opensm_config, conf_options, plan_conf, accept_fallback)
+                         opensm_config, conf_options, plan_conf, accept_fallback, notes)
     if path_sls is None:  # judged with the SLs where the engine gives paths their own (issue 36)
         path_sls = not no_discover and any(e in opensm.SL_ENGINES for e in engines)
     opts = RunOptions(engines=engines, timeout=timeout, log_flags=flags, conf_options=conf_options,
                       conf_base=opensm_config, opensm_args=list(opensm_args), discover=not no_discover,
-                      path_sls=bool(path_sls), hdor_conf=plan_conf, accept_fallback=accept_fallback)
+                      path_sls=bool(path_sls), hdor_conf=plan_conf, accept_fallback=accept_fallback,
+                      note="; ".join(notes) or None)
+    progress = None if as_json else (lambda m: click.echo(f"  {m}", err=True))
     s = run(net, out, opts, progress)
     if as_json:
         click.echo(json.dumps(s, indent=2))
@@ -199,6 +202,7 @@ def run_cmd(net, engine, out, timeout, log_flags, conf_options, opensm_config, o
             click.echo(f"  {s['opensm_error']}", err=True)
         for e in s.get("errors", [])[:3]:
             click.echo(f"  opensm: {e}", err=True)
+    _say_notes(notes)
     if not s.get("ok"):
         raise SystemExit(1)
 
@@ -212,13 +216,15 @@ def _fallback_said(s: dict, engines: list[str]) -> str:
     return f" (FALLBACK: {why}" + ("; accepted: --accept-fallback" if s.get("ok") else "") + ")"
 
 
-def _note(as_json: bool):
-    """A note on stderr (also with --json, whose stdout stays JSON)."""
-    return lambda m: click.echo(f"ibtool: note: {m}", err=True)
+def _say_notes(notes: list[str]) -> None:
+    """Notes on stderr (also with --json, whose stdout stays JSON), once the run has happened: a
+    refused input stays one line."""
+    for m in notes:
+        click.echo(f"ibtool: note: {m}", err=True)
 
 
 def _scenario(net, out, engines, timeout, faults, fail, random_faults, seed, as_json, path_sls, flags, conf_base,
-              conf_options, hdor_conf, accept_fallback=False):
+              conf_options, hdor_conf, accept_fallback=False, notes=()):
     """`sim run` with faults: a live fabric, one OpenSM, a step at a time (ibtool.sim.faults)."""
     from ibtool.formats import ibnetdiscover
     from ibtool.sim import faults as fault_scenarios
@@ -248,6 +254,7 @@ def _scenario(net, out, engines, timeout, faults, fail, random_faults, seed, as_
                        + (f" in {st['seconds_to_tables']} s" if st["seconds_to_tables"] is not None else "")
                        + _fallback_said(st, engines) + (" (TIMED OUT)" if st["timed_out"] else ""))
         click.echo(f"results in {out}; verify every step with: ibtool verify all {out}")
+    _say_notes(list(notes))
     if not s["ok"]:
         raise SystemExit(1)
 
@@ -344,8 +351,9 @@ def up_cmd(net, out, engine, sms, sm_on, sm_priority, conf_options, opensm_confi
     """
     from ibtool.sim.live import LiveFabric
     import signal as _signal
+    notes: list[str] = []
     net, engines, opensm_config, flags, hdor_conf = _plan(net, engine, opensm_config, log_flags, hdor_conf,
-                                                          say=_note(as_json))
+                                                          say=notes.append)
     if not net.is_file():
         raise InputError("no such net file", path=str(net))
     if sms and sm_on and sms != len(sm_on):
@@ -387,6 +395,7 @@ def up_cmd(net, out, engine, sms, sm_on, sm_priority, conf_options, opensm_confi
         if not ok:
             click.echo("NOT UP with the requested engine: " + ((master.outcome.get("error") if master else None)
                        or "no SM is master"), err=True)
+    _say_notes(notes)
     if not ok:
         raise SystemExit(1)
 

@@ -213,8 +213,9 @@ def coords_cmd(fabric, dump, plan, nnm, as_json, html_out):
 @click.option("--path-sls", "path_sls", type=click.Path(path_type=Path),
               help="`saquery -p` output (RUN/saquery-paths.out of `sim run --path-sls`): each HCA-to-HCA route's SL, "
                    "for the deadlock check per VL of engines that use virtual lanes.")
-@click.option("--engine", help="The routing engine that made the tables: for dfsssp, lash, nue and torus-2QoS "
-                               "without --path-sls a VL0 cycle is reported as 'VL0 only: SLs not available'.")
+@click.option("--engine", help="The routing engine that made the tables: for one that gives paths their own SLs "
+                               "(hdor, dfsssp, lash, nue, torus-2QoS) without --path-sls, a cycle with every route "
+                               "on one VL is NOT CHECKED (exit 5), not a credit loop.")
 @click.option("--expect", type=click.Choice(["hdor"]),
               help="Also require exactly the hdor reference tables and dimension-ordered routes.")
 @click.option("--before-fabric", type=click.Path(path_type=Path),

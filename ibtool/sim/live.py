@@ -481,7 +481,8 @@ class LiveFabric:
             outcome["error"] = f"{why} with routing engine {','.join(sm.engines)}" + (f": {said}" if said else "")
         elif not outcome["ok"]:  # a fallback: the tables are not the first engine's
             outcome["error"] = (f"OpenSM fell back: {outcome['engine']} configured the tables, not "
-                                f"{outcome['requested'][0]}, the first of {','.join(sm.engines)}"
+                                f"{outcome['requested'][0]}"
+                                + (f", the first of {','.join(sm.engines)}" if len(outcome["requested"]) > 1 else "")
                                 + (f" ({outcome['default_for']} deferred to OpenSM's default)"
                                    if outcome["default_for"] else "")
                                 + ("" if outcome["engine"] not in outcome["requested"] else

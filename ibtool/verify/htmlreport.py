@@ -117,12 +117,19 @@ def findings(rep: dict, cable_ids: dict | None = None) -> tuple[list[dict], list
     r = rep.get("routes") or {}
     cyc = (r.get("deadlock") or {}).get("cycle") or []
     if cyc:
-        it = add("credit loop", f"credit loop: a cycle of {len(cyc)} channels, each channel's routes wait for the "
-                                f"next: " + "; ".join(f"{i + 1}. {c}" for i, c in enumerate(cyc)), fix=False)
+        chans = "; ".join(f"{i + 1}. {c}" for i, c in enumerate(cyc))
+        if (r.get("deadlock") or {}).get("checked") is False:  # without the path SLs: NOT CHECKED
+            loop = "cycle with every route on one VL (NOT CHECKED without the path SLs)"
+            it = add("not checked", f"{loop}: {len(cyc)} channels, a credit loop only if the engine's SLs keep it "
+                                    f"on one VL: {chans}", fix=False)
+        else:
+            loop = "credit loop"
+            it = add(loop, f"credit loop: a cycle of {len(cyc)} channels, each channel's routes wait for the next: "
+                           f"{chans}", fix=False)
         for i, c in enumerate(cyc):
             m = _CHAN.match(c)
             if m:
-                marks.append(Mark("cycle", str(i + 1), f"credit loop, channel {i + 1} of {len(cyc)}: {c}",
+                marks.append(Mark("cycle", str(i + 1), f"{loop}, channel {i + 1} of {len(cyc)}: {c}",
                                   ends=((m.group(1), int(m.group(2))), (m.group(3), int(m.group(4)))), arrow=True,
                                   ref=f"f{it['n']}"))
     h = rep.get("health") or {}

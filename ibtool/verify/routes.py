@@ -91,10 +91,10 @@ def verify(fabric: Fabric, tables: Tables, sl2vl=None, expect: str | None = None
         deadlock["one_vl"] = True  # every route on one VL: acyclic there is acyclic on any VLs
         if not deadlock["free"]:  # the cycle may be split across VLs by the engine's SLs, which we do not have
             deadlock.update(free=None, checked=False, note=(
-                f"NOT CHECKED: {engine} gives each path its own SL (and so VL), and the path SLs were not "
-                f"given; on one VL the routes form a cycle of {len(deadlock['cycle'])} channels, which the "
-                f"engine's VLs may break. Check it with the path SLs: `ibtool sim run --path-sls` "
-                f"(saquery-paths.out), `verify routes --path-sls FILE`"))
+                f"{engine} gives each path its own SL (and so VL), and the path SLs were not given: on one VL "
+                f"the routes form a cycle of {len(deadlock['cycle'])} channels, which the engine's VLs may "
+                f"break. Check it with the path SLs: `ibtool sim run --path-sls` (saquery-paths.out), "
+                f"`verify routes --path-sls FILE`"))
     dims = hdor_dims(fabric, reference) if expect == "hdor" and reference is not None else None
     dimt = {"checked": 0, "violations": 0, "example": None, "accepted": 0, "detoured": None}
     unaffected = None
