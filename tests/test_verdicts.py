@@ -49,6 +49,12 @@ def test_a_success_line_of_an_engine_that_deferred_to_the_default_is_minhop():
                               "do_ucast_file_load: loaded")
     assert (opensm.routing_outcome(again, ["file"]).engine, opensm.routing_outcome(again, ["file"]).ok) == \
         ("file", True)
+    # a multicast dump as lfts_file: OpenSM says it uses its default and loads nothing (empty tables)
+    mcast = log.replace("0x04 -> do_ucast_file_load: LFTs file name is not given; using default routing algorithm",
+                        "0x81 -> do_ucast_file_load: ERR 6303: Multicast dump file detected; skipping parsing. "
+                        "Using default routing algorithm")
+    o = opensm.routing_outcome(mcast, ["file"])
+    assert (o.engine, o.default_for, o.ok) == ("file", None, False) and "ERR 6303" in o.no_routes
 
 
 @pytest.mark.ibsim
@@ -69,6 +75,19 @@ def test_file_engine_without_lfts_file_is_said_as_what_opensm_did(kns, tmp_path)
     assert v.returncode == 1 and not run_check["ok"], v.stdout
     assert run_check["summary"].startswith("subnet up, tables configured by minhop; FALLBACK: the first engine "
                                            "file did not route (it deferred to OpenSM's default algorithm")
+    # a multicast dump as lfts_file: OpenSM logs "ERR 6303 ... Using default routing algorithm" and
+    # "file tables configured", and leaves every table empty: no routes, a failure
+    mcast = tmp_path / "mcast.dump"
+    mcast.write_text("Multicast mlids [0xc000-0xc000] of switch Lid 1 guid 0x0002c90000000010 (R[0,0]):\n"
+                     "0xc000 :001\n")
+    empty = tmp_path / "empty"
+    r = ibtool("sim", "run", kns / "topology.net", "--engine", "file", "--conf", f"lfts_file={mcast}",
+               "--no-path-sls", "--out", empty)
+    s = _summary(empty)
+    assert "ERR 6303: Multicast dump file detected" in (empty / "opensm.log").read_text()
+    assert "0 valid lids dumped" in (empty / "dump_fts.out").read_text()
+    assert r.returncode == 1 and "; NO ROUTES: its lfts_file is a multicast dump (ERR 6303)" in r.stdout, r.stdout
+    assert (s["engine"], s["ok"]) == ("file", False) and s["no_routes"].startswith("its lfts_file is a multicast")
     # the same engine with a file of tables (OpenSM's own dump of that run): file's tables, a pass
     lfts = tmp_path / "lfts.dump"
     shutil.copy(run / "osm" / "opensm-lfts.dump", lfts)

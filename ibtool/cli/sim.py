@@ -192,6 +192,7 @@ def run_cmd(net, engine, out, timeout, log_flags, conf_options, opensm_config, o
         t = s["timings"]
         state = "UP" if s.get("subnet_up") else "NOT UP"
         click.echo(f"subnet {state}; tables configured by {s.get('engine') or 'no engine'}" + _fallback_said(s, engines)
+                   + (f"; NO ROUTES: {s['no_routes']}" if s.get("no_routes") else "")
                    + (f"; declined: {','.join(s['declined'])}" if s.get("declined") else ""))
         step = s.get("routing_step_s")
         click.echo(f"opensm {t.get('opensm_s')} s" + (f", routing step {step:.3f} s" if step is not None else "")

@@ -479,6 +479,8 @@ class LiveFabric:
             why = "OpenSM exited" if exited else f"no SUBNET UP within {self.timeout:g} s"
             said = last_error(Path(sm.out).read_text(errors="replace") if sm.out else "", text)
             outcome["error"] = f"{why} with routing engine {','.join(sm.engines)}" + (f": {said}" if said else "")
+        elif outcome["no_routes"]:
+            outcome["error"] = f"{outcome['engine']} configured empty tables: {outcome['no_routes']}"
         elif not outcome["ok"]:  # a fallback: the tables are not the first engine's
             outcome["error"] = (f"OpenSM fell back: {outcome['engine']} configured the tables, not "
                                 f"{outcome['requested'][0]}"

@@ -212,6 +212,8 @@ def run_summary(s: dict) -> str:
                 + ("; accepted (--accept-fallback)" if s.get("accepted_fallback") else
                    "; a later engine of the list passes only with --accept-fallback" if engine in req else
                    "; no engine of the list routed"))
+    if s.get("no_routes"):
+        out += f"; NO ROUTES: {s['no_routes']}"
     return out + ("; the run was INTERRUPTED" if s.get("interrupted") else "")
 
 

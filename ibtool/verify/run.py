@@ -189,22 +189,23 @@ def run_section(summary: dict, run_dir: Path, accept_fallback: bool = False) -> 
     first = requested[0] if requested else None
     fell_back = bool(engine and first and engine != first)
     accepted = fell_back and engine in requested and (accept_fallback or summary.get("accept_fallback") is True)
-    declined = summary.get("hdor_declined") if first == "hdor" and fell_back else None
     ok = summary.get("ok", summary.get("subnet_up")) is True
     if accepted and summary.get("subnet_up") is True and not summary.get("timed_out"):
         ok = True  # the run failed for its fallback alone, which is accepted here
     ok = ok and not summary.get("interrupted") and (not fell_back or accepted)
     return {"ok": ok, "engine": engine, "subnet_up": summary.get("subnet_up"),
             "requested": requested, "fallback": fell_back, "accepted_fallback": accepted,
-            "default_for": summary.get("default_for"), "interrupted": summary.get("interrupted", False),
-            "hdor_declined": (declined or "no reason logged") if first == "hdor" and fell_back else None}
+            "default_for": summary.get("default_for"), "no_routes": summary.get("no_routes"),
+            "interrupted": summary.get("interrupted", False),
+            "hdor_declined": str(summary.get("hdor_declined") or "no reason logged") if first == "hdor" and fell_back
+            else None}
 
 
 def _summary(run_dir: Path) -> tuple[dict, str | None]:
     """The run's summary.json, and why there is none to judge by (missing, a directory, empty,
     unreadable). One that is there and not ours is bad input (rundir.summary)."""
     path = Path(run_dir) / rundir.SUMMARY
-    name = f"{path}"
+    name = str(path)
     if not path.exists():
         return {}, f"{name} is missing"
     if not path.is_file():
