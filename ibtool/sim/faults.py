@@ -156,7 +156,8 @@ def check(plan: Fabric, scenario: Scenario, net: str | Path, sm_node: int = SM_N
     down_nodes: set[int] = set()
     sm = plan.names[sm_node]
     for k, step in enumerate(scenario.steps, 1):
-        where = (f"{scenario.source}: " if scenario.source else "") + f"step {k}" + (f" ({step.name})" if step.name else "")
+        where = (f"{scenario.source}: " if scenario.source else "") + f"step {k}" \
+            + (f" ({step.name})" if step.name else "")
         for verb, specs in (("up", step.up), ("down", step.down)):
             for spec in specs:
                 node, port = target(plan, spec, where)
