@@ -6,6 +6,8 @@ Exit codes (scripts may rely on them):
      engine, a benchmark run failed)
   2  bad input or usage (malformed file, impossible parameters, unknown engine)
   3  the environment lacks something (a tool not installed, a host unreachable)
+  5  NOT CHECKED: nothing failed, but a check that could have failed did not run (its reason is
+     said: a missing input, deadlock freedom without the path SLs ...); never a pass
   6  out of memory: the fabric or an input (named) is too large for this machine's memory
 """
 
@@ -70,3 +72,8 @@ class NotFamily(CheckFailed):
     def __init__(self, routing: str, family: str, reason: str, claim: str = ""):
         self.routing, self.family, self.reason = routing, family, reason
         super().__init__(f"{routing}: {claim or f'not a {family} fabric'}: {reason}")
+class NotChecked(IbtoolError):
+    """Nothing failed, but a check that could have failed did not run: the verdict NOT CHECKED,
+    never a pass (a FAIL elsewhere wins: exit 1)."""
+
+    exit_code = 5

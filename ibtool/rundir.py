@@ -67,8 +67,9 @@ def perfquery(run: Path) -> Path | None:
 
 
 def steps(run: Path) -> list[Path]:
-    """The steps of a fault scenario (OUT/step-N with a summary), in step order."""
-    found = [p.parent for p in Path(run).glob(f"{STEP}*/{SUMMARY}")]
+    """The steps of a fault scenario (OUT/step-N with a summary or a discovered fabric: a step
+    whose summary is lost is still a step), in step order."""
+    found = {p.parent for name in (SUMMARY, FABRIC) for p in Path(run).glob(f"{STEP}*/{name}")}
     return sorted(found, key=lambda d: int(d.name[len(STEP):]) if d.name[len(STEP):].isdigit() else -1)
 
 

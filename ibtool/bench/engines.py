@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ibtool import children, rundir
 from ibtool.bench.runners.base import Local, Transport
-from ibtool.errors import CheckFailed, EnvironmentProblem, InputError
+from ibtool.errors import CheckFailed, EnvironmentProblem, InputError, NotChecked
 from ibtool.sim.live import last_error, vls_needed
 from ibtool.sim import opensm_options
 from ibtool.sim.opensm import parse_engines, routing_outcome
@@ -155,7 +155,7 @@ def verify_routes(t: Transport | None, sm: dict, engine: str, dest: Path, live=N
             return {"ok": False, "error": f"{tool} failed on the SM node (exit {rc}): {err.strip()[-300:]}"}
         (dest / f"{tool}.out").write_bytes(t.get(remote))
     p = children.run([sys.executable, "-m", "ibtool.cli.main", "verify", "routes", "--fabric",
-                      str(rundir.fabric(dest)), "--lfts", str(dest / rundir.LFTS), "--json"],
+                      str(rundir.fabric(dest)), "--lfts", str(dest / rundir.LFTS), "--engine", engine, "--json"],
                      capture_output=True, text=True)
     (dest / "verify_routes.json").write_text(p.stdout)
     try:
@@ -164,6 +164,11 @@ def verify_routes(t: Transport | None, sm: dict, engine: str, dest: Path, live=N
         return {"ok": False, "error": f"ibtool verify routes failed: {p.stderr.strip()[-300:]}"}
     out = {"ok": bool(report.get("ok")) and p.returncode == 0, "exit_code": p.returncode,
            "report": str(dest / "verify_routes.json")}
+    if p.returncode == NotChecked.exit_code and report.get("verdict") == "NOT CHECKED":
+        # nothing failed; what could not be judged (an engine's credit loop without its path SLs) is said
+        why = [f"{c.get('name')}: NOT CHECKED: {c.get('summary')}" for c in report.get("checks", [])
+               if isinstance(c, dict) and c.get("not_checked")]
+        return {**out, "ok": None, "checked": False, "verdict": "NOT CHECKED", "reason": "; ".join(why[:2])}
     if not out["ok"]:
         # what is wrong with the tables, in the report's words ("credit loop: a cycle of 8 channels ...")
         failed = [f"{c.get('name')}: {c.get('summary')}" for c in report.get("checks", [])

@@ -38,12 +38,13 @@ def _kv(ctx, param, values):
     return out
 
 
-def _plan(net, engine, opensm_config, log_flags, hdor_conf=None
+def _plan(net, engine, opensm_config, log_flags, hdor_conf=None, say=None
           ) -> tuple[Path, list[str], str | None, int, Path | None]:
     """NET (a plan directory: its topology.net), --engine (default: the plan's opensm.conf beside
     NET, with its options), the opensm.conf to start from, --log-flags as a number, and the KNS
     description hdor reads (--hdor-conf FILE|none; default: the plan's hdor.conf beside NET when
-    hdor is one of the engines)."""
+    hdor is one of the engines). say(line): which engine OpenSM will use and why, when no
+    --engine and no plan's opensm.conf chose it (said once the run has started: _say_notes)."""
     net = Path(net)
     if net.is_dir():  # a plan directory: its topology.net (and so its opensm.conf)
         if not (net / "topology.net").is_file():
@@ -55,12 +56,16 @@ def _plan(net, engine, opensm_config, log_flags, hdor_conf=None
         opensm_config = opensm_config or str(net.with_name("opensm.conf"))
     else:
         engines = opensm.parse_engines("minhop" if engine is None else engine)
+        if engine is None and say:
+            say(_default_engine_note(net))
     try:
         flags = int(log_flags, 0)
     except ValueError:
         raise InputError(f"--log-flags: not a number: {log_flags!r}") from None
     if not 0 <= flags <= 0xFF:  # OpenSM's log flags are one byte (OSM_LOG_ERROR 0x01 .. OSM_LOG_SYS 0x80)
         raise InputError(f"--log-flags: {log_flags} is outside 0x00..0xff")
+    if "file" in engines:  # file says it deferred to OpenSM's default only at VERBOSE (0x04): read it
+        flags |= 0x04
     if hdor_conf is None:
         desc = net.with_name("hdor.conf") if "hdor" in engines else None
         desc = desc if desc is not None and desc.is_file() else None
@@ -72,6 +77,26 @@ def _plan(net, engine, opensm_config, log_flags, hdor_conf=None
         if not desc.is_file():
             raise InputError("--hdor-conf: no such file", path=str(hdor_conf))
     return net, engines, opensm_config, flags, desc
+
+
+def _default_engine_note(net: Path) -> str:
+    """Why OpenSM will route NET with minhop: no --engine and no plan's opensm.conf beside it (and,
+    for a net file `ibtool topo` wrote, the family's own engine that the copy lost)."""
+    why = f"no --engine and no opensm.conf beside {net} (a plan's, as `ibtool topo` writes it)"
+    family = None
+    try:
+        with open(net, encoding="utf-8", errors="replace") as fh:
+            head = fh.readline() + fh.readline()
+        m = re.search(r"^# ibtool plan: .*\n# \{'topology': '([\w-]+)'", head)
+        if m:
+            from ibtool.registry import TOPOLOGIES
+            family = TOPOLOGIES.get(m.group(1))
+    except (OSError, KeyError, InputError):
+        pass
+    hint = (f"; this net file is a {family.name} plan, whose engine is {family.engine}: copy its opensm.conf "
+            f"(and the files it names) beside it, or give --engine {family.engine}" if family is not None else
+            "; give --engine, or the plan directory")
+    return f"routing with minhop, OpenSM's default: {why}{hint}"
 
 
 def hdor_conf_option(f):
@@ -100,9 +125,14 @@ def hdor_conf_option(f):
 @click.option("--no-discover", is_flag=True, help="Skip ibnetdiscover and dump_fts.")
 @click.option("--path-sls/--no-path-sls", default=None,
               help="Keep OpenSM up as the SA after routing and save every HCA's PathRecords (saquery -p) in "
-                   "saquery-paths.out: the SL of each path, which `verify` needs for engines that use virtual "
-                   "lanes (dfsssp, lash, nue, torus-2QoS). With faults: at every step, on by default for "
-                   "engines that program SLs (hdor too); --no-path-sls skips it (faster, VL check without SLs).")
+                   "saquery-paths.out: the SL of each path, which `verify` needs to judge the deadlock freedom "
+                   "of engines that give paths their own SLs (hdor, dfsssp, lash, nue, torus-2QoS). On by "
+                   "default for those (with faults: at every step); --no-path-sls skips it (faster; a cycle "
+                   "on one VL is then NOT CHECKED).")
+@click.option("--accept-fallback", is_flag=True,
+              help="Tables by a later engine of the routing_engine list pass (said as FALLBACK). Without it, "
+                   "the first engine not routing fails the run (exit 1). OpenSM's own default (minhop, when "
+                   "no engine of the list routed) passes only where the list names it.")
 @click.option("--faults", type=InPath(),
               help="A fault scenario (YAML: steps of cables/switches down, up, port errors; docs/faults.md): "
                    "one OpenSM keeps running, each step's tables are collected into OUT/step-N/.")
@@ -116,7 +146,7 @@ def hdor_conf_option(f):
 @hdor_conf_option
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json.")
 def run_cmd(net, engine, out, timeout, log_flags, conf_options, opensm_config, opensm_args, no_discover, path_sls,
-            faults, fail, random_faults, seed, hdor_conf, as_json):
+            accept_fallback, faults, fail, random_faults, seed, hdor_conf, as_json):
     """Bring NET up in ibsim, route it once with OpenSM, discover it (PLAN: a plan directory, its
     topology.net with its opensm.conf).
 
@@ -125,26 +155,36 @@ def run_cmd(net, engine, out, timeout, log_flags, conf_options, opensm_config, o
       summary.json         subnet up?, the engine that really configured the tables, timings
       opensm.log, opensm.conf, osm/   OpenSM's log, config and dump files
       ibnetdiscover.out, dump_fts.out the discovered topology and forwarding tables
-      saquery-paths.out    with --path-sls: the SA's PathRecords (the SL of every path)
+      saquery-paths.out    the SA's PathRecords (the SL of every path): --path-sls, the default
+                           for engines that give paths their own SLs (hdor, dfsssp, lash, nue ...)
 
-    Exits 0 only when the subnet came up and one of the requested engines configured the
-    tables (OpenSM falls back to minhop silently; ibtool reads the log to tell). When OpenSM
-    exits early its own last error lines are printed; exit 2 when it refused its command line
-    (an --opensm-arg it does not know, -h, a value out of its range).
+    Exits 0 only when the subnet came up and the first engine of the list configured the tables
+    (or, with --accept-fallback, a later one of the list). OpenSM falls back silently (to the
+    next engine, to minhop) and names an engine that deferred to its default (file without an
+    lfts_file); ibtool reads the log to tell, and says FALLBACK. Without --engine and without
+    a plan's opensm.conf beside NET, OpenSM routes with minhop, and the run says so and why.
+    When OpenSM exits early its own last error lines are printed; exit 2 when it refused its
+    command line (an --opensm-arg it does not know, -h, a value out of its range).
 
     \b
     Example:
       ibtool sim run cellia --out run                         # the plan's engine (hdor)
       ibtool sim run cellia/topology.net --engine hdor --out run
-      ibtool sim run cellia/topology.net --engine dfsssp --path-sls --conf qos=TRUE --out run-dfsssp
+      ibtool sim run cellia/topology.net --engine dfsssp --conf qos=TRUE --out run-dfsssp   # path SLs too
+      ibtool sim run cellia --accept-fallback --out run       # nue's tables pass where hdor declines
     """
-    net, engines, opensm_config, flags, plan_conf = _plan(net, engine, opensm_config, log_flags, hdor_conf)
+    notes: list[str] = []
+    net, engines, opensm_config, flags, plan_conf = _plan(net, engine, opensm_config, log_flags, hdor_conf,
+                                                          say=notes.append)
     if faults or fail or random_faults:
         return _scenario(net, out, engines, timeout, faults, fail, random_faults, seed, as_json, path_sls, flags,
-                         opensm_config, conf_options, plan_conf)
+                         opensm_config, conf_options, plan_conf, accept_fallback, notes)
+    if path_sls is None:  # judged with the SLs where the engine gives paths their own (issue 36)
+        path_sls = not no_discover and any(e in opensm.SL_ENGINES for e in engines)
     opts = RunOptions(engines=engines, timeout=timeout, log_flags=flags, conf_options=conf_options,
                       conf_base=opensm_config, opensm_args=list(opensm_args), discover=not no_discover,
-                      path_sls=bool(path_sls), hdor_conf=plan_conf)
+                      path_sls=bool(path_sls), hdor_conf=plan_conf, accept_fallback=accept_fallback,
+                      note="; ".join(notes) or None)
     progress = None if as_json else (lambda m: click.echo(f"  {m}", err=True))
     s = run(net, out, opts, progress)
     if as_json:
@@ -152,8 +192,8 @@ def run_cmd(net, engine, out, timeout, log_flags, conf_options, opensm_config, o
     else:
         t = s["timings"]
         state = "UP" if s.get("subnet_up") else "NOT UP"
-        click.echo(f"subnet {state}; tables configured by {s.get('engine') or 'no engine'}"
-                   + (f" (FALLBACK: requested {','.join(engines)})" if s.get("fallback") else "")
+        click.echo(f"subnet {state}; tables configured by {s.get('engine') or 'no engine'}" + _fallback_said(s, engines)
+                   + (f"; NO ROUTES: {s['no_routes']}" if s.get("no_routes") else "")
                    + (f"; declined: {','.join(s['declined'])}" if s.get("declined") else ""))
         step = s.get("routing_step_s")
         click.echo(f"opensm {t.get('opensm_s')} s" + (f", routing step {step:.3f} s" if step is not None else "")
@@ -164,12 +204,29 @@ def run_cmd(net, engine, out, timeout, log_flags, conf_options, opensm_config, o
             click.echo(f"  {s['opensm_error']}", err=True)
         for e in s.get("errors", [])[:3]:
             click.echo(f"  opensm: {e}", err=True)
+    _say_notes(notes)
     if not s.get("ok"):
         raise SystemExit(1)
 
 
+def _fallback_said(s: dict, engines: list[str]) -> str:
+    """ (FALLBACK ...) after the engine, when the tables are not the first engine's."""
+    if not s.get("fallback"):
+        return ""
+    why = (f"{s['default_for']} deferred to OpenSM's default" if s.get("default_for") else
+           f"requested {','.join(engines)}")
+    return f" (FALLBACK: {why}" + ("; accepted: --accept-fallback" if s.get("ok") else "") + ")"
+
+
+def _say_notes(notes: list[str]) -> None:
+    """Notes on stderr (also with --json, whose stdout stays JSON), once the run has happened: a
+    refused input stays one line."""
+    for m in notes:
+        click.echo(f"ibtool: note: {m}", err=True)
+
+
 def _scenario(net, out, engines, timeout, faults, fail, random_faults, seed, as_json, path_sls, flags, conf_base,
-              conf_options, hdor_conf):
+              conf_options, hdor_conf, accept_fallback=False, notes=()):
     """`sim run` with faults: a live fabric, one OpenSM, a step at a time (ibtool.sim.faults)."""
     from ibtool.formats import atomic_write, ibnetdiscover
     from ibtool.sim import faults as fault_scenarios
@@ -184,20 +241,22 @@ def _scenario(net, out, engines, timeout, faults, fail, random_faults, seed, as_
         step = fault_scenarios.Step(down=list(fail))
         for spec in step.down:
             fault_scenarios.target(plan, spec, "--fail")
-        sc = fault_scenarios.Scenario([step])
+        sc = fault_scenarios.Scenario([step], source="--fail")
     else:
         sc = fault_scenarios.random_scenario(plan, random_faults, seed)
     progress = None if as_json else (lambda m: click.echo(f"  {m}", err=True))
     s = fault_scenarios.run(Path(net), out, engines, sc, timeout, progress, path_sls=path_sls, log_flags=flags,
-                            conf_base=conf_base, conf_options=conf_options, hdor_conf=hdor_conf)
+                            conf_base=conf_base, conf_options=conf_options, hdor_conf=hdor_conf,
+                            accept_fallback=accept_fallback)
     if as_json:
         click.echo(json.dumps(s, indent=2))
     else:
         for st in s["steps"]:
             click.echo(f"step {st['step']}: {st['faults']}: tables by {st['engine'] or 'no engine'}"
                        + (f" in {st['seconds_to_tables']} s" if st["seconds_to_tables"] is not None else "")
-                       + (" (FALLBACK)" if st["fallback"] else "") + (" (TIMED OUT)" if st["timed_out"] else ""))
+                       + _fallback_said(st, engines) + (" (TIMED OUT)" if st["timed_out"] else ""))
         click.echo(f"results in {out}; verify every step with: ibtool verify all {out}")
+    _say_notes(list(notes))
     if not s["ok"]:
         raise SystemExit(1)
 
@@ -270,16 +329,20 @@ def _print(d: dict) -> None:
 @click.option("--log-flags", default="0x03", show_default=True, help="OpenSM -D flags (0x40: OpenSM's dump files).")
 @click.option("--timeout", default=300.0, show_default=True, type=float, callback=finite_seconds,
               help="Seconds to wait for ibsim and for each SM.")
+@click.option("--accept-fallback", is_flag=True,
+              help="Tables by a later engine of the list pass (as `sim run --accept-fallback`), here and in "
+                   "`sim sm` on this fabric.")
 @click.option("--json", "as_json", is_flag=True, help="Print what runs and how to reach it as JSON.")
 def up_cmd(net, out, engine, sms, sm_on, sm_priority, conf_options, opensm_config, hdor_conf, log_flags, timeout,
-           as_json):
+           accept_fallback, as_json):
     """Start ibsim and OpenSM on NET and leave them running.
 
     The processes outlive this command: they are recorded in OUT/sim/sim.json, where `sim sm`,
     `sim set`, `sim status` and `sim down` find them. Prints the IBSIM_SOCKNAME and the
     LD_PRELOAD line that let infiniband-diags (and `ibtool collect`) reach the fabric.
-    Exits 0 when the master SM configured the tables with a requested engine, 1 otherwise (the
-    fabric stays up to be looked at; `sim down` stops it).
+    Exits 0 when the master SM configured the tables with the first engine of the list (or a
+    later one with --accept-fallback), 1 otherwise (the fabric stays up to be looked at; `sim
+    down` stops it).
 
     \b
     Examples:
@@ -288,16 +351,17 @@ def up_cmd(net, out, engine, sms, sm_on, sm_priority, conf_options, opensm_confi
       ibtool sim up plan/topology.net --sm-on 'H[0,0]' --sm-on 'H[5,5]' --sm-priority 15 --sm-priority 1 --out run
       ibtool sim down run
     """
-    from ibtool.sim import faults as fault_scenarios
     from ibtool.sim.live import LiveFabric
     import signal as _signal
-    net, engines, opensm_config, flags, hdor_conf = _plan(net, engine, opensm_config, log_flags, hdor_conf)
+    notes: list[str] = []
+    net, engines, opensm_config, flags, hdor_conf = _plan(net, engine, opensm_config, log_flags, hdor_conf,
+                                                          say=notes.append)
     if not net.is_file():
         raise InputError("no such net file", path=str(net))
     if sms and sm_on and sms != len(sm_on):
         raise InputError(f"--sms {sms} but {len(sm_on)} --sm-on")
     conf = list(conf_options)
-    if any(e in fault_scenarios.SL_ENGINES for e in engines) and "qos" not in dict(conf):
+    if any(e in opensm.SL_ENGINES for e in engines) and "qos" not in dict(conf):
         conf.append(("qos", "TRUE"))  # OpenSM calls update_sl2vl only with QoS on (docs/faults.md)
     run = Path(out)
     live = _live_dir(run)
@@ -310,7 +374,7 @@ def up_cmd(net, out, engine, sms, sm_on, sm_priority, conf_options, opensm_confi
                          f"`ibtool sim down {run}` first")
     lf = LiveFabric(net, live, engines, timeout=timeout, conf_options=conf, opensm_args=["-D", hex(flags)],
                     conf_base=opensm_config, hdor_conf=hdor_conf, sms=sms or 1, sm_nodes=list(sm_on) or None,
-                    sm_priorities=list(sm_priority) or None, detached=True)
+                    sm_priorities=list(sm_priority) or None, detached=True, accept_fallback=accept_fallback)
     say = None if as_json else (lambda m: click.echo(f"  {m}", err=True))
     if say:
         say(f"starting ibsim and {len(lf.sms)} OpenSM with routing_engine {','.join(engines)}")
@@ -333,6 +397,7 @@ def up_cmd(net, out, engine, sms, sm_on, sm_priority, conf_options, opensm_confi
         if not ok:
             click.echo("NOT UP with the requested engine: " + ((master.outcome.get("error") if master else None)
                        or "no SM is master"), err=True)
+    _say_notes(notes)
     if not ok:
         raise SystemExit(1)
 
@@ -454,6 +519,7 @@ def set_cmd(run, down, up, counters, raw, wait, timeout, as_json):
       ibtool sim set run --up 'R[1,1] 3' --down 'S[0,1]' --wait
       ibtool sim set run --counter 'R[1,1] 3 SymbolErrorCounter=250'
     """
+    from ibtool.formats.perfquery import check_counter
     from ibtool.sim import faults as fault_scenarios
     lf = _attach(run)
     if not lf.up:
@@ -463,9 +529,10 @@ def set_cmd(run, down, up, counters, raw, wait, timeout, as_json):
     for c in counters:
         spec, _, kv = c.strip().rpartition(" ")
         key, eq, value = kv.partition("=")
-        if not spec or not eq or not re.fullmatch(r"[A-Za-z]+", key) or not value.isdigit():
-            raise InputError(f"--counter {c!r}: expected 'DEVICE PORT COUNTER=VALUE', e.g. 'R[1,1] 3 SymbolErrorCounter=250'")
-        errors.setdefault(spec, {})[key] = int(value)
+        if not spec or not eq or not re.fullmatch(r"[A-Za-z0-9]+", key) or not value.isdigit() or len(value) > 20:
+            raise InputError(f"--counter {c[:80]!r}: expected 'DEVICE PORT COUNTER=VALUE', e.g. 'R[1,1] 3 "
+                             f"SymbolErrorCounter=250'")
+        errors.setdefault(spec, {})[key] = check_counter(key, int(value), f"--counter {c[:80]!r}")
     step = fault_scenarios.Step(down=list(down), up=list(up), errors=errors)
     for spec, _ in errors.items():
         if fault_scenarios.target(plan, spec, "--counter")[1] is None:

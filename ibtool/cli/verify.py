@@ -19,11 +19,13 @@ from ibtool.verify.run import cables_for, check_health, check_routes, read_fabri
 def group():
     """Verify a fabric (emulated or real) against its plan, its coordinates and its routes.
 
-    Every command prints a short summary first (PASS/FAIL per check), details after; --json
-    prints the report in a stable schema (docs/verify.md), --html FILE writes a web page.
+    Every command prints a short summary first (PASS/FAIL/NOT CHECKED per check), details after;
+    --json prints the report in a stable schema (docs/verify.md), --html FILE writes a web page.
 
-    Exit status: 0 when every check passes, 1 when a check fails, 2 on bad input; `verify topology`
-    exits 4 when the cabling is right but links run degraded.
+    Exit status: 0 PASS (every check ran and passed), 1 FAIL (a check failed), 5 NOT CHECKED
+    (nothing failed, but a check that could have failed did not run: its line says why and how
+    to run it), 2 on bad input; `verify topology` exits 4 when the cabling is right but links
+    run degraded.
     """
 
 
@@ -60,13 +62,13 @@ def _emit(rep: dict, as_json: bool, html_out: Path | None, flat: str | None = No
         junit.write(junit_out, [(suite, rep)])
     if as_json:
         out = dict(rep)
-        if flat:  # single-section commands also put that section's fields at the top level
-            out = {**rep[flat], **{k: v for k, v in rep.items()}}
+        if flat:  # single-section commands also put that section's fields at the top level (and its verdict)
+            out = {**rep[flat], **{k: v for k, v in rep.items() if k != "verdict" or "verdict" not in rep[flat]}}
         click.echo(json.dumps(out, indent=2))
     else:
         click.echo(report.text(rep))
-    if not rep["ok"]:
-        raise SystemExit(code)
+    if rep["verdict"] != report.PASS:  # a FAIL's own code (verify topology: 1 or 4), NOT CHECKED 5
+        raise SystemExit(code if rep["verdict"] == report.FAIL else report.EXIT[rep["verdict"]])
 
 
 def _warn_line(w: str) -> None:
@@ -108,7 +110,7 @@ def _fail_on(ctx, param, value: str) -> tuple:
               help="Check a fabric cabled up to this wiring stage of the cable list, discovered from the SM "
                    "host `ibtool cabling` names (later cables already in place are reported as cabled ahead of "
                    "their stage, not as errors; planned cables the discovery could not see as not checked, "
-                   "exit 1).")
+                   "exit 5 when nothing else is wrong).")
 @_junit
 @_opts
 def topology_cmd(plan, discovered, nnm, host_map, fail_on, cables, stage, junit_out, as_json, html_out):
@@ -124,7 +126,8 @@ def topology_cmd(plan, discovered, nnm, host_map, fail_on, cables, stage, junit_
     src/query_smp.c:...) is skipped with a warning.
 
     Exit status: 0 PASS, 1 MISWIRED (cabling differs: miswire or missing findings), 4 DEGRADED
-    (cabled as planned, links slow), 2 bad input.
+    (cabled as planned, links slow), 5 NOT CHECKED (with --stage: all that was seen is right, but
+    planned cables the discovery could not see), 2 bad input.
 
     \b
     Examples:
@@ -211,8 +214,9 @@ def coords_cmd(fabric, dump, plan, nnm, as_json, html_out):
 @click.option("--path-sls", "path_sls", type=InPath(),
               help="`saquery -p` output (RUN/saquery-paths.out of `sim run --path-sls`): each HCA-to-HCA route's SL, "
                    "for the deadlock check per VL of engines that use virtual lanes.")
-@click.option("--engine", help="The routing engine that made the tables: for dfsssp, lash, nue and torus-2QoS "
-                               "without --path-sls a VL0 cycle is reported as 'VL0 only: SLs not available'.")
+@click.option("--engine", help="The routing engine that made the tables: for one that gives paths their own SLs "
+                               "(hdor, dfsssp, lash, nue, torus-2QoS) without --path-sls, a cycle with every route "
+                               "on one VL is NOT CHECKED (exit 5), not a credit loop.")
 @click.option("--expect", type=click.Choice(["hdor"]),
               help="Also require exactly the hdor reference tables and dimension-ordered routes.")
 @click.option("--before-fabric", type=InPath(),
@@ -272,15 +276,23 @@ def routes_cmd(fabric, lfts, sl2vl_path, path_sls, engine, expect, before_fabric
 @click.option("--node-name-map", "nnm", type=InPath(), help="Plan names for the fabric's GUIDs.")
 @click.option("--expect", type=click.Choice(["hdor", "none"]),
               help="Expected routing (default: hdor when hdor configured the tables).")
+@click.option("--accept-fallback", is_flag=True,
+              help="Tables by a later engine of the run's routing_engine list pass the run check (as `sim run "
+                   "--accept-fallback`); by default the first engine not routing fails it.")
 @_permutations
 @_junit
 @_opts
-def all_cmd(run_dir, plan, nnm, expect, permutations, junit_out, as_json, html_out):
+def all_cmd(run_dir, plan, nnm, expect, accept_fallback, permutations, junit_out, as_json, html_out):
     """Every check on the output directory of `ibtool sim run`.
 
     Topology against the plan (when known), coordinates (when hdor wrote its dump), and routes
     from dump_fts.out (or osm/opensm-lfts.dump), with osm/opensm-sl2vl.dump and saquery-paths.out
-    (`sim run --path-sls`) when present.
+    (`sim run --path-sls`, on by default for engines that give paths their own SLs) when present.
+    The run itself: the subnet up with the first engine of its list (a fallback fails it).
+
+    A check that was meant to run and could not is NOT CHECKED with its reason (no plan, no
+    summary.json, an input that is not a file, dump_fts.out replaced by OpenSM's own tables,
+    deadlock freedom of an engine that uses VLs without the path SLs): exit 5 when nothing failed.
 
     \b
     A run of a fault scenario (`sim run --faults`, OUT/step-N/) is verified step by step, each
@@ -294,7 +306,7 @@ def all_cmd(run_dir, plan, nnm, expect, permutations, junit_out, as_json, html_o
     """
     from ibtool.verify.run import verify_all
     run_dir = Path(run_dir)
-    rep, reps = verify_all(run_dir, plan, nnm, expect, permutations, _say(as_json), _warn_line)
+    rep, reps = verify_all(run_dir, plan, nnm, expect, permutations, _say(as_json), _warn_line, accept_fallback)
     if not reps:
         _emit(rep, as_json, html_out, junit_out=junit_out, suite=f"verify all {run_dir}")
         return
@@ -309,15 +321,20 @@ def all_cmd(run_dir, plan, nnm, expect, permutations, junit_out, as_json, html_o
     if as_json:
         click.echo(json.dumps(rep, indent=2))
     else:
-        click.echo(f"verify: {'PASS' if rep['ok'] else 'FAIL'}")
+        click.echo(f"verify: {rep['verdict']}")
         for d, r in reps:
-            s = rundir.summary(d)
-            bad = [c for c in r["checks"] if not c["ok"]]
-            click.echo(f"  {d.name}: {'PASS' if r['ok'] else 'FAIL'}  {s.get('faults', '')}; tables by "
-                       f"{s.get('engine') or 'no engine'}" + (f"; failed: {bad[0]['name']}: {bad[0]['summary']}"
-                                                               if bad else ""))
-    if not rep["ok"]:
-        raise SystemExit(1)
+            # the first failed check, else the first not checked
+            bad = [c for c in r["checks"] if not c["ok"] and not c.get("not_checked")] or \
+                [c for c in r["checks"] if c.get("not_checked")]
+            word = "failed" if r["verdict"] == report.FAIL else "not checked"
+            try:
+                faults = rundir.summary(d).get("faults", "")
+            except InputError:  # said by its own check
+                faults = "?"
+            click.echo(f"  {d.name}: {r['verdict']}  {faults}; tables by {r['inputs'].get('engine') or 'no engine'}"
+                       + (f"; {word}: {bad[0]['name']}: {bad[0]['summary']}" if bad else ""))
+    if rep["verdict"] != report.PASS:
+        raise SystemExit(report.EXIT[rep["verdict"]])
 
 
 def _thresholds(ctx, param, values):

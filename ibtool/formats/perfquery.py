@@ -31,6 +31,28 @@ _IBQE = re.compile(r"^\s*GUID (0x[0-9a-fA-F]+) port (\d+|ALL):\s*(.*)$")
 _IBQE_ITEM = re.compile(r"\[([A-Za-z0-9]+) == (\d+)\]")
 # Counters PortSelect/CounterSelect are the query's own fields, not counters.
 _NOT_COUNTERS = {"PortSelect", "CounterSelect", "CounterSelect2"}
+# The PortCounters attribute's counters (IBA vol. 1, PortCounters) and their widths in bits, as
+# perfquery names them and ibsim's PerformanceSet sets them
+PORT_COUNTERS = {
+    "SymbolErrorCounter": 16, "LinkErrorRecoveryCounter": 8, "LinkDownedCounter": 8, "PortRcvErrors": 16,
+    "PortRcvRemotePhysicalErrors": 16, "PortRcvSwitchRelayErrors": 16, "PortXmitDiscards": 16,
+    "PortXmitConstraintErrors": 8, "PortRcvConstraintErrors": 8, "LocalLinkIntegrityErrors": 4,
+    "ExcessiveBufferOverrunErrors": 4, "VL15Dropped": 16, "PortXmitData": 32, "PortRcvData": 32,
+    "PortXmitPkts": 32, "PortRcvPkts": 32, "PortXmitWait": 32,
+}
+
+
+def check_counter(name, value, where: str) -> int:
+    """A value to set a PortCounters counter to: a known counter name, a whole number within its
+    width (ibsim would skip an unknown name and an out-of-range value, saying so only on its
+    console). InputError naming `where` otherwise."""
+    if name not in PORT_COUNTERS:
+        raise InputError(f"{where}: {name!r} is not a PortCounters counter (known: {', '.join(PORT_COUNTERS)})")
+    top = (1 << PORT_COUNTERS[name]) - 1
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= top:
+        raise InputError(f"{where}: {name} {str(value)[:40]} is not a whole number 0..{top} "
+                         f"(a {PORT_COUNTERS[name]}-bit counter)")
+    return value
 
 
 def parse(text: str, path: str = "perfquery output") -> dict[tuple[int, int], dict[str, int]]:

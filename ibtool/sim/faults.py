@@ -22,7 +22,11 @@ without what is down), perfquery.out (the port counters, at a step that sets the
 and summary.json: the faults, the engine that configured the tables, whether OpenSM fell back, and
 the seconds from the fault to tables configured. `ibtool verify all RUN` verifies every step
 against its expected.net, and the cable health of a step that set counters (a step whose counters
-could not be read is "health: NOT RUN", never a pass).
+could not be read is "health: NOT CHECKED", never a pass).
+
+Refused before anything starts (`check`): an unknown counter name or a value beyond the counter's
+width, counters set on a cable that is down at that step, and a step that cuts the SM (ibsim's
+default node, the first device of the net file) off from the other switches.
 """
 
 from __future__ import annotations
@@ -43,14 +47,14 @@ from ibtool import mad, rundir
 from ibtool.errors import InputError
 from ibtool.fabric import SWITCH, Fabric
 from ibtool.formats import atomic_write, ibnetdiscover, open_input, output_dir
+from ibtool.formats.perfquery import check_counter
 from ibtool.sim import opensm
+from ibtool.sim.opensm import SL_ENGINES
 from ibtool.sim.clients import Clients, port_counters
 from ibtool.sim.live import LiveFabric
 from ibtool.sim.runner import complete_top_lid
 
 _CONFIGURED = re.compile(r"(\S+) tables configured on all switches")
-# engines that hand each path its own SL (OpenSM's path_sl hook): their steps need the PathRecords
-SL_ENGINES = {"hdor", "dfsssp", "lash", "nue", "torus-2QoS"}
 QUIET = 0.5  # s without new tables after the last ones of a step before it is collected
 _KEYS = {"down", "up", "errors", "name"}
 
@@ -73,6 +77,7 @@ class Scenario:
     steps: list[Step]
     sweep_interval: int = 2
     settle: float = 60.0
+    source: str = ""  # where it came from, for messages: the YAML file, "--fail", "--random-faults"
 
 
 def target(fabric: Fabric, spec: str, where: str) -> tuple[int, int | None]:
@@ -124,9 +129,10 @@ def read(path: str | Path, fabric: Fabric) -> Scenario:
             target(fabric, spec, where)
         for spec, counters in st.errors.items():
             node, port = target(fabric, spec, where)
-            if port is None or not isinstance(counters, dict) or not all(
-                    isinstance(v, int) and v >= 0 for v in counters.values()):
-                raise InputError(f"{where}: errors: '{spec}' needs a port and counters with whole values")
+            if port is None or not isinstance(counters, dict) or not counters:
+                raise InputError(f"{where}: errors: '{spec}' needs a port and its counters ({{COUNTER: VALUE}})")
+            for key, value in counters.items():
+                check_counter(key, value, f"{where}: errors: '{spec}'")
         steps.append(st)
     raw = {"sweep_interval": d.get("sweep_interval", 2), "settle": d.get("settle", 60)}
     for key, lo, hi in (("sweep_interval", 1, 0xFFFFFFFF), ("settle", 1, 3600)):  # OpenSM's U32 for the sweep
@@ -138,7 +144,55 @@ def read(path: str | Path, fabric: Fabric) -> Scenario:
             raise InputError(f"{key} {shown}: not a {'whole ' if key == 'sweep_interval' else ''}number of "
                              f"seconds in {lo}..{hi}", path=p)
     sweep, settle = int(raw["sweep_interval"]), float(raw["settle"])
-    return Scenario(steps, sweep, settle)
+    return Scenario(steps, sweep, settle, p)
+
+
+SM_NODE = 0  # ibsim's default node, the first device of the net file: where the scenario's OpenSM runs
+
+
+def check(plan: Fabric, scenario: Scenario, net: str | Path, sm_node: int = SM_NODE) -> None:
+    """Refuse, before anything starts, a scenario whose steps would do nothing or verify nothing:
+    port counters set on a cable that is down at that step (ibsim keeps no counters of an unlinked
+    port that perfquery could read), and a step that cuts the SM off from the other switches
+    (its switch down, or every cable between it and the rest: OpenSM would route an empty fabric
+    and the step's expected.net would be the SM's node alone)."""
+    link_of = _link_of(plan)
+    down_links: set[int] = set()
+    down_nodes: set[int] = set()
+    sm = plan.names[sm_node]
+    for k, step in enumerate(scenario.steps, 1):
+        where = (f"{scenario.source}: " if scenario.source else "") + f"step {k}" \
+            + (f" ({step.name})" if step.name else "")
+        for verb, specs in (("up", step.up), ("down", step.down)):
+            for spec in specs:
+                node, port = target(plan, spec, where)
+                gone, key = (down_links, link_of[node, port]) if port else (down_nodes, node)
+                (gone.add if verb == "down" else gone.discard)(key)
+        for spec in step.errors:
+            node, port = target(plan, spec, where)
+            li = link_of[node, port]
+            ends = (plan.link_a[li], plan.link_b[li])
+            if li in down_links or any(e in down_nodes for e in ends):
+                raise InputError(f"{where}: errors: '{spec}': that cable is down at this step, so its counters "
+                                 f"cannot be read; set them before it goes down or after it is up")
+        if sm_node in down_nodes:
+            raise InputError(f"{where}: down {sm} cuts the SM off: OpenSM runs on {sm}, ibsim's default node (the "
+                             f"first device of {net}); fault another device, or put another device first in the net "
+                             f"file")
+        # the SM's piece (what its discovery finds) has no switch but its own: cut off
+        if _expected(plan, down_links, down_nodes, sm_node).count(kind=SWITCH) <= 1 < \
+                plan.count(kind=SWITCH) - len(down_nodes):
+            raise InputError(f"{where}: down {', '.join(step.down)} cuts the SM off from every other switch: OpenSM "
+                             f"runs on {sm}, ibsim's default node (the first device of {net}); fault other cables, "
+                             f"or put another device first in the net file")
+
+
+def _link_of(plan: Fabric) -> dict[tuple[int, int], int]:
+    """(node, port) -> the plan's link on it, from either end."""
+    out = {}
+    for li in range(plan.num_links):
+        out[plan.link_a[li], plan.link_pa[li]] = out[plan.link_b[li], plan.link_pb[li]] = li
+    return out
 
 
 def commands(plan: Fabric, step: Step, where: str, ids: list[str] | None = None) -> list[tuple[str, str, int, int | None]]:
@@ -159,7 +213,7 @@ def commands(plan: Fabric, step: Step, where: str, ids: list[str] | None = None)
     return out
 
 
-def random_scenario(fabric: Fabric, count: int, seed: int, sm_node: int = 0) -> Scenario:
+def random_scenario(fabric: Fabric, count: int, seed: int, sm_node: int = SM_NODE) -> Scenario:
     """`count` steps, each one more switch-to-switch cable or switch down, keeping the switches
     connected and the SM's own switch up."""
     import numpy as np
@@ -203,10 +257,10 @@ def random_scenario(fabric: Fabric, count: int, seed: int, sm_node: int = 0) -> 
         else:
             raise InputError(f"--random-faults {count}: no more faults that keep the switches connected "
                              f"(after {len(steps)})")
-    return Scenario(steps)
+    return Scenario(steps, source="--random-faults")
 
 
-def _expected(plan: Fabric, down_links: set[int], down_nodes: set[int], sm_node: int = 0) -> Fabric:
+def _expected(plan: Fabric, down_links: set[int], down_nodes: set[int], sm_node: int = SM_NODE) -> Fabric:
     """What discovery from the SM's switch should find: the plan without what is down, cut to the
     piece the SM's switch is in (the HCAs of a down router are unreachable with it)."""
     import numpy as np
@@ -234,21 +288,21 @@ def _expected(plan: Fabric, down_links: set[int], down_nodes: set[int], sm_node:
 
 def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: float = 300,
         progress=None, path_sls: bool | None = None, log_flags: int = 0x47, hdor_conf: Path | None = None,
-        conf_base: str | None = None, conf_options=()) -> dict:
+        conf_base: str | None = None, conf_options=(), accept_fallback: bool = False) -> dict:
     """path_sls: collect every HCA pair's PathRecord (its SL) at each step; default: when the engine
     programs SLs (SL_ENGINES). log_flags: OpenSM's -D (0x40 writes the SL2VL dump each step needs).
     hdor_conf: the KNS description hdor reads (beside OpenSM's opensm.conf). conf_base: an
     opensm.conf to start from (the plan's, with its engine's files); conf_options: more (key, value)
-    options (`sim run --conf`)."""
+    options (`sim run --conf`). accept_fallback: a step whose tables are a later engine's of the
+    list passes (by default the first engine not routing fails the step)."""
     say = progress or (lambda m: None)
     if path_sls is None:
         path_sls = any(e in SL_ENGINES for e in engines)
     plan = ibnetdiscover.read(net)
+    check(plan, scenario, net)  # before anything starts
     out = output_dir(out)
     ids = [ibnetdiscover.node_id(plan, i) for i in range(plan.num_nodes)]
-    link_of = {}
-    for li in range(plan.num_links):
-        link_of[plan.link_a[li], plan.link_pa[li]] = link_of[plan.link_b[li], plan.link_pb[li]] = li
+    link_of = _link_of(plan)
     down_links: set[int] = set()
     down_nodes: set[int] = set()
     summary = {"net": str(net), "engines": engines, "scenario": True, "path_sls": path_sls, "steps": []}
@@ -260,7 +314,8 @@ def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: f
     conf += list(conf_options)
     summary["opensm_conf"] = dict(conf)
     with LiveFabric(net, out / ".live", engines, timeout=timeout, opensm_args=["-D", hex(log_flags)],
-                    conf_options=conf, conf_base=conf_base, hdor_conf=hdor_conf) as lf:
+                    conf_options=conf, conf_base=conf_base, hdor_conf=hdor_conf,
+                    accept_fallback=accept_fallback) as lf:
         osm = lf.work / rundir.OSM
 
         log = {"pos": 0, "engines": [], "up_after": False}
@@ -295,9 +350,10 @@ def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: f
                     if waited is not None and time.monotonic() >= quiet and log["up_after"]:
                         break  # the sweep's end: its dumps (SL2VL) are on disk, the SA answers
                     time.sleep(0.05)
-            engine = (configured() or [None])[-1]
+            configured()
             text = lf.opensm_log.read_text(errors="replace")
-            state = opensm.routing_outcome(text, engines)
+            state = opensm.routing_outcome(text, engines, accept_fallback)
+            engine = state.engine  # the last tables configured (minhop where an engine deferred to it)
             # this sweep's dumps only: an engine that declined wrote no new opensm-hdor.dump
             (d / rundir.OSM).mkdir(exist_ok=True)
             for name in rundir.OSM_DUMPS:  # OpenSM's dumps of a sweep, rewritten every sweep
@@ -331,12 +387,14 @@ def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: f
                  "down": sorted(f"{plan.names[plan.link_a[li]]} {plan.link_pa[li]}" for li in down_links)
                  + sorted(plan.names[n] for n in down_nodes),
                  "engines": engines, "engine": engine, "subnet_up": state.subnet_up,
-                 "fallback": engine is not None and engine not in engines, "hdor_declined": state.hdor_declined,
+                 "requested": state.requested, "fallback": state.fallback, "accept_fallback": accept_fallback,
+                 "default_for": state.default_for, "no_routes": state.no_routes,
+                 "hdor_declined": state.hdor_declined,
                  "seconds_to_tables": waited, "timed_out": t_fault is not None and waited is None,
                  "routing_step_s": state.routing_step_s, "dump_fts_top_lid": top, "path_sls": paths,
                  "changes_counters": bool(step and step.errors), "counters": counters,
                  "dumps": sorted(p.name for p in (d / rundir.OSM).iterdir())}
-            s["ok"] = bool(s["subnet_up"] and engine in engines and not s["timed_out"])
+            s["ok"] = bool(state.ok and not s["timed_out"])  # the first engine's tables (or accepted)
             with atomic_write(d / rundir.SUMMARY) as fh:
                 json.dump(s, fh, indent=2)
                 fh.write("\n")
@@ -350,7 +408,9 @@ def run(net: Path, out: Path, engines: list[str], scenario: Scenario, timeout: f
             wall = time.time() - 0.5  # file times lag the clock a little (coarse kernel timestamps)
             t0 = time.monotonic()
             for command, verb, node, port in commands(plan, step, f"step {k}", ids):
-                lf.console(command)
+                said = lf.console(command)
+                if verb == "PerformanceSet" and said.startswith("#"):  # (check() refused what it knows of)
+                    raise InputError(f"step {k}: ibsim refused {command!r}: {said.lstrip('# ')}")
                 if verb in ("Unlink", "ReLink"):
                     gone, key = (down_links, link_of[node, port]) if port else (down_nodes, node)
                     if verb == "Unlink":

@@ -173,8 +173,10 @@ class LiveFabric:
     def __init__(self, net: str | Path, work: str | Path, engines: list[str] | tuple[str, ...] = ("minhop",),
                  timeout: float = 120, conf_options=(), opensm_args=(), plugin_dir: Path = opensm.PLUGIN_DIR,
                  conf_base: str | Path | None = None, hdor_conf: str | Path | None = None, sms: int = 1,
-                 sm_nodes: list[str] | None = None, sm_priorities: list[int] | None = None, detached: bool = False):
+                 sm_nodes: list[str] | None = None, sm_priorities: list[int] | None = None, detached: bool = False,
+                 accept_fallback: bool = False):
         self.net = Path(net)
+        self.accept_fallback = accept_fallback  # a later engine of the list is a pass (--accept-fallback)
         if not self.net.is_file():
             raise InputError("no such net file", path=str(net))
         self.work = Path(work).resolve()
@@ -273,7 +275,8 @@ class LiveFabric:
                  "detached": self.detached, "ibsim": {"pid": self.ibsim_pid, "started": self.ibsim_started},
                  "engines": self.engines, "timeout": self.timeout, "conf_options": self.conf_options,
                  "conf_base": self.conf_base, "opensm_args": self.opensm_args, "plugin_dir": str(self.plugin_dir),
-                 "hdor_conf": self.hdor_conf, "sms": [asdict(sm) for sm in self.sms]}
+                 "hdor_conf": self.hdor_conf, "accept_fallback": self.accept_fallback,
+                 "sms": [asdict(sm) for sm in self.sms]}
         with atomic_write(self.work / STATE_FILE) as fh:
             json.dump(state, fh, indent=2)
             fh.write("\n")
@@ -290,6 +293,7 @@ class LiveFabric:
             lf.conf_options = [tuple(kv) for kv in d["conf_options"]]
             lf.conf_base, lf.opensm_args, lf.hdor_conf = d["conf_base"], d["opensm_args"], d["hdor_conf"]
             lf.plugin_dir = Path(d["plugin_dir"])
+            lf.accept_fallback = d.get("accept_fallback") is True
             lf.ibsim_pid, lf.ibsim_started = d["ibsim"]["pid"], d["ibsim"]["started"]
             lf.sms = [SM(**x) for x in d["sms"]]
         except FileNotFoundError:
@@ -464,7 +468,7 @@ class LiveFabric:
 
     def _outcome(self, sm: SM, argv: list[str] | None = None, exited: bool = False) -> dict:
         text = Path(sm.log).read_text(errors="replace") if sm.log and Path(sm.log).exists() else ""
-        outcome = opensm.routing_outcome(text, sm.engines).as_dict()
+        outcome = opensm.routing_outcome(text, sm.engines, self.accept_fallback).as_dict()
         state = sm_state(text)
         outcome.update({"requested_engine": ",".join(sm.engines), "vls_needed": vls_needed(text),
                         "log": sm.log, "output": sm.out, "command": argv or sm.outcome.get("command"),
@@ -475,9 +479,16 @@ class LiveFabric:
             why = "OpenSM exited" if exited else f"no SUBNET UP within {self.timeout:g} s"
             said = last_error(Path(sm.out).read_text(errors="replace") if sm.out else "", text)
             outcome["error"] = f"{why} with routing engine {','.join(sm.engines)}" + (f": {said}" if said else "")
-        elif outcome["fallback"]:
-            outcome["error"] = (f"OpenSM fell back: {outcome['engine']} configured the tables, "
-                                f"not {','.join(sm.engines)}")
+        elif outcome["no_routes"]:
+            outcome["error"] = f"{outcome['engine']} configured empty tables: {outcome['no_routes']}"
+        elif not outcome["ok"]:  # a fallback: the tables are not the first engine's
+            outcome["error"] = (f"OpenSM fell back: {outcome['engine']} configured the tables, not "
+                                f"{outcome['requested'][0]}"
+                                + (f", the first of {','.join(sm.engines)}" if len(outcome["requested"]) > 1 else "")
+                                + (f" ({outcome['default_for']} deferred to OpenSM's default)"
+                                   if outcome["default_for"] else "")
+                                + ("" if outcome["engine"] not in outcome["requested"] else
+                                   " (--accept-fallback accepts a later engine of the list)"))
         sm.outcome = outcome
         self._save()
         return outcome

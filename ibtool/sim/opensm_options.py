@@ -23,6 +23,9 @@ from ibtool.errors import InputError
 
 BUILTIN_ENGINES = ("minhop", "updn", "dnup", "file", "ftree", "lash", "dor", "torus-2QoS", "nue", "dfsssp", "sssp")
 PLUGIN_ENGINES = ("hdor",)  # external engines ibtool ships as OpenSM event plugins
+# engines that give each path its own SL (OpenSM's path_sl hook) and so spread routes over VLs: their
+# deadlock freedom is judged with the path SLs, which `sim run` collects for them by default
+SL_ENGINES = ("hdor", "dfsssp", "lash", "nue", "torus-2QoS")
 
 
 def parse_engines(spec: str, option: str = "--engine") -> list[str]:

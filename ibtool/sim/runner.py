@@ -132,6 +132,8 @@ class RunOptions:
     discover: bool = True
     path_sls: bool = False  # keep OpenSM up as the SA and collect every HCA's PathRecords (their SLs)
     hdor_conf: Path | None = None  # the KNS description hdor reads beside opensm.conf (docs/plugin.md)
+    accept_fallback: bool = False  # tables by a later engine of the list are a pass (said as a fallback)
+    note: str | None = None  # which engine OpenSM uses and why, when no --engine nor plan chose it
 
 
 def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> dict:
@@ -179,6 +181,8 @@ def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> di
     log = out / rundir.OPENSM_LOG
     log.unlink(missing_ok=True)
     summary: dict = {"net": str(net), "engines": opts.engines, "fabric": fabric.summary(), "timings": {}}
+    if opts.note:
+        summary["engine_note"] = opts.note
     timings = summary["timings"]
     t_all = time.monotonic()
     old_term = signal.signal(signal.SIGTERM, raise_interrupted)
@@ -215,7 +219,7 @@ def run(net: str | Path, out: str | Path, opts: RunOptions, progress=None) -> di
                     children.stop(p)
             timings["opensm_s"] = round(time.monotonic() - t0, 3)
             text = log.read_text(errors="replace") if log.exists() else ""
-            outcome = opensm.routing_outcome(text, opts.engines)
+            outcome = opensm.routing_outcome(text, opts.engines, opts.accept_fallback)
             summary.update(outcome.as_dict())
             summary["opensm_exit"] = None if timed_out or (daemon and p.poll() is None) else p.returncode
             summary["timed_out"] = timed_out

@@ -49,9 +49,6 @@ def find_cycle(keys: np.ndarray, nnodes: int) -> list[int] | None:
     return walk[order[node]:]
 
 
-VL_ENGINES = {"dfsssp", "lash", "nue", "torus-2QoS"}  # OpenSM engines that give paths their own SLs
-
-
 def certified_dependencies(b, seen, pw, P, N, H, D, ca_w, chains: bool = True) -> None:
     """Channel dependencies of the HCA-to-HCA routes to certified LIDs (rows: LIDs, columns:
     switches; N the next switch, ns for none; H the distance with a -9 column for none). A switch

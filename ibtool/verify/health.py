@@ -20,6 +20,7 @@ saturated: the real count is at least that.
 from __future__ import annotations
 
 from ibtool.fabric import SWITCH, Fabric
+from ibtool.formats.perfquery import PORT_COUNTERS
 
 SUGGESTED = {
     "SymbolErrorCounter": 10, "LinkErrorRecoveryCounter": 10, "LinkDownedCounter": 10, "PortRcvErrors": 10,
@@ -31,8 +32,8 @@ THRESHOLDS = dict.fromkeys(SUGGESTED, 0)
 # Counters that point at the cable (or its connectors) rather than at congestion or configuration.
 CABLE = {"SymbolErrorCounter", "LinkErrorRecoveryCounter", "LinkDownedCounter", "PortRcvErrors",
          "LocalLinkIntegrityErrors", "ExcessiveBufferOverrunErrors", "PortRcvRemotePhysicalErrors"}
-SATURATED = {"SymbolErrorCounter": 0xFFFF, "LinkErrorRecoveryCounter": 0xFF, "LinkDownedCounter": 0xFF,
-             "PortRcvErrors": 0xFFFF, "LocalLinkIntegrityErrors": 0xF, "ExcessiveBufferOverrunErrors": 0xF}
+SATURATED = {k: (1 << PORT_COUNTERS[k]) - 1 for k in ("SymbolErrorCounter", "LinkErrorRecoveryCounter",
+             "LinkDownedCounter", "PortRcvErrors", "LocalLinkIntegrityErrors", "ExcessiveBufferOverrunErrors")}
 
 
 def port_counters(fabric: Fabric, by_lid: dict[tuple[int, int], dict[str, int]]) -> dict[tuple[int, int], dict]:

@@ -117,12 +117,19 @@ def findings(rep: dict, cable_ids: dict | None = None) -> tuple[list[dict], list
     r = rep.get("routes") or {}
     cyc = (r.get("deadlock") or {}).get("cycle") or []
     if cyc:
-        it = add("credit loop", f"credit loop: a cycle of {len(cyc)} channels, each channel's routes wait for the "
-                                f"next: " + "; ".join(f"{i + 1}. {c}" for i, c in enumerate(cyc)), fix=False)
+        chans = "; ".join(f"{i + 1}. {c}" for i, c in enumerate(cyc))
+        if (r.get("deadlock") or {}).get("checked") is False:  # without the path SLs: NOT CHECKED
+            loop = "cycle with every route on one VL (NOT CHECKED without the path SLs)"
+            it = add("not checked", f"{loop}: {len(cyc)} channels, a credit loop only if the engine's SLs keep it "
+                                    f"on one VL: {chans}", fix=False)
+        else:
+            loop = "credit loop"
+            it = add(loop, f"credit loop: a cycle of {len(cyc)} channels, each channel's routes wait for the next: "
+                           f"{chans}", fix=False)
         for i, c in enumerate(cyc):
             m = _CHAN.match(c)
             if m:
-                marks.append(Mark("cycle", str(i + 1), f"credit loop, channel {i + 1} of {len(cyc)}: {c}",
+                marks.append(Mark("cycle", str(i + 1), f"{loop}, channel {i + 1} of {len(cyc)}: {c}",
                                   ends=((m.group(1), int(m.group(2))), (m.group(3), int(m.group(4)))), arrow=True,
                                   ref=f"f{it['n']}"))
     h = rep.get("health") or {}
@@ -240,13 +247,14 @@ def meta_text(rep: dict) -> str:
 
 CSS = """
 body{font:10.5pt/1.4 "DejaVu Sans",Arial,sans-serif;margin:1.2em;color:#111}
-h1{font-size:17pt;margin:0 0 .2em}h1 .PASS{color:#070}h1 .FAIL{color:#b00}
+h1{font-size:17pt;margin:0 0 .2em}h1 .PASS{color:#070}h1 .FAIL{color:#b00}.NOT{color:#a60}
 h2{font-size:13pt;margin:1.1em 0 .4em}
 .meta{color:#444;margin-bottom:.8em;overflow-wrap:anywhere}
 table{border-collapse:collapse;width:100%;margin:.3em 0 .8em}
 th,td{border:1px solid #aaa;padding:2px 6px;text-align:left;vertical-align:top}
 th{background:#eee}
 td.v{font-weight:bold;white-space:nowrap}tr.ok td.v{color:#070}tr.bad td.v{color:#b00}tr.info td.v{color:#555}
+tr.nc td.v{color:#a60}
 td.text{overflow-wrap:anywhere;word-break:normal;min-width:20em}.label{font:8pt "DejaVu Sans Mono",monospace}
 .id{white-space:nowrap;overflow-wrap:normal}thead{display:table-header-group}
 .check{width:1.4em;text-align:center}
@@ -300,7 +308,7 @@ JS = """
 
 def page(rep: dict, title: str, body: str) -> str:
     m = meta(rep)
-    verdict = "PASS" if rep.get("ok") else "FAIL"
+    verdict = rep.get("verdict") or ("PASS" if rep.get("ok") else "FAIL")  # PASS, FAIL or NOT CHECKED
     data = base64.b64encode(json.dumps(rep, indent=1).encode()).decode()
     meta_html = " &middot; ".join(f"{k} <code>{escape(str(v))}</code>" for k, v in
                                   (("fabric", m["fabric"]), ("plan", m["plan"]), ("run", m["run"])) if v)
@@ -313,7 +321,8 @@ def page(rep: dict, title: str, body: str) -> str:
 
 def checks_table(rep: dict) -> str:
     from ibtool.verify.report import tag
-    rows = "".join(f"<tr class='{'info' if c.get('info') else ('ok' if c['ok'] else 'bad')}'><td class='v'>"
+    kind = (lambda c: "info" if c.get("info") else "nc" if c.get("not_checked") else "ok" if c["ok"] else "bad")
+    rows = "".join(f"<tr class='{kind(c)}'><td class='v'>"
                    f"{tag(c)}</td><td>{escape(c['name'])}</td>"
                    f"<td class='text'>{escape(c['summary'])}</td></tr>" for c in rep["checks"])
     return f'<table id="checks"><tr><th></th><th>check</th><th>result</th></tr>{rows}</table>'
@@ -454,7 +463,7 @@ def write_steps_html(steps: list[tuple[str, dict, dict]], rep: dict, path: str |
                     marks.append(Mark("detour", "", f"{a} -> {b}: {n} routes (before the faults: "
                                                     f"{base_loads.get((a, b), 0)})", ends=(end(a), end(b))))
         svg, note, marks = drawn(r, marks, f, lay, what)
-        verdict = "PASS" if r["ok"] else "FAIL"
+        verdict = r.get("verdict") or ("PASS" if r["ok"] else "FAIL")
         parts.append(f'<section class="step" id="{escape(name)}"><h2>{escape(name)}: <span class="{verdict}">'
                      f'{verdict}</span> &mdash; {escape(str(summ.get("faults") or "no faults"))}</h2>'
                      f'{checks_table(r)}{drawing_section(svg, note, marks, r, items, above(r))}'

@@ -3,25 +3,53 @@ JSON with a stable schema (docs/verify.md); the HTML page is ibtool.verify.htmlr
 
 A report is a dict:
 
-    {"schema": "ibtool-verify/1", "ok": bool, "inputs": {...},
+    {"schema": "ibtool-verify/1", "ok": bool, "verdict": "PASS" | "FAIL" | "NOT CHECKED", "inputs": {...},
      "checks": [{"name": "topology", "ok": bool, "summary": "..."}, ...],
      "topology": {...}, "coords": {...}, "routes": {...}}     # the sections that ran
+
+The verdict is one rule for every command: FAIL when a check failed; else NOT CHECKED when a
+check that could have failed did not run (a check {"not_checked": true, "summary": why and how
+to run it}); else PASS. `ok` is true for PASS only. Exit codes: 0, 1, 5 (ibtool.errors).
 """
 
 from __future__ import annotations
 
+from ibtool.errors import CheckFailed, NotChecked
+
 SCHEMA = "ibtool-verify/1"
 MAX_LINES = 40  # per list in the text report; JSON has everything
+PASS, FAIL, NOT_CHECKED = "PASS", "FAIL", "NOT CHECKED"
+EXIT = {PASS: 0, FAIL: CheckFailed.exit_code, NOT_CHECKED: NotChecked.exit_code}
 
 
-def build(inputs: dict, sections: dict) -> dict:
-    checks = []
+def build(inputs: dict, sections: dict, not_checked: list[dict] = ()) -> dict:
+    """The report of `sections`; not_checked: checks that were meant to run and did not
+    (not_checked_check(name, why) each), listed first."""
+    checks = list(not_checked)
     for name, sec in sections.items():
         checks.extend(_checks(name, sec))
-    rep = {"schema": SCHEMA, "ok": all(c["ok"] for c in checks), "inputs": inputs, "checks": checks}
+    rep = {"schema": SCHEMA, "ok": all(c["ok"] for c in checks), "verdict": verdict(checks), "inputs": inputs,
+           "checks": checks}
     for name, sec in sections.items():
         rep[name] = _clean(sec)
     return rep
+
+
+def not_checked_check(name: str, why: str) -> dict:
+    """A check that was meant to run and did not: never a pass (`not_run` is its older name)."""
+    return {"name": name, "ok": False, "not_checked": True, "not_run": True, "summary": why}
+
+
+def verdict(checks: list[dict]) -> str:
+    if any(not c["ok"] and not c.get("not_checked") for c in checks):
+        return FAIL
+    return NOT_CHECKED if any(c.get("not_checked") for c in checks) else PASS
+
+
+def overall(reports: list[dict]) -> str:
+    """The verdict over several reports (the steps of a fault scenario), by the same rule."""
+    vs = {r.get("verdict") or (PASS if r["ok"] else FAIL) for r in reports}
+    return FAIL if FAIL in vs else NOT_CHECKED if NOT_CHECKED in vs else PASS
 
 
 def _clean(x):
@@ -49,6 +77,8 @@ def _checks(name: str, s: dict) -> list[dict]:
             summ += "".join(f"; {x}" for x in extra)
             if c.get("not_checked"):
                 summ += f"; {c['not_checked']} not checked (not seen by the discovery)"
+        if s.get("verdict") == NOT_CHECKED:  # all that was seen is right, not all could be seen
+            return [not_checked_check("topology", summ)]
         if s.get("verdict") and s["verdict"] != "PASS":
             summ = f"{s['verdict']}: {summ}"
         return [{"name": "topology", "ok": s["ok"], "summary": summ}]
@@ -102,11 +132,12 @@ def _checks(name: str, s: dict) -> list[dict]:
                                    + (f" (up to {max(int(k) for k in ex)} extra hops)" if longer else "")})
         d = s["deadlock"]
         if d.get("checked") is False:  # an engine that uses VLs, without the path SLs: not judged
-            out.append({"name": "routes: deadlock freedom", "ok": True, "info": True, "summary": d["note"]})
+            out.append(not_checked_check("routes: deadlock freedom", d["note"]))
         else:
             vls = d.get("dependencies_per_vl") or {}
             src = ("path SLs + SL2VL dump" if d.get("path_sls") and d["sl2vl"] else
                    "path SLs, SL n on VL n (no SL2VL dump)" if d.get("path_sls") else
+                   "every route on one VL, so on any VLs the engine's SLs pick" if d.get("one_vl") else
                    "SL2VL dump" if d["sl2vl"] else "VL0 only")
             out.append({"name": "routes: deadlock freedom", "ok": d["free"],
                         "summary": (f"channel dependency graph acyclic ({d['dependencies']} dependencies"
@@ -149,7 +180,7 @@ def _checks(name: str, s: dict) -> list[dict]:
     if name == "health" and (s.get("not_run") or not s.get("ports_checked")):
         # a check that could not run is not a pass (issue 24)
         why = s.get("not_run") or f"no port's counters to judge ({len(s.get('unanswered', []))} ports did not answer)"
-        return [{"name": "health", "ok": False, "not_run": True, "summary": why}]
+        return [not_checked_check("health", why)]
     if name == "health":
         f = s["findings"]
         worst = sorted(f, key=lambda x: -(x["value"] if x["delta"] is None else x["delta"]))
@@ -167,23 +198,34 @@ def _checks(name: str, s: dict) -> list[dict]:
         return [{"name": "run", "ok": bool(s.get("ok")),
                  "summary": "collected from a live fabric (ibtool collect)"
                             + (f"; not collected: {', '.join(s['failed'])}" if s.get("failed") else "")}]
-    if name == "run" and s.get("hdor_declined"):  # hdor asked for, another engine's tables: a failure
-        why = s["hdor_declined"].split(": ", 1)[-1]
-        return [{"name": "run", "ok": False, "summary": f"hdor declined: {why}; tables by {s.get('engine')}"}]
     if name == "run":
-        return [{"name": "run", "ok": bool(s.get("ok")),
-                 "summary": f"subnet {'up' if s.get('subnet_up') else 'NOT up'}, tables configured by "
-                            f"{s.get('engine') or 'no engine'}" + (" (FALLBACK)" if s.get("fallback") else "")
-                            + ("; the run was INTERRUPTED" if s.get("interrupted") else "")}]
+        return [{"name": "run", "ok": bool(s.get("ok")), "summary": run_summary(s)}]
     return [{"name": name, "ok": bool(s.get("ok")), "summary": ""}]
+
+
+def run_summary(s: dict) -> str:
+    """The run check's line: the subnet, the engine whose tables they are, and a fallback said as one
+    (the first engine of the list did not route: a failure unless --accept-fallback)."""
+    engine = s.get("engine") or "no engine"
+    out = f"subnet {'up' if s.get('subnet_up') else 'NOT up'}, tables configured by {engine}"
+    if s.get("fallback"):
+        req = s.get("requested") or []
+        why = (f"it deferred to OpenSM's default algorithm, though OpenSM's log names it" if s.get("default_for") else
+               s["hdor_declined"].split(": ", 1)[-1] if s.get("hdor_declined") else None)
+        out += (f"; FALLBACK: the first engine {req[0] if req else '?'} did not route" + (f" ({why})" if why else "")
+                + ("; accepted (--accept-fallback)" if s.get("accepted_fallback") else
+                   "; a later engine of the list passes only with --accept-fallback" if engine in req else
+                   "; no engine of the list routed"))
+    if s.get("no_routes"):
+        out += f"; NO ROUTES: {s['no_routes']}"
+    return out + ("; the run was INTERRUPTED" if s.get("interrupted") else "")
 
 
 # ------------------------------------------------------------------------------------ text
 
 def text(rep: dict) -> str:
     lines = []
-    verdict = "PASS" if rep["ok"] else "FAIL"
-    lines.append(f"verify: {verdict}")
+    lines.append(f"verify: {rep.get('verdict') or (PASS if rep['ok'] else FAIL)}")
     for c in rep["checks"]:
         lines.append(f"  {c['name']}: {tag(c)}  {c['summary']}")
     if "topology" in rep:
@@ -198,8 +240,8 @@ def text(rep: dict) -> str:
 
 
 def tag(check: dict) -> str:
-    """A check's verdict: info, NOT RUN (it could not run: never a pass), PASS or FAIL."""
-    return "info" if check.get("info") else "NOT RUN" if check.get("not_run") else "PASS" if check["ok"] else "FAIL"
+    """A check's verdict: info, NOT CHECKED (it was meant to run and did not: never a pass), PASS or FAIL."""
+    return "info" if check.get("info") else NOT_CHECKED if check.get("not_checked") else PASS if check["ok"] else FAIL
 
 
 def _health_text(h: dict) -> list[str]:
@@ -301,7 +343,12 @@ def _routes_text(r: dict) -> list[str]:
         out.append("  hops beyond the shortest path: " + ", ".join(f"+{k}: {v}" for k, v in
                                                                    r["extra_hops_histogram"].items()))
     d = r["deadlock"]
-    if d["cycle"]:
+    if d["cycle"] and d.get("checked") is False:
+        out.append(f"  a cycle of {len(d['cycle'])} channels with every route on one VL (a credit loop only "
+                   f"if the engine's SLs keep it on one VL; NOT CHECKED without the path SLs):")
+        out += _cap(d["cycle"], "    ")
+        out.append("    (and back to the first)")
+    elif d["cycle"]:
         out.append(f"  credit loop (channel dependency cycle, {len(d['cycle'])} channels; each channel's "
                    f"routes wait for the next):")
         out += _cap(d["cycle"], "    ")

@@ -31,7 +31,8 @@ from ibtool.formats.lft import Tables
 from ibtool.formats.pathrecord import PathSLTable
 from ibtool.verify.balance import Loads, balance_section
 from ibtool.verify.bound import bind, switch_distances
-from ibtool.verify.deadlock import VL_ENGINES, deadlock_section, sl_dependencies
+from ibtool.sim.opensm_options import SL_ENGINES
+from ibtool.verify.deadlock import deadlock_section, sl_dependencies
 from ibtool.verify.delivery import Tally, certify, delivery_ok, delivery_section, walk
 from ibtool.verify.expect import expect_hdor, hdor_dims
 from ibtool.verify.trace import VLMap
@@ -46,8 +47,10 @@ def verify(fabric: Fabric, tables: Tables, sl2vl=None, expect: str | None = None
     balance=False skips the link loads (routes per link, all-to-all, permutations): delivery,
     lengths, dimension order and deadlock freedom only. path_sls ((SLID, DLID) -> SL, e.g. from
     `saquery -p`) gives each HCA-to-HCA route its SL, and with sl2vl the VL of each hop; `engine`
-    names the engine that made the tables, so that one known to spread routes over VLs without
-    path SLs gets "VL0 only: SLs not available" instead of a credit loop it may not have.
+    names the engine that made the tables: for one that gives paths their own SLs (SL_ENGINES)
+    without path SLs, the SL2VL dump cannot say which VL a route takes, so every route is put on
+    one VL: acyclic there proves freedom whatever the SLs, a cycle there is NOT CHECKED (the
+    engine's VLs may break it), never a credit loop it may not have.
     baseline: (fabric, tables) before a fault (step 0 of `sim run --faults`): routes that touch
     no failed element must be unchanged (ibtool.verify.unaffected), and with expect="hdor" a
     dimension-order violation is accepted on a detoured route (the scheme moves it to a higher VL:
@@ -57,7 +60,8 @@ def verify(fabric: Fabric, tables: Tables, sl2vl=None, expect: str | None = None
     if path_sls is not None and not isinstance(path_sls, PathSLTable):  # a dict: looked up 3 M pairs at a time
         path_sls = PathSLTable.of(path_sls)
     b = bind(fabric, tables)
-    vl = VLMap(b, sl2vl) if sl2vl is not None and path_sls is None else None
+    sls_unknown = engine in SL_ENGINES and path_sls is None  # the VL of a route depends on its SL
+    vl = VLMap(b, sl2vl) if sl2vl is not None and path_sls is None and not sls_unknown else None
     ns = len(b.sw_nodes)
     nslots = int(b.offset[-1])
     dist = switch_distances(b) if ns <= 20000 else None
@@ -80,13 +84,17 @@ def verify(fabric: Fabric, tables: Tables, sl2vl=None, expect: str | None = None
     if path_sls is not None:
         say("channel dependencies per VL from the path SLs")
         vl, edges, seen, nosl = sl_dependencies(b, sl2vl, path_sls)
-    deadlock = deadlock_section(b, seen, pw, edges, vl, sl2vl is not None, say)
+    deadlock = deadlock_section(b, seen, pw, edges, vl, sl2vl is not None and not sls_unknown, say)
     if path_sls is not None:
         deadlock["path_sls"] = {"file": path_sls.path, "pairs_without_record": nosl}
-    elif engine in VL_ENGINES and not deadlock["free"]:
-        # the cycle may be split across VLs by the engine's SLs, which we do not have
-        deadlock.update(free=None, checked=False, note=f"VL0 only: SLs not available ({engine} spreads routes "
-                        f"over virtual lanes; `ibtool sim run --path-sls` collects them)")
+    elif sls_unknown:
+        deadlock["one_vl"] = True  # every route on one VL: acyclic there is acyclic on any VLs
+        if not deadlock["free"]:  # the cycle may be split across VLs by the engine's SLs, which we do not have
+            deadlock.update(free=None, checked=False, note=(
+                f"{engine} gives each path its own SL (and so VL), and the path SLs were not given: on one VL "
+                f"the routes form a cycle of {len(deadlock['cycle'])} channels, which the engine's VLs may "
+                f"break. Check it with the path SLs: `ibtool sim run --path-sls` (saquery-paths.out), "
+                f"`verify routes --path-sls FILE`"))
     dims = hdor_dims(fabric, reference) if expect == "hdor" and reference is not None else None
     dimt = {"checked": 0, "violations": 0, "example": None, "accepted": 0, "detoured": None}
     unaffected = None

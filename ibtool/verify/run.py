@@ -13,6 +13,7 @@ step 0 (the reference hdor degrades from, the routes a fault did not touch).
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -23,17 +24,19 @@ from ibtool.verify import report
 
 
 def verify_all(run_dir: Path, plan=None, nnm=None, expect: str | None = None, permutations: int = 16,
-               say=None, warn=None) -> tuple[dict, list[tuple[Path, dict]]]:
+               say=None, warn=None, accept_fallback: bool = False) -> tuple[dict, list[tuple[Path, dict]]]:
     """The report of RUN_DIR and, for a fault scenario (OUT/step-N/), each step's report in
     step order ([] for one run). plan: a plan directory or net file (default: the one the run's
     summary names); nnm: a node-name-map; expect: "hdor" or "none" (default: hdor when hdor
-    configured the tables); say(line): progress; warn(line): the discovery's warnings."""
+    configured the tables); say(line): progress; warn(line): the discovery's warnings;
+    accept_fallback: tables by a later engine of the run's list pass (`sim run --accept-fallback`)."""
     say = say or (lambda m: None)
     t0 = time.monotonic()
     run_dir = Path(run_dir)
     steps = rundir.steps(run_dir)
     if not steps or rundir.fabric(run_dir).is_file():
-        return verify_run(run_dir, plan, nnm, expect, permutations, say, warn=warn), []
+        return verify_run(run_dir, plan, nnm, expect, permutations, say, warn=warn,
+                          accept_fallback=accept_fallback), []
     # each step against its own expected.net (the plan without what was down then), and
     # against step 0 (before any fault): the reference and the routes a fault did not touch
     before = before_faults(steps[0], nnm, expect)
@@ -43,15 +46,16 @@ def verify_all(run_dir: Path, plan=None, nnm=None, expect: str | None = None, pe
         say(f"verifying {st.name}")
         reps.append((st, verify_run(st, None, nnm, expect, permutations, lambda m: None,
                                     before if st != steps[0] else None, warn=warn,
-                                    known=before if st == steps[0] else None)))
-    rep = {"schema": report.SCHEMA, "ok": all(r["ok"] for _, r in reps), "inputs": {"run": str(run_dir)},
+                                    known=before if st == steps[0] else None, accept_fallback=accept_fallback)))
+    rep = {"schema": report.SCHEMA, "ok": all(r["ok"] for _, r in reps),
+           "verdict": report.overall([r for _, r in reps]), "inputs": {"run": str(run_dir)},
            "steps": {d.name: r for d, r in reps},
            "timings": {"before_faults_s": round(t_before, 3), "total_s": round(time.monotonic() - t0, 3)}}
     return rep, reps
 
 
 def verify_run(run_dir: Path, plan, nnm, expect, permutations, say, before: dict | None = None, warn=None,
-               known: dict | None = None) -> dict:
+               known: dict | None = None, accept_fallback: bool = False) -> dict:
     """Every check of `verify all` on one run directory; the report. before: before_faults() of
     the scenario's step 0 when this is a later step; known: before_faults() of this very step
     (step 0), whose hdor references of it and of its plan are not computed again; warn(line): the
@@ -67,14 +71,26 @@ def verify_run(run_dir: Path, plan, nnm, expect, permutations, say, before: dict
         now = time.monotonic()
         timings[stage] = round(now - last[0], 3)
         last[0] = now
-    summary = rundir.summary(run_dir)
-    skipped = None
+    # every check meant to run that cannot is NOT CHECKED with its reason, never dropped unsaid
+    not_checked: list[dict] = []
+    summary, no_summary = _summary(run_dir)
     from_summary = plan is None
+    if no_summary:
+        not_checked.append(report.not_checked_check(
+            "run", f"{no_summary}: whether the subnet came up and which engine configured the tables are unknown"
+                   + ("; hdor's tables not compared with its reference (--expect hdor if hdor routed it)"
+                      if expect is None else "")))
+        if plan is None:
+            not_checked.append(report.not_checked_check("topology", f"no plan to compare with: {no_summary}, "
+                                                                    f"which names it (give --plan PLAN)"))
     if plan is None and summary.get("net"):
         plan = rundir.plan_of(run_dir, summary["net"])
         if plan is None:
-            skipped = f"skipped: plan {summary['net']} not found"
+            not_checked.append(report.not_checked_check(
+                "topology", f"the plan {summary['net']} named by {run_dir / rundir.SUMMARY} is not there "
+                            f"(give --plan PLAN)"))
     lfts, sl, psl, dump = rundir.lfts(run_dir), rundir.sl2vl(run_dir), rundir.path_sls(run_dir), rundir.hdor_dump(run_dir)
+    not_checked += _unread_inputs(run_dir, lfts)
     engine = summary.get("engine")
     if expect is None:
         expect = "hdor" if engine == "hdor" else "none"
@@ -151,20 +167,82 @@ def verify_run(run_dir: Path, plan, nnm, expect, permutations, say, before: dict
         failed = [k for k, v in (summary.get("items") or {}).items() if isinstance(v, dict) and not v.get("ok")]
         sections["run"] = {"ok": not failed, "collect": True, "failed": failed}
     elif summary:
-        ok = summary.get("ok", summary.get("subnet_up")) is True and not summary.get("interrupted")
-        requested = summary.get("requested") or summary.get("engines") or []
-        declined = summary.get("hdor_declined") if "hdor" in requested and engine != "hdor" else None
-        sections["run"] = {"ok": ok and not declined, "engine": engine, "subnet_up": summary.get("subnet_up"),
-                           "fallback": summary.get("fallback"), "interrupted": summary.get("interrupted", False),
-                           "hdor_declined": (declined or "no reason logged") if "hdor" in requested and engine
-                           and engine != "hdor" else None}
+        sections["run"] = run_section(summary, run_dir, accept_fallback)
     lap("health_and_run_s")
-    rep = report.build(inputs, sections)
+    rep = report.build(inputs, sections, not_checked)
     timings["total_s"] = round(time.monotonic() - t0, 3)
     rep["timings"] = timings
-    if skipped:
-        rep["checks"].insert(0, {"name": "topology", "ok": True, "info": True, "summary": skipped})
     return rep
+
+
+def run_section(summary: dict, run_dir: Path, accept_fallback: bool = False) -> dict:
+    """The run's own verdict, by the one rule of `sim run`: the subnet came up, not interrupted,
+    and the tables are the first requested engine's, or — with --accept-fallback (the run's or
+    this command's) — a later engine's of the list. OpenSM's default (minhop), when no engine of
+    the list routed, is accepted only where the list names it."""
+    requested = summary.get("requested") or summary.get("engines") or []
+    if not isinstance(requested, list) or not all(isinstance(e, str) for e in requested):
+        raise InputError(f"'requested' is {json.dumps(requested)[:40]}, expected a list of engine names",
+                         path=str(run_dir / rundir.SUMMARY))
+    requested = [e for e in requested if e != "no_fallback"]
+    engine = summary.get("engine")
+    first = requested[0] if requested else None
+    fell_back = bool(engine and first and engine != first)
+    accepted = fell_back and engine in requested and (accept_fallback or summary.get("accept_fallback") is True)
+    ok = summary.get("ok", summary.get("subnet_up")) is True
+    if accepted and summary.get("subnet_up") is True and not summary.get("timed_out"):
+        ok = True  # the run failed for its fallback alone, which is accepted here
+    ok = ok and not summary.get("interrupted") and (not fell_back or accepted)
+    return {"ok": ok, "engine": engine, "subnet_up": summary.get("subnet_up"),
+            "requested": requested, "fallback": fell_back, "accepted_fallback": accepted,
+            "default_for": summary.get("default_for"), "no_routes": summary.get("no_routes"),
+            "interrupted": summary.get("interrupted", False),
+            "hdor_declined": str(summary.get("hdor_declined") or "no reason logged") if first == "hdor" and fell_back
+            else None}
+
+
+def _summary(run_dir: Path) -> tuple[dict, str | None]:
+    """The run's summary.json, and why there is none to judge by (missing, a directory, empty,
+    unreadable). One that is there and not ours is bad input (rundir.summary)."""
+    path = Path(run_dir) / rundir.SUMMARY
+    name = str(path)
+    if not path.exists():
+        return {}, f"{name} is missing"
+    if not path.is_file():
+        return {}, f"{name} is not a file"
+    try:
+        with open(path, "rb") as fh:
+            empty = not fh.read().strip()
+    except OSError as e:
+        return {}, f"{name} cannot be read ({e.strerror})"
+    s = {} if empty else rundir.summary(run_dir)
+    return s, (f"{name} is empty" if not s else None)
+
+
+# files of a run a check reads when they are there: one that is there but no file was dropped unsaid
+_INPUTS = ((f"{rundir.OSM}/{rundir.OSM_SL2VL}", "the VL of each hop, for the deadlock check"),
+           (rundir.SL2VL, "the VL of each hop, for the deadlock check"),
+           (rundir.PATH_SLS, "the SL of each path, for the deadlock check"),
+           (f"{rundir.OSM}/{rundir.OSM_HDOR}", "hdor's coordinates, for the coordinates check"),
+           (rundir.HDOR_CONF, "the KNS description hdor ran with, for the coordinates check"),
+           (rundir.PERFQUERY, "the port counters, for the cable health check"))
+
+
+def _unread_inputs(run_dir: Path, lfts: Path) -> list[dict]:
+    """NOT CHECKED lines for what a check would have read and could not: an input that is there
+    but is no file, and dump_fts.out replaced by OpenSM's own tables."""
+    out = []
+    for rel, what in _INPUTS:
+        p = Path(run_dir) / rel
+        if p.exists() and not p.is_file():
+            out.append(report.not_checked_check(f"input {rel}", f"{p} is not a file: not read ({what})"))
+    own = Path(run_dir) / rundir.LFTS
+    if lfts != own and lfts.is_file():
+        why = "is empty" if own.is_file() else "is not a file" if own.exists() else "is missing"
+        out.append(report.not_checked_check(
+            "routes: the switches' tables", f"{own} {why}: the routes were traced in OpenSM's own {lfts} (what "
+                                            f"OpenSM computed, not what the switches hold)"))
+    return out
 
 
 def _plan_is_fabric(f, p, t, before: dict | None) -> bool:

@@ -28,6 +28,7 @@ import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
+from ibtool.errors import NotChecked
 from ibtool.fabric import CA, SWITCH, Fabric
 
 SPEEDS = ["SDR", "DDR", "QDR", "FDR10", "FDR", "EDR", "HDR", "NDR", "XDR"]
@@ -431,7 +432,7 @@ class TopologyReport:
         return "PASS" if not bad else ("MISWIRED" if bad - {"degraded"} else "DEGRADED")
 
     def exit_code(self, fail_on=tuple(CATEGORIES)) -> int:
-        return {"PASS": 0, "MISWIRED": EXIT_MISWIRED, "NOT CHECKED": EXIT_MISWIRED,
+        return {"PASS": 0, "MISWIRED": EXIT_MISWIRED, "NOT CHECKED": NotChecked.exit_code,
                 "DEGRADED": EXIT_DEGRADED}[self.verdict(fail_on)]
 
     @property

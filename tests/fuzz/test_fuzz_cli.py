@@ -118,7 +118,7 @@ def test_command_on_mutated_file(target, tmp_path_factory, bounded_memory):
         f.write_bytes(case[2])
         args = argv(f, d)
         p = ibtool(*args)
-        assert p.returncode in (0, 1, 2), f"exit {p.returncode}\n{p.stderr[-2000:]}"
+        assert p.returncode in (0, 1, 2, 5), f"exit {p.returncode}\n{p.stderr[-2000:]}"  # 5: NOT CHECKED
         assert "Traceback" not in p.stderr, p.stderr[-3000:]
         errors = [ln for ln in p.stderr.splitlines() if ln.startswith("ibtool: error:")]
         if p.returncode == 2:

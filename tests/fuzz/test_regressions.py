@@ -173,21 +173,24 @@ def test_interrupted_run_is_not_a_pass(tmp_path):
     assert run["ok"] is False and "INTERRUPTED" in run["summary"]
 
 
-def test_summary_plan_not_found_says_topology_skipped(tmp_path):
+def test_summary_plan_not_found_says_topology_not_checked(tmp_path):
+    """Issue 36 item 10: the plan summary.json names is gone: the topology check is NOT CHECKED,
+    not an info line (this run's minhop tables have a credit loop: FAIL wins, exit 1)."""
     d = run_dir(tmp_path, net="gone/topology.net")
     p = ibtool("verify", "all", d)
-    assert "  topology: info  skipped: plan gone/topology.net not found" in p.stdout.splitlines(), p.stdout
+    why = f"the plan gone/topology.net named by {d}/summary.json is not there (give --plan PLAN)"
+    assert p.returncode == 1 and p.stdout.startswith("verify: FAIL\n"), p.stdout
+    assert f"  topology: NOT CHECKED  {why}" in p.stdout.splitlines(), p.stdout
     checks = json.loads(ibtool("verify", "all", d, "--json").stdout)["checks"]
-    assert checks[0] == {"name": "topology", "ok": True, "info": True,
-                         "summary": "skipped: plan gone/topology.net not found"}
+    assert checks[0] == {"name": "topology", "ok": False, "not_checked": True, "not_run": True, "summary": why}
 
 
 def test_summary_plan_name_with_nul_or_too_long(tmp_path):
     for net in ("a\u0000b", "x" * 5000):
         d = run_dir(tmp_path / net[:3].replace("\0", "_"), net=net)
         p = ibtool("verify", "all", d)
-        assert p.returncode in (0, 1) and "Traceback" not in p.stderr, p.stderr
-        assert "skipped: plan" in p.stdout
+        assert p.returncode in (1, 5) and "Traceback" not in p.stderr, p.stderr
+        assert "topology: NOT CHECKED  the plan" in p.stdout
 
 
 def test_summary_naming_a_file_that_is_no_plan(tmp_path):

@@ -140,8 +140,8 @@ def test_hdor_lmc(tmp_path):
 def test_fat_tree_declined_falls_back_to_minhop(tmp_path):
     net = tmp_path / "fattree.net"
     ibnetdiscover.write(fat_tree(), net)
-    s, log, run = sim(tmp_path, net)
-    assert s["subnet_up"] and s["engine"] == "minhop", s
+    s, log, run = sim(tmp_path, net, check=1)  # a fallback: the first engine did not route (issue 36)
+    assert s["subnet_up"] and s["engine"] == "minhop" and s["fallback"] and not s["ok"], s
     assert "hdor" in s["declined"], s
     m = DECLINE.search(log)
     assert m, "no decline line from hdor"
@@ -306,7 +306,8 @@ def test_damaged_kns_never_crashes(tmp_path, seed):
     net = tmp_path / "damaged.net"
     ibnetdiscover.write(f, net)
     s, log, run = sim(tmp_path, net, "hdor,minhop", "--conf", "qos=TRUE", check=None)
-    assert s["opensm_exit"] == 0 and s["subnet_up"], (what, s)
+    # OpenSM ran on as the SA for the path SLs (None: alive to the end) or exited cleanly
+    assert s["opensm_exit"] in (0, None) and not s["timed_out"] and s["subnet_up"], (what, s)
     assert what.startswith(("drop", "add", "move")[seed % 3])
     assert s["engine"] in ("hdor", "minhop"), (what, s)
     if s["engine"] == "hdor":

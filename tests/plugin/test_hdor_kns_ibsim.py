@@ -307,7 +307,9 @@ def test_description_of_another_fabric_falls_back_safely(tmp_path):
     rep = json.loads(v.stdout)
     checks = {c["name"]: c for c in rep["checks"]}
     assert checks["routes: deadlock freedom"]["ok"] and checks["routes: delivery"]["ok"]
-    assert not checks["run"]["ok"] and checks["run"]["summary"] == f"hdor declined: {m.group(2)}; tables by nue"
+    assert not checks["run"]["ok"] and checks["run"]["summary"] == (
+        f"subnet up, tables configured by nue; FALLBACK: the first engine hdor did not route ({m.group(2)}); "
+        f"a later engine of the list passes only with --accept-fallback")
 
 
 def test_a_broken_description_is_an_error_and_every_pass_declines(tmp_path):

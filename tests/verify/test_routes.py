@@ -406,14 +406,18 @@ def test_engines_with_virtual_lanes_verified_per_vl(tmp_path, engine):
     assert sum(d["dependencies_per_vl"].values()) == d["dependencies"] > 0
     if engine in ("dfsssp", "lash", "torus-2QoS"):
         assert len(d["dependencies_per_vl"]) >= 2  # routes really spread over VLs
-    # without the SLs: every route on VL0. Where that has a cycle it is not a FAIL but "VL0 only"
+    # without the SLs: every route on one VL. Acyclic there proves it (PASS); a cycle there is
+    # neither a FAIL nor a PASS but NOT CHECKED, exit 5 (issue 36 item 2)
     v0 = ibtool("verify", "routes", "--fabric", run / "ibnetdiscover.out", "--lfts", run / "dump_fts.out",
                 "--engine", engine, "--json")
-    d0 = json.loads(v0.stdout)["routes"]["deadlock"]
-    assert v0.returncode == 0
-    assert d0["free"] is True or (d0["free"] is None and d0["note"].startswith("VL0 only: SLs not available"))
-    if engine in ("dfsssp", "torus-2QoS"):  # the false credit loop of the issue
+    r0 = json.loads(v0.stdout)
+    d0 = r0["routes"]["deadlock"]
+    assert d0["free"] is True or (d0["free"] is None and d0["note"].startswith(f"{engine} gives each path its own SL"))
+    assert (v0.returncode, r0["verdict"]) == ((0, "PASS") if d0["free"] else (5, "NOT CHECKED"))
+    if engine in ("dfsssp", "torus-2QoS"):  # the false credit loop of issue 8, the false PASS of issue 36
         assert d0["free"] is None
+        c = next(c for c in r0["checks"] if c["name"] == "routes: deadlock freedom")
+        assert c["not_checked"] and not c["ok"] and "--path-sls" in c["summary"]
         plain = ibtool("verify", "routes", "--fabric", run / "ibnetdiscover.out", "--lfts", run / "dump_fts.out")
         assert plain.returncode == 1 and "credit loop" in plain.stdout  # engine unknown: VL0 judged
 
