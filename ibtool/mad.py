@@ -683,27 +683,15 @@ def mcast_join(clients, mgid: str, guids: list[int], timeout: float, local: tupl
     return got
 
 
-def fabric_round(clients, known: dict[int, int | None], watch: set[tuple[int, int]], timeout: float,
-                 local: tuple[str, ...] = (), window: int = WINDOW) -> dict:
-    """One watcher round from the port `local` names (`_round`): the devices, ports, cables,
-    counters and master SM, as plain data:
-
-        {"nodes": {GUID: {"type", "nports", "local", "path", "desc"}},
-         "ports": {(GUID, PORT): (LID, STATE, PHYS, WIDTH, SPEED, EXT)},
-         "links": {(GUID, PORT): (GUID, PORT)} (both directions), "caps": {GUID: CAPMASK},
-         "pc": {(GUID, PORT): [PC_FIELDS' values]}, "pcx": {(GUID, PORT): [PCX_FIELDS' values]},
-         "sm": {"guid", "priority", "state", "act", "lid"} or None, "failed": [(WHAT, GUID|None, PORT|None, REASON)],
-         "mads": N, "seconds": S}
-
-    `known`: devices whose NodeDescription is not asked again, with their PMA capability mask
-    (None: ask it); `watch`: ports whose counters are read even with their link down. Raises
-    EnvironmentProblem when the child cannot work (no local port, no umad)."""
+def round_parser():
+    """(result, line): feed `line` each line `python -m ibtool.mad round` prints (bytes); `result`
+    fills as fabric_round describes. Also reads a round captured to a file (fixtures/watch/)."""
     r: dict = {"nodes": {}, "ports": {}, "links": {}, "caps": {}, "pc": {}, "pcx": {}, "sm": None, "failed": [],
                "mads": 0, "seconds": 0.0}
     nodes, ports, links, pc, pcx = r["nodes"], r["ports"], r["links"], r["pc"], r["pcx"]
 
     def line(ln: bytes) -> None:
-        f = ln.decode(errors="replace").split(" ")
+        f = ln.decode(errors="replace").rstrip("\n").split(" ")
         tag = f[0]
         if tag == "P":
             ports[int(f[1], 16), int(f[2])] = tuple(int(x) for x in f[3:9])
@@ -730,7 +718,25 @@ def fabric_round(clients, known: dict[int, int | None], watch: set[tuple[int, in
                                 int(port) if port.isdigit() else None, " ".join(f[3:])))
         elif tag == "T":
             r["mads"], r["seconds"] = int(f[1]), float(f[2])
+    return r, line
 
+
+def fabric_round(clients, known: dict[int, int | None], watch: set[tuple[int, int]], timeout: float,
+                 local: tuple[str, ...] = (), window: int = WINDOW) -> dict:
+    """One watcher round from the port `local` names (`_round`): the devices, ports, cables,
+    counters and master SM, as plain data:
+
+        {"nodes": {GUID: {"type", "nports", "local", "path", "desc"}},
+         "ports": {(GUID, PORT): (LID, STATE, PHYS, WIDTH, SPEED, EXT)},
+         "links": {(GUID, PORT): (GUID, PORT)} (both directions), "caps": {GUID: CAPMASK},
+         "pc": {(GUID, PORT): [PC_FIELDS' values]}, "pcx": {(GUID, PORT): [PCX_FIELDS' values]},
+         "sm": {"guid", "priority", "state", "act", "lid"} or None, "failed": [(WHAT, GUID|None, PORT|None, REASON)],
+         "mads": N, "seconds": S}
+
+    `known`: devices whose NodeDescription is not asked again, with their PMA capability mask
+    (None: ask it); `watch`: ports whose counters are read even with their link down. Raises
+    EnvironmentProblem when the child cannot work (no local port, no umad)."""
+    r, line = round_parser()
     items = [f"K {g:#x} {'-' if c is None else f'{c:#x}'}" for g, c in known.items()]
     items += [f"W {g:#x} {p}" for g, p in sorted(watch)]
     _child(clients, ["round", "--window", str(window), *_local(local)], items, timeout, lambda m: None, "round", line)

@@ -105,12 +105,11 @@ class Judge:
     def _device(self, kind: str, name: str, text: str, cables=(), **extra) -> dict:
         rack, u = self.plan.device_place(name)
         place = " ".join(x for x in (rack, f"U{u}" if u is not None else None) if x)
-        ids = [self.plan.where(k).cable or " - ".join(_end(e) for e in ends_of(k)) for k in cables]
-        return {"kind": kind, "cable": None, "device": name, "rack": rack, "u": u, "cables": sorted(ids),
-                "text": f"{name}" + (f" ({place})" if place else "") + " " + text.format(n=len(ids),
-                                                                                      ids=", ".join(sorted(ids)[:8]) +
-                                                                                      (" ..." if len(ids) > 8 else "")),
-                **extra}
+        ids = sorted(self.plan.where(k).cable or " - ".join(_end(e) for e in ends_of(k)) for k in cables)
+        n = f"{len(ids)} cable" + ("s" if len(ids) != 1 else "")
+        listed = ", ".join(ids[:8]) + (" ..." if len(ids) > 8 else "")
+        return {"kind": kind, "cable": None, "device": name, "rack": rack, "u": u, "cables": ids,
+                "text": name + (f" ({place})" if place else "") + " " + text.format(n=n, ids=listed), **extra}
 
     def judge(self, rnd: Round, cleared: set[End] = frozenset()) -> list[dict]:
         """The events of this round; the view moves on to it. `cleared`: ports the watcher reset
@@ -139,21 +138,21 @@ class Judge:
         for d in sorted(gone):
             mine = touching({d}, lost)
             ev.append(self._device("device_gone", d, "does not answer: gone from the fabric (removed, off or cut "
-                                   "off)" + (" with its {n} cables {ids}" if mine else ""), mine))
+                                   "off)" + (" with its {n} {ids}" if mine else ""), mine))
         for d in sorted(came):
             mine = touching({d}, got)
             if d in v["known"] or d in self.plan.devices:
-                ev.append(self._device("device_back", d, "answers again" + (" with its {n} cables {ids}" if mine else ""),
+                ev.append(self._device("device_back", d, "answers again" + (" with its {n} {ids}" if mine else ""),
                                        mine))
             else:
                 ev.append(self._device("device_new", d, f"(GUID {now_dev[d]['guid']}) is new" +
                                        (": not in the plan" if self.plan.devices else "") +
                                        (", cabled by {ids}" if mine else ""), mine))
         lost -= touching(set(gone), lost)
-        got -= touching(set(came), got)
-        # a cable up where one end's home (its planned cable, else the cable it was last in) is down
+        # a cable up where one end's home (its planned cable, else the cable it was last in) is down:
+        # moved (also when its device comes back with it, e.g. a host re-plugged into another port)
         for k in sorted(got, key=_key):
-            if k in self.plan.planned or k in v["seen"]:
+            if k in self.plan.planned or (k in v["seen"] and not self.plan.planned):
                 continue
             for end in sorted(k):
                 home = self.plan.home(end) or next((c for c in sorted(v["seen"], key=_key) if end in c and c != k),
@@ -168,6 +167,7 @@ class Judge:
                 lost.discard(home)
                 got.discard(k)
                 break
+        got -= touching(set(came), got)
         for k in sorted(lost, key=_key):
             ev.append(self._cable("link_down", k, "{w} went down: check both ends (seated, the ports' LEDs), "
                                                   "reseat or replace the cable"))

@@ -12,6 +12,7 @@ loaded), printable on A4.
 
 from __future__ import annotations
 
+import math
 from html import escape
 from pathlib import Path
 
@@ -70,8 +71,8 @@ def trends(store: Store, plan: PlanView, window: float) -> dict:
             buckets = per.setdefault(key, {}).setdefault(name, [0.0] * BUCKETS)
             for (ta, va), (tb, vb) in zip(pts, pts[1:]):
                 inc = vb - va if vb >= va else vb  # a reset: the new value is what was counted since
-                if inc > 0 and tb > t0:
-                    buckets[min(BUCKETS - 1, max(0, int((tb - t0) / span)))] += inc
+                if inc > 0 and tb > t0:  # counted in the span that ends at or after tb
+                    buckets[min(BUCKETS - 1, max(0, math.ceil((tb - t0) / span) - 1))] += inc
     cables = []
     for key, counters in per.items():
         counters = {n: b for n, b in counters.items() if sum(b) > 0}
@@ -152,9 +153,10 @@ def _place(racks, us, k) -> str:
 
 
 _EXTRA_CSS = """
+svg.ibd path.m.health{stroke-opacity:0}
 svg.spark{display:block}td.spark{width:155px}
 tr.rising td.v{color:#b00}tr.steady td.v{color:#a60}
-.heat i{display:inline-block;width:14px;height:10px;margin:0}
+.heat i{display:inline-block;width:14px;height:10px;margin:0;print-color-adjust:exact;-webkit-print-color-adjust:exact}
 """
 
 
@@ -211,7 +213,7 @@ def html(store: Store, plan: PlanView, window: float) -> tuple[str, dict]:
     legend = ('<div class="legend heat">cables coloured by errors per hour (blue none &rarr; red most): '
               + "".join(f'<i style="background:{c}"></i>' for c in ("#2c7bb6", "#abd9e9", "#ffffbf", "#fdae61",
                                                                     "#d7191c"))
-              + '&nbsp; <span><i style="border-top:3px solid #0aa;height:0;width:22px"></i> the top cables below</span>'
+              + '&nbsp; <span>labelled: the top cables below</span>'
               + ('<span><i style="border-top:3px dashed #000;height:0;width:22px"></i> down</span>' if rep["down"] else "")
               + "</div>")
     fig = (f'<figure>{legend}{svg}<figcaption>{escape(note)}. Hover or click a cable for its rate.</figcaption>'

@@ -205,7 +205,9 @@ class Store:
         cleared after the round before (their lower values are stored, not judged)."""
         self._load()
         db = self.db
-        hold = float(os.environ.get("IBTOOL_WATCH_HOLD_WRITE", "0") or 0)  # tests: a kill -9 lands mid-round
+        # the tests' hook: IBTOOL_WATCH_HOLD_WRITE=N:S holds round N's transaction open S seconds, for a
+        # kill -9 or a SIGTERM to land in the middle of writing it
+        hold_n, _, hold_s = os.environ.get("IBTOOL_WATCH_HOLD_WRITE", "").partition(":")
         db.execute("BEGIN IMMEDIATE")
         try:
             rid = db.execute("INSERT INTO rounds(t, seconds, mads, devices, ports, cables, failed, error) "
@@ -251,9 +253,9 @@ class Store:
             if state is not None:
                 db.executemany("INSERT OR REPLACE INTO state(key, value) VALUES (?, ?)",
                                [(k, json.dumps(v)) for k, v in state.items()])
-            if hold:
-                print(f"watch: holding round {rid} open for {hold:g} s", file=sys.stderr, flush=True)
-                time.sleep(hold)
+            if hold_n == str(rid):
+                print(f"watch: holding round {rid} open for {hold_s} s", file=sys.stderr, flush=True)
+                time.sleep(float(hold_s))
             db.execute("COMMIT")
         except BaseException:
             if db.in_transaction:
