@@ -165,6 +165,9 @@ def run_cmd(store, plan, node_name_map, interval, window, threshold_file, thresh
                 for e in events:
                     click.echo(f"  {e['kind']}: {e['text']}")
             w.run(rounds, on_round)
+            if not w.collected:  # --rounds N and not one could be collected: say why, as the diags would
+                from ibtool.errors import EnvironmentProblem
+                raise EnvironmentProblem(f"no round could be collected: {w.last_error}")
     finally:
         for s, h in old.items():
             signal.signal(s, h)

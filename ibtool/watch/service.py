@@ -47,7 +47,8 @@ class Watcher:
             raise
         self.collector = Collector(clients, plan, timeout, local)
         self.cleared: set[End] = set()
-        self.rounds = 0
+        self.rounds = self.collected = 0
+        self.last_error: str | None = None
 
     def close(self) -> None:
         self.store.close()
@@ -69,6 +70,8 @@ class Watcher:
         state = {"view": self.judge.state()} if self.judge.changed else None
         self.store.write_round(rnd, events, state)
         self.rounds += 1
+        self.collected += not rnd.error
+        self.last_error = rnd.error
         self.cleared = set()
         if self.reset_counters and not rnd.error:
             full = sorted(e for e, p in rnd.ports.items()

@@ -376,8 +376,8 @@ class Store:
     def events(self, since: float | None = None, kinds: tuple[str, ...] = ()) -> list[dict]:
         q = "SELECT id, round, t, kind, cable, device, text, detail FROM events WHERE 1"
         args: list = []
-        if since is not None:
-            q += " AND t >= ?"
+        if since is not None:  # the last N hours: an event exactly N hours old is not in them
+            q += " AND t > ?"
             args.append(since)
         if kinds:
             q += f" AND kind IN ({','.join('?' * len(kinds))})"

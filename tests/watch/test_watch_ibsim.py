@@ -161,7 +161,7 @@ def test_counters_raised_step_by_step(fab, tmp_path):
             "SELECT s.value FROM samples s JOIN ports p ON p.id = s.port JOIN counters c ON c.id = s.counter "
             "WHERE p.device = 'R[1,1]' AND p.port = 3 AND c.name = 'SymbolErrorCounter' ORDER BY s.round")]
     assert vals == [0, 5, 10, 50, 90, 0, 65535, 0]
-    r = ibtool("watch", "events", "--store", tmp_path / "w.db", "--since", "2h", "--json")
+    r = ibtool("watch", "events", "--store", tmp_path / "w.db", "--since", "3h", "--json")
     assert r.returncode == 0, r.stderr
     assert [e["kind"] for e in json.loads(r.stdout)] == ["saturated", "counter_reset"]
 
