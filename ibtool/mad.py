@@ -100,7 +100,7 @@ def _pipeline(lib, fd, agent, keys, write, read, window: int, emit, say, what: s
     length = ctypes.c_int()
     flight: dict[int, tuple[object, int, float]] = {}  # tid -> key, sends, deadline
     again: list[tuple[object, int]] = []
-    state = {"tid": 0, "done": 0, "busy_until": None, "sent": 0}
+    state = {"tid": 0, "done": 0, "busy_until": None, "sent": 0, "scan": 0.0}
     keys = iter(keys)
     exhausted = False
     started = time.monotonic()
@@ -166,9 +166,11 @@ def _pipeline(lib, fd, agent, keys, write, read, window: int, emit, say, what: s
                         retry(key, sends, r[1])
                     else:
                         finish(key, r)
-        for t in [t for t, e in flight.items() if e[2] < now]:  # umad2sim reports no timeouts: ours
-            key, sends, _ = flight.pop(t)
-            retry(key, sends, "no answer")
+        if got < 0 or now >= state["scan"]:  # umad2sim reports no timeouts: ours (looked for every 0.1 s)
+            state["scan"] = now + 0.1
+            for t in [t for t, e in flight.items() if e[2] < now]:
+                key, sends, _ = flight.pop(t)
+                retry(key, sends, "no answer")
     lib.umad_unregister(fd, agent)
     lib.umad_close_port(fd)
     return state["sent"]
@@ -302,13 +304,17 @@ def _counters(data: bytes) -> list[int]:
 
 
 def _round(known: dict[int, int | None], watch: set[tuple[int, int]], ca: str | None, port: int, window: int,
-           out, say, answer_ms: int = ROUND_ANSWER_MS, tries: int = ROUND_TRIES) -> None:
+           out, say, answer_ms: int = ROUND_ANSWER_MS, tries: int = ROUND_TRIES,
+           always: dict[int, set[int]] | None = None, phase: int = 0, every: int = 1) -> None:
     """One round of the watcher: the fabric discovered by directed route from this port (NodeInfo
-    through every port whose link is up, PortInfo of every switch port and every CA port reached,
-    NodeDescription of devices not in `known`), the counters of every port with a link up and of
-    the ports in `watch` (GUID, port) whose link went down (PortCounters, and PortCountersExtended
-    where ClassPortInfo says the port has them; `known` GUID -> CapabilityMask or None), and the
-    master SM's SMInfo. All in one pipeline, WINDOW MADs in flight. Lines out:
+    through every port whose link is up, PortInfo of every CA port reached and of the switches'
+    ports: of a switch in `always`, its ports listed there and, of the others, those with
+    port % every == phase, so every port is asked once in `every` rounds; of any other switch all
+    its ports), NodeDescription of devices not in `known`, the counters of every port with a
+    link up and of the ports in `watch` (GUID, port) whose link went down (PortCounters, and
+    PortCountersExtended where ClassPortInfo says the port has them; `known` GUID ->
+    CapabilityMask or None), and the master SM's SMInfo. All in one pipeline, WINDOW MADs in
+    flight. Lines out:
 
         N GUID TYPE NPORTS LOCALPORT PATH     a device (TYPE 1 CA, 2 switch), reached by PATH (0,1,3)
         D GUID DESCRIPTION                    its NodeDescription (devices not known)
@@ -416,8 +422,10 @@ def _round(known: dict[int, int | None], watch: set[tuple[int, int]], ca: str | 
                 if guid not in known:
                     queue.append(("nd", path, 0, guid))
                 if ntype == 2:
+                    mine = always.get(guid) if always else None
                     for p in range(nports + 1):
-                        queue.append(("pi", path, p, (guid, local)))
+                        if mine is None or p == 0 or p in mine or p % every == phase % every:
+                            queue.append(("pi", path, p, (guid, local)))
             if ntype != 2:  # a CA: the port reached (each port of a multi-port CA, as it is reached)
                 queue.append(("pi", path, local, (guid, None if frm is None else local)))
         elif kind == "nd":
@@ -517,6 +525,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ca", default=None)
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--window", type=int, default=WINDOW)
+    ap.add_argument("--phase", type=int, default=0)
+    ap.add_argument("--every", type=int, default=1)
     a = ap.parse_args(argv)
     words = sys.stdin.read().split()
 
@@ -525,15 +535,19 @@ def main(argv: list[str] | None = None) -> int:
     if a.what == "paths":
         ports = [(int(b), int(lmc or 0)) for b, _, lmc in (w.partition("/") for w in words)]
         _paths(ports, a.ca, a.port, max(1, a.window), sys.stdout, say)
-    elif a.what == "round":  # stdin: "K GUID CAPMASK|-" (devices known), "W GUID PORT" (ports to read down)
-        known: dict[int, int | None] = {}
+    elif a.what == "round":  # stdin: "K GUID CAPMASK|-" (devices known), "W GUID PORT" (ports to read down),
+        known: dict[int, int | None] = {}  # "U GUID P,P,..." (a switch's ports asked every round)
         watch: set[tuple[int, int]] = set()
+        always: dict[int, set[int]] = {}
         for tag, x, y in zip(words[::3], words[1::3], words[2::3]):
             if tag == "K":
                 known[int(x, 16)] = None if y == "-" else int(y, 16)
             elif tag == "W":
                 watch.add((int(x, 16), int(y)))
-        _round(known, watch, a.ca, a.port, max(1, a.window), sys.stdout, say)
+            elif tag == "U":
+                always[int(x, 16)] = {int(p) for p in y.split(",") if p.isdigit()}
+        _round(known, watch, a.ca, a.port, max(1, a.window), sys.stdout, say, always=always, phase=a.phase,
+               every=max(1, a.every))
     elif a.what == "reset":  # stdin: LID PORT pairs
         nums = [int(x) for x in words]
         _reset(list(zip(nums[::2], nums[1::2])), a.ca, a.port, max(1, a.window), sys.stdout, say)
@@ -691,18 +705,22 @@ def round_parser():
     nodes, ports, links, pc, pcx = r["nodes"], r["ports"], r["links"], r["pc"], r["pcx"]
 
     def line(ln: bytes) -> None:
+        tag = ln[:1]
+        if tag and tag in b"PCXL":  # the many lines: numbers only, read as bytes (int() takes them)
+            f = ln.split()
+            if tag == b"P":
+                ports[int(f[1], 16), int(f[2])] = tuple(map(int, f[3:9]))
+            elif tag == b"C":
+                pc[int(f[1], 16), int(f[2])] = list(map(int, f[3:]))
+            elif tag == b"X":
+                pcx[int(f[1], 16), int(f[2])] = list(map(int, f[3:]))
+            else:
+                a, b = (int(f[1], 16), int(f[2])), (int(f[3], 16), int(f[4]))
+                links[a], links[b] = b, a
+            return
         f = ln.decode(errors="replace").rstrip("\n").split(" ")
         tag = f[0]
-        if tag == "P":
-            ports[int(f[1], 16), int(f[2])] = tuple(int(x) for x in f[3:9])
-        elif tag == "C":
-            pc[int(f[1], 16), int(f[2])] = [int(x) for x in f[3:]]
-        elif tag == "X":
-            pcx[int(f[1], 16), int(f[2])] = [int(x) for x in f[3:]]
-        elif tag == "L":
-            a, b = (int(f[1], 16), int(f[2])), (int(f[3], 16), int(f[4]))
-            links[a], links[b] = b, a
-        elif tag == "N":
+        if tag == "N":
             nodes.setdefault(int(f[1], 16), {"desc": None}).update(
                 type=int(f[2]), nports=int(f[3]), local=int(f[4]), path=f[5])
         elif tag == "D":
@@ -722,7 +740,8 @@ def round_parser():
 
 
 def fabric_round(clients, known: dict[int, int | None], watch: set[tuple[int, int]], timeout: float,
-                 local: tuple[str, ...] = (), window: int = WINDOW) -> dict:
+                 local: tuple[str, ...] = (), window: int = WINDOW, always: dict[int, set[int]] | None = None,
+                 phase: int = 0, every: int = 1) -> dict:
     """One watcher round from the port `local` names (`_round`): the devices, ports, cables,
     counters and master SM, as plain data:
 
@@ -734,12 +753,15 @@ def fabric_round(clients, known: dict[int, int | None], watch: set[tuple[int, in
          "mads": N, "seconds": S}
 
     `known`: devices whose NodeDescription is not asked again, with their PMA capability mask
-    (None: ask it); `watch`: ports whose counters are read even with their link down. Raises
+    (None: ask it); `watch`: ports whose counters are read even with their link down; `always`:
+    a switch's ports asked every round (its others once in `every` rounds, by `phase`). Raises
     EnvironmentProblem when the child cannot work (no local port, no umad)."""
     r, line = round_parser()
     items = [f"K {g:#x} {'-' if c is None else f'{c:#x}'}" for g, c in known.items()]
     items += [f"W {g:#x} {p}" for g, p in sorted(watch)]
-    _child(clients, ["round", "--window", str(window), *_local(local)], items, timeout, lambda m: None, "round", line)
+    items += [f"U {g:#x} {','.join(map(str, sorted(ps))) or '-'}" for g, ps in (always or {}).items()]
+    _child(clients, ["round", "--window", str(window), "--phase", str(phase), "--every", str(every), *_local(local)],
+           items, timeout, lambda m: None, "round", line)
     return r
 
 

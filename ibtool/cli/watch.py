@@ -99,6 +99,9 @@ def group():
               help="Days of raw rounds kept before they are folded into per-hour aggregates.")
 @click.option("--max-size", default="2G", show_default=True, callback=_size,
               help="The store's bound; beyond it the oldest aggregates and events go.")
+@click.option("--spare-ports-every", "scan_every", default=4, show_default=True, type=click.IntRange(1, 1000),
+              help="Ask a switch's spare ports (neither planned nor ever up) once in this many rounds, the others "
+                   "every round: a cable plugged into a spare port shows within that many rounds (1: every round).")
 @click.option("--rounds", type=click.IntRange(min=1), default=None,
               help="Stop after this many rounds (default: run until stopped).")
 @click.option("--ca", "-C", default=None, help="Local HCA to use (as the diags' -C).")
@@ -107,7 +110,7 @@ def group():
               help="Seconds a round's MAD process may stay silent before it is stopped.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object a round (its numbers and events) per line.")
 def run_cmd(store, plan, node_name_map, interval, window, threshold_file, thresholds, listen, reset_counters,
-            raw_days, max_size, rounds, ca, port, timeout, as_json):
+            raw_days, max_size, scan_every, rounds, ca, port, timeout, as_json):
     """Watch the fabric: a round every --interval, stored, judged, served, until stopped.
 
     Each round discovers the fabric and reads every port's counters, link state, width and speed
@@ -143,7 +146,7 @@ def run_cmd(store, plan, node_name_map, interval, window, threshold_file, thresh
     try:
         clients = Clients(work, ca, port, timeout)
         with Watcher(store, pv, clients, th, interval, window, reset_counters, raw_days, max_size, timeout,
-                     tuple(clients.local()), exporter, say=say) as w:
+                     tuple(clients.local()), exporter, say=say, scan_every=scan_every) as w:
             if exporter is not None:
                 exporter.serve(*listen)
                 say(f"metrics on http://{listen[0]}:{listen[1]}/metrics")

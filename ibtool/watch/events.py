@@ -179,9 +179,10 @@ class Judge:
                                       ("the plan does not have: remove it, or add it to the plan"
                                        if self.plan.devices else "was not there before")))
         # rates below the plan (or the fabric's usual rate), as a cable comes up or drops
-        usual = _usual(rnd)
+        rates = {k: _rate(rnd, k) for k in rnd.cables}
+        usual = _usual(rates)
         for k in sorted(rnd.cables, key=_key):
-            now = _rate(rnd, k)
+            now = rates[k]
             want = self.plan.planned.get(k) or usual
             was = v["cables"].get(k)
             if now and want and _below(now, want) and (k not in v["cables"] or was != now):
@@ -207,7 +208,7 @@ class Judge:
                        "text": f"the master SM changed: {say(v['sm'])} -> {say(smv)}" if smv else
                                f"no master SM answers (it was {say(v['sm'])}): is OpenSM running?"})
         # the view moves on
-        new_cables = {k: _rate(rnd, k) for k in rnd.cables}
+        new_cables = rates
         if (first or gone or came or lost or got or smv != v["sm"] or silent != v["silent"]
                 or new_cables != v["cables"] or ev or marks != (v["over"], v["saturated"])):
             self.changed = True
@@ -227,26 +228,31 @@ class Judge:
         peers = {}
         for k, (a, b) in rnd.cables.items():
             peers[a], peers[b] = k, k
+        judged = list(self.th.items())
+        hot = {e for e, _ in self.hist}  # ports whose rates are being measured
         for end, port in rnd.ports.items():
             now = port.counters
             if not now:
                 continue
             before = self.prev.get(end)
-            self.prev[end] = dict(now)
+            self.prev[end] = now
             key = peers.get(end) or self.plan.home(end) or cable_key(end, end)
+            down = []
             if before is not None and end not in cleared:
-                down = [(n, before[n], x) for n, x in now.items() if n in before and x < before[n]]
+                down = [(n, before[n], x) for n, x in now.items() if x < before.get(n, x)]
                 if down:
                     what = ", ".join(f"{n} {a} -> {b}" for n, a, b in down[:4]) + (" ..." if len(down) > 4 else "")
                     ev.append(self._cable("counter_reset", key, f"{{w}}: the counters of {_end(end)} went down "
                                           f"({what}): cleared since the last round (perfquery -R, a reboot); "
                                           "counted anew from here", port=list(end)))
-            if before is None or end in cleared or any(x < before.get(n, x) for n, x in now.items()):
+            if before is None or end in cleared or down:
                 for n in now:  # counted anew from these values: no rate this round
                     self.hist.pop((end, n), None)
                     v["over"].discard((end[0], end[1], n))
                 before = None
-            for n, limit in self.th.items():
+            elif end not in hot and all(now.get(n) == before.get(n) for n, _ in judged):
+                continue  # nothing judged moved (most ports, most rounds)
+            for n, limit in judged:
                 x = now.get(n)
                 if x is None:
                     continue
@@ -301,9 +307,10 @@ def _rate(rnd: Round, key: frozenset) -> str | None:
     return min(rates, key=lambda r: parse_rate(r) or (0, 0))
 
 
-def _usual(rnd: Round) -> str | None:
+def _usual(rates: dict) -> str | None:
+    """The most common rate of the cables up."""
     from collections import Counter
-    c = Counter(r for r in (_rate(rnd, k) for k in rnd.cables) if r)
+    c = Counter(r for r in rates.values() if r)
     return c.most_common(1)[0][0] if c else None
 
 

@@ -79,6 +79,7 @@ class PlanView:
         self.by_guid: dict[int, str] = {}
         self.planned: dict[frozenset, str | None] = {}  # planned cable -> its rate ("4xQDR")
         self.end_cable: dict[End, frozenset] = {}
+        self.ports_of: dict[str, set[int]] = {}  # a device's planned cabled ports
         self.devices: dict[str, bool] = {}  # planned device -> is a switch
         self.place: dict[str, tuple[str | None, int | None]] = {}  # device -> (rack, U)
         if plan:
@@ -94,6 +95,7 @@ class PlanView:
                 self.planned[k] = f.link_rate[li]
                 for e in k:
                     self.end_cable[e] = k
+                    self.ports_of.setdefault(e[0], set()).add(e[1])
             found = cables.find(self.dir)
             if found:
                 self.cables = cables.read(found)

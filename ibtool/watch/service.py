@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from ibtool.errors import EnvironmentProblem
-from ibtool.watch.collector import Collector, Round
+from ibtool.watch.collector import SCAN_EVERY, Collector, Round
 from ibtool.watch.events import Judge
 from ibtool.watch.plan import End, PlanView
 from ibtool.watch.store import MAX_BYTES, RAW_DAYS, Store
@@ -28,7 +28,8 @@ class Watcher:
     def __init__(self, store: str | Path, plan: PlanView, clients, thresholds: dict | None = None,
                  interval: float = 60.0, window: float = 3600.0, reset_counters: bool = False,
                  raw_days: float = RAW_DAYS, max_bytes: int = MAX_BYTES, timeout: float = 60.0,
-                 local: tuple[str, ...] = (), exporter=None, clock=time.time, sleep=time.sleep, say=None):
+                 local: tuple[str, ...] = (), exporter=None, clock=time.time, sleep=time.sleep, say=None,
+                 scan_every: int = SCAN_EVERY):
         self.plan, self.interval, self.clock, self.sleep = plan, interval, clock, sleep
         self.reset_counters = reset_counters
         self.exporter = exporter
@@ -45,7 +46,7 @@ class Watcher:
         except BaseException:
             self.store.close()
             raise
-        self.collector = Collector(clients, plan, timeout, local)
+        self.collector = Collector(clients, plan, timeout, local, scan_every=scan_every)
         self.cleared: set[End] = set()
         self.rounds = self.collected = 0
         self.last_error: str | None = None
@@ -68,7 +69,8 @@ class Watcher:
             rnd = Round(t, error=str(e))
         events = self.judge.judge(rnd, self.cleared)
         state = {"view": self.judge.state()} if self.judge.changed else None
-        self.store.write_round(rnd, events, state)
+        reset = {tuple(e["port"]) for e in events if e["kind"] == "counter_reset"} | self.cleared
+        self.store.write_round(rnd, events, state, reset)
         self.rounds += 1
         self.collected += not rnd.error
         self.last_error = rnd.error

@@ -127,6 +127,8 @@ class Store:
         self._last: dict[tuple[int, int], tuple[int, float]] = {}  # (port, counter) -> last stored value, its time
         self._links: dict[int, tuple] = {}
         self._loaded = False
+        self._retained: int | None = None  # the hour retention last folded
+        self._seen: dict[int, tuple] = {}  # port -> (hour, error counters) of the round that last stored it
 
     def _check_format(self) -> None:
         try:
@@ -201,10 +203,12 @@ class Store:
     # ------------------------------------------------------------------ writing a round
     def write_round(self, rnd, events: list[dict], state: dict | None, reset: set | None = None) -> int:
         """Write one round (a collector.Round), its events and (when changed) the watcher's view,
-        in one transaction; returns the round's id. `reset`: ports whose counters the watcher
-        cleared after the round before (their lower values are stored, not judged)."""
+        in one transaction; returns the round's id. `reset`: ports whose counters went down since
+        the round before (cleared by someone, or by the watcher): every counter of theirs that
+        went down is stored, the traffic counters too."""
         self._load()
         db = self.db
+        reset = reset or set()
         # the tests' hook: IBTOOL_WATCH_HOLD_WRITE=N:S holds round N's transaction open S seconds, for a
         # kill -9 or a SIGTERM to land in the middle of writing it
         hold_n, _, hold_s = os.environ.get("IBTOOL_WATCH_HOLD_WRITE", "").partition(":")
@@ -220,6 +224,11 @@ class Store:
                 if not port.counters:
                     continue
                 pid = self.port_id(dev, pn)
+                errors = tuple(v for n, v in port.counters.items() if n not in HOURLY)
+                seen = self._seen.get(pid)
+                if seen is not None and seen[0] == hour and seen[1] == errors and (dev, pn) not in reset:
+                    continue  # no error counter moved, the hour's traffic is stored (most ports, most rounds)
+                self._seen[pid] = (hour, errors)
                 for name, v in port.counters.items():
                     cid = self.counter_id(name)
                     last = self._last.get((pid, cid))
@@ -263,6 +272,7 @@ class Store:
             self._loaded = False  # the in-memory view may hold the rolled-back round: read it again
             self._last.clear()
             self._links.clear()
+            self._seen.clear()
             raise
         return rid
 
@@ -270,10 +280,14 @@ class Store:
     def retain(self, now: float) -> dict:
         """Fold samples older than the raw window into hourly rows, drop old rounds and link
         rows (a port's last one stays: it is where the next change is measured from), then keep
-        the file under max_bytes. Cheap when there is nothing to do; run it every round."""
+        the file under max_bytes. Run it every round: it folds once an hour (of the rounds' time),
+        and only measures the file in between."""
         cut = now - self.raw_days * 86400
         db = self.db
-        old = db.execute("SELECT max(id) FROM rounds WHERE t < ?", (cut,)).fetchone()[0]
+        old = None
+        if int(now // 3600) != self._retained:
+            self._retained = int(now // 3600)
+            old = db.execute("SELECT max(id) FROM rounds WHERE t < ?", (cut,)).fetchone()[0]
         done = {"folded": 0, "dropped": 0}
         if old is not None:
             db.execute("BEGIN IMMEDIATE")

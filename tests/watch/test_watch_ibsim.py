@@ -203,7 +203,7 @@ def test_a_host_moved_to_another_port(fab, tmp_path):
     """H[0,0]'s cable moved to R[0,0] port 5 between two rounds: the cable moved, in the plan's
     words (move it from port 5 to port 1). Unplugged in one round and plugged into port 5 in the
     next: the host is gone (its one cable out), then back, on the wrong port. Moved back: up."""
-    w, clock = watcher(fab, tmp_path)
+    w, clock = watcher(fab, tmp_path, scan_every=1)  # every spare port every round
     h, r = fab["ids"]["H[0,0]"], fab["ids"]["R[0,0]"]
     cid = cable_id(fab, ("H[0,0]", 1))
     with w:
@@ -226,6 +226,30 @@ def test_a_host_moved_to_another_port(fab, tmp_path):
         change(fab, f'Unlink "{r}"[5]', f'Link "{r}"[1] "{h}"[1]')
         step(w, clock)
         assert step(w, clock) == []
+
+
+def test_spare_ports_once_in_n_rounds(fab, tmp_path):
+    """By default a switch's spare ports are asked once in 4 rounds (fewer MADs): the host re-plugged
+    into a spare port is gone at once, back on the wrong port within 4 rounds."""
+    h, r = fab["ids"]["H[0,0]"], fab["ids"]["R[0,0]"]
+    cid = cable_id(fab, ("H[0,0]", 1))
+    mads = {}
+    for every in (1, 4):
+        w, clock = watcher(fab, tmp_path, name=f"w{every}.db", scan_every=every)
+        with w:
+            mads[every] = [w.step()[0].mads for _ in range(4)]
+    # the first round asks every port (nothing is known yet); then the spare ones a quarter of the time
+    assert mads[4][0] == mads[1][0] and max(mads[4][1:]) < min(mads[1][1:]), mads
+    w, clock = watcher(fab, tmp_path, scan_every=4)
+    with w:
+        step(w, clock)
+        change(fab, f'Unlink "{h}"[1]', f'Link "{r}"[6] "{h}"[1]')
+        seen = [kinds(step(w, clock)) for _ in range(4)]
+        assert [("device_back", "H[0,0]"), ("cable_moved", cid)] in seen, seen
+        first = seen.index([("device_back", "H[0,0]"), ("cable_moved", cid)])
+        assert seen[:first] == ([[("device_gone", "H[0,0]")]] + [[]] * (first - 1) if first else []), seen
+        change(fab, f'Unlink "{r}"[6]', f'Link "{r}"[1] "{h}"[1]')
+        step(w, clock)
 
 
 def test_a_device_that_does_not_answer_and_an_sm_that_restarts(fab, tmp_path):
