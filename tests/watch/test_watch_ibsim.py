@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -483,3 +484,41 @@ def test_sigterm_mid_write_and_mid_round_leaves_no_process_and_no_half_round(fab
         change(fab, f'Error "{s11}"[0] 0', cables=False)
     rounds, used = rounds_in(store)
     assert set(used) <= set(rounds)
+
+
+def test_the_shipped_unit_and_its_defaults(fab, tmp_path):
+    """dist/ibtool-watch.service passes `systemd-analyze verify` (its ExecStart pointed at this
+    ibtool), and its command line, with dist/ibtool-watch.default's options (the plan and the
+    stock /etc/infiniband-diags/error_thresholds), runs rounds and stops on SIGTERM with 143,
+    which the unit counts as success."""
+    import re
+    import shlex
+    from support import ROOT
+    unit = (ROOT / "dist" / "ibtool-watch.service").read_text()
+    exe = Path(sys.executable).with_name("ibtool")
+    (tmp_path / "ibtool-watch.service").write_text(unit.replace("/usr/local/bin/ibtool", str(exe)))
+    v = subprocess.run(["systemd-analyze", "verify", str(tmp_path / "ibtool-watch.service")], capture_output=True,
+                       text=True, timeout=120, cwd=tmp_path)
+    assert v.returncode == 0, v.stdout + v.stderr
+    assert "SuccessExitStatus=143" in unit
+    args = re.search(r'IBTOOL_WATCH_ARGS="([^"]*)"', (ROOT / "dist" / "ibtool-watch.default").read_text()).group(1)
+    args = args.replace("/etc/ibtool/plan", str(fab["dir"] / "plan"))
+    line = re.search(r"^ExecStart=(.*)$", unit, re.M).group(1)
+    line = line.replace("${STATE_DIRECTORY}", str(tmp_path)).replace("$IBTOOL_WATCH_ARGS", args)
+    argv = shlex.split(line)
+    assert argv[0] == "/usr/local/bin/ibtool"
+    with socket.socket() as so:
+        so.bind(("127.0.0.1", 0))
+        port = so.getsockname()[1]
+    p = subprocess.Popen([*IBTOOL, *argv[1:], "--listen", f"127.0.0.1:{port}", "--interval", "0.5"],
+                         env=fab["lf"].env(), cwd=fab["lf"].scratch, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    try:
+        seen = wait_for(p.stdout, "devices,")
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(timeout=30) == 143
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert "24 devices, 27 cables up, 54 ports counted" in "".join(seen)
+    assert rounds_in(tmp_path / "watch.db")[0][:1] == [1]
