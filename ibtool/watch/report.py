@@ -35,6 +35,10 @@ def _span(secs: float) -> str:
     return f"{secs:.0f} s"
 
 
+def _n(k: int, what: str) -> str:
+    return f"{k} {what}" + ("" if k == 1 else "s")
+
+
 def _rate(x: float) -> str:
     return f"{x:.0f}" if x >= 10 else f"{x:.2g}"
 
@@ -124,7 +128,7 @@ def _fabric_of(plan: PlanView, store: Store):
     for name, d in sorted(view["devices"].items()):
         f.add_node(SWITCH if d["switch"] else CA, name, min(254, ports.get(name, 1)), "switch" if d["switch"] else "hca")
     for a, pa, b, pb in (c[:4] for c in view["cables"]):
-        f.add_link(f.index(a), pa, f.index(b), pb)
+        f.add_link(f.index(a), f.index(b), pa, pb)
     return f, None, "the fabric as the watcher last saw it"
 
 
@@ -182,9 +186,18 @@ def html(store: Store, plan: PlanView, window: float) -> tuple[str, dict]:
                     values[li] = c["rate_window"]
                     details[li] = c["text"]
             sc.heat = [Heat("errors/h", values, details)]
+            def as_drawn(a, b):
+                """A cable's ends, the one its wire starts at first (where the drawing puts the
+                first end's port label)."""
+                w = sc.wire_of.get(links.get(cable_key(a, b)))
+                na, nb = (sc.node_of.get(sc.device(e[0])) for e in (a, b))
+                if w is None or na is None or nb is None:
+                    return a, b
+                x, y = w.points[0]
+                return (a, b) if (na.x - x) ** 2 + (na.y - y) ** 2 <= (nb.x - x) ** 2 + (nb.y - y) ** 2 else (b, a)
             for n, c in enumerate(rep["cables"][:DRAWN_MARKS], 1):
-                marks.append(Mark("health", c["cable"] or f"#{n}", c["text"], ends=tuple(map(tuple, c["ends"])),
-                                  ref=f"c{n}"))
+                marks.append(Mark("health", c["cable"] or f"#{n}", c["text"],
+                                  ends=as_drawn(*map(tuple, c["ends"])), ref=f"c{n}"))
             for a, b in rep["down"]:
                 w = plan.where(cable_key(tuple(a), tuple(b)))
                 marks.append(Mark("down", w.cable or "down", f"{w.text()} is down", ends=(tuple(a), tuple(b))))
@@ -220,9 +233,9 @@ def html(store: Store, plan: PlanView, window: float) -> tuple[str, dict]:
            f'<div id="info" class="noprint"></div></figure>' if svg else f"<p>{escape(note)}</p>")
     last = rep.get("last_round") or {}
     rising = sum(1 for c in rep["cables"] if c["rising"])
-    summary = (f"{len(rep['cables'])} cables counted errors in the last {_span(window)}, {rising} of them rising; "
-               f"{len(rep['down'])} planned cables down; {len(rep['events'])} events; {rep['rounds']} rounds"
-               if rep["t1"] else "the store has no round yet")
+    summary = (f"{_n(len(rep['cables']), 'cable')} counted errors in the last {_span(window)}, {rising} of them "
+               f"rising; {_n(len(rep['down']), 'planned cable')} down; {_n(len(rep['events']), 'event')}; "
+               f"{_n(rep['rounds'], 'round')}" if rep["t1"] else "the store has no round yet")
     meta = (f"store <code>{escape(str(store.path))}</code>"
             + (f" &middot; plan <code>{escape(str(plan.path))}</code>" if plan.path else "")
             + (f" &middot; {when(rep['t0'])} &ndash; {when(rep['t1'])}" if rep["t1"] else "")

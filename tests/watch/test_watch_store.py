@@ -177,3 +177,22 @@ def test_status_and_events_of_a_store(tmp_path):
     assert r.returncode == 0 and r.stdout.count("\n") == 1 and "link_up: (R[1,1] P3 - S[1,1] P2) is up" in r.stdout
     r = ibtool("watch", "events", "--store", tmp_path / "w.db", "--since", "2h", "--kind", "link_down", "--json")
     assert [e["kind"] for e in json.loads(r.stdout)] == ["link_down"]
+
+
+def test_report_without_a_plan_draws_the_fabric_as_last_seen(tmp_path):
+    """No plan: the page draws the fabric from the watcher's last view, names the cable by its
+    ends and ranks it."""
+    with Store(tmp_path / "w.db", write=True) as st:
+        j = Judge(PlanView(), {})
+        for k in range(4):
+            rnd = a_round(T0 + 3600 * k, counters={("R[1,1]", 3, "SymbolErrorCounter"): [0, 10, 30, 70][k]})
+            st.write_round(rnd, j.judge(rnd), {"view": j.state()} if j.changed else None)
+    out = tmp_path / "r.html"
+    r = ibtool("watch", "report", "--store", tmp_path / "w.db", "--html", out, "--window", "1d", "--json")
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)
+    assert [c["cable"] for c in rep["cables"]] == [None]
+    assert rep["cables"][0]["text"] == ("R[1,1] P3 - S[1,1] P2: SymbolErrorCounter 40/h and rising for 3 hours: "
+                                        "reseat or replace the cable")
+    page = out.read_text()
+    assert "<svg" in page and "the fabric as the watcher last saw it" in page and 'id="c1"' in page
