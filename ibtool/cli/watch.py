@@ -117,8 +117,8 @@ def run_cmd(store, plan, node_name_map, interval, window, threshold_file, thresh
     in bulk (one process, 64 MADs in flight), writes them to the store in one transaction, and
     prints its events: links down and up, rates below the plan, devices and cables new, gone or
     moved, counter resets, saturated counters, error rates over the thresholds, SM changes. Each
-    names the cable (ID, both ends' labels, rack, U). SIGTERM stops it between two MADs: the round
-    under way is not written, no process is left.
+    names the cable (ID, both ends' labels, rack, U). SIGTERM stops it at once: the round under
+    way is not written, and no process of it is left.
 
     \b
     Examples:
