@@ -321,6 +321,7 @@ def _round(known: dict[int, int | None], watch: set[tuple[int, int]], ca: str | 
         P GUID PORT LID STATE PHYS WIDTH SPEED EXT   PortInfo: state, physical state, widths, speeds
         L GUID PORT GUID PORT                 a cable (from NodeInfo through that port)
         K GUID CAPMASK                        the PMA's ClassPortInfo capability mask
+        G GUID PORTGUID                       a CA port's GUID (each CA port reached)
         C GUID PORT V...                      PortCounters (PC_FIELDS' order)
         X GUID PORT V...                      PortCountersExtended (PCX_FIELDS' order)
         S GUID PRIORITY STATE ACTCOUNT LID    the master SM (SMInfo from the SM LID this port knows)
@@ -428,6 +429,7 @@ def _round(known: dict[int, int | None], watch: set[tuple[int, int]], ca: str | 
                             queue.append(("pi", path, p, (guid, local)))
             if ntype != 2:  # a CA: the port reached (each port of a multi-port CA, as it is reached)
                 queue.append(("pi", path, local, (guid, None if frm is None else local)))
+                w(f"G {guid:#x} {struct.unpack_from('>Q', got, 20)[0]:#x}\n")  # its GUID (an SM's SMInfo names it)
         elif kind == "nd":
             desc = got[:64].split(b"\0", 1)[0].decode(errors="replace")
             w(f"D {key[3]:#x} {' '.join(desc.split())}\n")
@@ -701,7 +703,7 @@ def round_parser():
     """(result, line): feed `line` each line `python -m ibtool.mad round` prints (bytes); `result`
     fills as fabric_round describes. Also reads a round captured to a file (fixtures/watch/)."""
     r: dict = {"nodes": {}, "ports": {}, "links": {}, "caps": {}, "pc": {}, "pcx": {}, "sm": None, "failed": [],
-               "mads": 0, "seconds": 0.0}
+               "port_guids": {}, "mads": 0, "seconds": 0.0}
     nodes, ports, links, pc, pcx = r["nodes"], r["ports"], r["links"], r["pc"], r["pcx"]
 
     def line(ln: bytes) -> None:
@@ -727,6 +729,8 @@ def round_parser():
             nodes.setdefault(int(f[1], 16), {})["desc"] = " ".join(f[2:])
         elif tag == "K":
             r["caps"][int(f[1], 16)] = int(f[2], 16)
+        elif tag == "G":
+            r["port_guids"][int(f[2], 16)] = int(f[1], 16)
         elif tag == "S":
             r["sm"] = {"guid": int(f[1], 16), "priority": int(f[2]), "state": int(f[3]), "act": int(f[4]),
                        "lid": int(f[5])}
@@ -750,7 +754,7 @@ def fabric_round(clients, known: dict[int, int | None], watch: set[tuple[int, in
          "links": {(GUID, PORT): (GUID, PORT)} (both directions), "caps": {GUID: CAPMASK},
          "pc": {(GUID, PORT): [PC_FIELDS' values]}, "pcx": {(GUID, PORT): [PCX_FIELDS' values]},
          "sm": {"guid", "priority", "state", "act", "lid"} or None, "failed": [(WHAT, GUID|None, PORT|None, REASON)],
-         "mads": N, "seconds": S}
+         "port_guids": {CA PORT GUID: its node's GUID}, "mads": N, "seconds": S}
 
     `known`: devices whose NodeDescription is not asked again, with their PMA capability mask
     (None: ask it); `watch`: ports whose counters are read even with their link down; `always`:

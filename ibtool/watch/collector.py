@@ -95,6 +95,7 @@ class Collector:
         self.lids: dict[End, int] = {}
         self._up: set[tuple[int, int]] = set()
         self._used: dict[int, set[int]] = {}  # a switch's ports planned or ever up: asked every round
+        self.port_guids: dict[int, int] = {}  # a CA port's GUID -> its node's
         self.rounds = 0
 
     def round(self, t: float) -> Round:
@@ -150,9 +151,11 @@ class Collector:
             if g in self._used:
                 self._used[g].add(p)
         self.lids = {e: p.lid for e, p in r.ports.items() if p.lid}
+        self.port_guids.update(raw.get("port_guids", {}))
         if raw["sm"]:
             s = raw["sm"]
-            r.sm = {"guid": f"{s['guid']:#018x}", "name": self.plan.name(s["guid"], self.descs.get(s["guid"])),
+            node = self.port_guids.get(s["guid"], s["guid"])  # SMInfo names the SM's port (a CA's differs)
+            r.sm = {"guid": f"{s['guid']:#018x}", "name": self.plan.name(node, self.descs.get(node)),
                     "priority": s["priority"], "state": s["state"], "lid": s["lid"]}
         for what, g, p, why in raw["failed"]:
             dev = names.get(g) or (f"{g:#018x}" if g is not None else "the SM")
