@@ -74,6 +74,7 @@ import signal
 import subprocess
 import time
 import uuid
+from collections import deque
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -94,7 +95,7 @@ STATE_FILE = "sim.json"
 # ibsim at every step (there is no timeout to wait out), so a sweep not finished while all of them
 # used no CPU for STALL_S is a stall, not a slow machine: a starved process still gets its share.
 STALL_S = 10.0
-IDLE_CPU_S = 0.05  # CPU seconds the idle fabric may use in STALL_S (a standby's polls: ~0.003)
+IDLE_CPU_S = 0.1  # CPU seconds an idle fabric may use in STALL_S (stalled, polling each second: 0-0.02)
 RETRIES = 2  # restarts of the stalled SMs before a command gives up, as an operator would try
 
 
@@ -132,21 +133,25 @@ def cpu_state(pid: int) -> tuple[float, str] | None:
 
 
 class Activity:
-    """How long ibsim and the fabric's running OpenSMs have been idle: since when their CPU time
-    grew by at most IDLE_CPU_S and none was seen waiting for a disk (state D)."""
+    """How long ibsim and the fabric's running OpenSMs have been idle: the longest time up to now
+    in which they used at most IDLE_CPU_S of CPU together (a sliding window, so a standby's polls
+    do not add up to activity) and none was seen waiting for a disk (state D)."""
 
     def __init__(self, lf: LiveFabric):
         self.lf = lf
-        self.mark: tuple[float, float, tuple] | None = None  # (monotonic time, CPU seconds, pids)
+        self.pids: tuple = ()
+        self.samples: deque[tuple[float, float]] = deque()  # (monotonic time, CPU seconds)
 
     def idle_for(self) -> float:
         pids = tuple(p for p in [self.lf.ibsim_pid, *(sm.pid for sm in self.lf.sms if sm.running)] if p)
         seen = [x for x in map(cpu_state, pids) if x]
         now, cpu = time.monotonic(), sum(c for c, _ in seen)
-        if (self.mark is None or self.mark[2] != pids or cpu - self.mark[1] > IDLE_CPU_S
-                or any(st == "D" for _, st in seen)):
-            self.mark = (now, cpu, pids)
-        return now - self.mark[0]
+        if pids != self.pids or any(st == "D" for _, st in seen):
+            self.pids, self.samples = pids, deque()
+        self.samples.append((now, cpu))
+        while cpu - self.samples[0][1] > IDLE_CPU_S:
+            self.samples.popleft()
+        return now - self.samples[0][0]
 
 
 def _text(path: str | None) -> str:
@@ -565,10 +570,8 @@ class LiveFabric:
             got = opensm.routing_outcome(text[at:], sm.engines)
             return got.subnet_up and got.engine is not None
 
-        def polling() -> bool:  # a standby idles on purpose until its polls of a dead master time out
-            return sm.state() == "STANDBY" and self.master() is None
-
-        stalls = self._settle(sm, done, timeout, idle_ok=polling)
+        # a standby idles on purpose: until its polls of a dead master time out, or the master hands over
+        stalls = self._settle(sm, done, timeout, blame=lambda: sm.state() != "STANDBY")
         out = self._outcome(sm, exited=not sm.running, stalls=stalls)
         if out.get("state") != "MASTER" and "error" not in out:
             out["error"] = f"SM {n} is {out.get('state') or 'not running'}, not MASTER, after {timeout or self.timeout:g} s"
@@ -587,17 +590,16 @@ class LiveFabric:
             last = text.rfind("tables configured on all switches")
             return last >= 0 and "SUBNET UP" in text[last:]
 
-        stalls = self._settle(sm, done, timeout, blame=False)
+        stalls = self._settle(sm, done, timeout, blame=lambda: False)
         return self._outcome(sm, exited=not sm.running, stalls=stalls)
 
     # ------------------------------------------------------------------ stalls
-    def _settle(self, sm: SM, done, timeout: float | None = None, idle_ok=lambda: False,
-                blame: bool = True) -> list[dict]:
+    def _settle(self, sm: SM, done, timeout: float | None = None, blame=lambda: True) -> list[dict]:
         """Wait until done(), SM `sm` is not running, or `timeout` (default .timeout). When the
-        fabric has been idle STALL_S while an SM's sweep is unfinished (_stuck; with `blame`, `sm`
-        itself when the logs show none), the sweep waits for a MAD that will never come: those SMs
-        are restarted (_stall), at most RETRIES times. While idle_ok(), idling is meant (a standby
-        waiting for its polls to time out). Returns the stalls met."""
+        fabric has been idle STALL_S while an SM's sweep is unfinished (_stuck; `sm` itself when
+        the logs show none and blame() says it should not idle), that sweep waits for a MAD that
+        will never come: those SMs are restarted (_stall), at most RETRIES times. Returns the
+        stalls met."""
         stalls: list[dict] = []
         t0 = time.monotonic()
         deadline = t0 + (timeout or self.timeout)
@@ -605,7 +607,7 @@ class LiveFabric:
         while not done() and sm.running and time.monotonic() < deadline:
             idle = activity.idle_for()
             if idle >= STALL_S:
-                stuck = [] if idle_ok() else self._stuck() or ([sm] if blame else [])
+                stuck = self._stuck() or ([sm] if blame() else [])
                 if stuck:
                     retry = len(stalls) + 1 if len(stalls) < RETRIES else 0
                     stalls.append(self._stall(stuck, idle, time.monotonic() - t0, retry))
