@@ -670,8 +670,8 @@ class LiveFabric:
         tid, mclass = int(found[-1][0], 16), int(found[-1][1], 16)
         what = f"at exit SM {sm.n} still waited for its MAD tid 0x{tid:x} (class 0x{mclass:02x}"
         what += ", a LID-routed SMP)" if mclass == 0x01 else ", a directed-route SMP)" if mclass == 0x81 else ")"
-        for other in self.sms:
-            for m in re.finditer(r"num:144 .*? TID:0x([0-9a-f]+)", _text(other.log) if other is not sm else ""):
+        for other in (x for x in self.sms if x is not sm):
+            for m in re.finditer(r"num:144 .*? TID:0x([0-9a-f]+)", _text(other.log)):
                 if int(m.group(1), 16) & 0xFFFFFFFF == tid:
                     return what + f": its Trap 144 to SM {other.n}, whose TrapRepress ibsim drops"
         return what
@@ -685,8 +685,9 @@ class LiveFabric:
         names = " and ".join(f"SM {sm.n} ({states[sm.n]})" for sm in stuck)
         one = len(stuck) == 1
         message = (f"{names} stalled: {'its sweep has' if one else 'their sweeps have'} not ended and OpenSM and "
-                   f"ibsim did nothing for {idle:.0f} s — {'it waits' if one else 'they wait'} for a MAD ibsim "
-                   "will never answer (umad2sim has no MAD timeouts; docs/sim.md)")
+                   f"ibsim did nothing for {idle:.0f} s — {'it waits' if one else 'they wait'} for an answer that "
+                   "will not come (under ibsim a MAD can go unanswered, and umad2sim never times one out; "
+                   "docs/sim.md)")
         lost: list[str] = []
         if retry:
             for sm in stuck:
