@@ -371,6 +371,8 @@ def sm_cmd(run, action, n, engine, timeout, as_json):
     STANDBY under a master of higher priority); --wait-master waits for a standby to take over
     (after the master's death it does so once its polls time out: sminfo_polling_timeout x
     polling_retry_number, 10 s x 4 by default). Exits 1 when the SM did not end where asked.
+    Two SMs on one ibsim can stall, waiting for a MAD nobody answers: a stall is seen within
+    ~10 s of an idle fabric, said, and the SM restarted, at most twice (docs/sim.md).
 
     \b
     Examples:
