@@ -6,8 +6,7 @@ IBTOOL  := $(VENV)/bin/ibtool
 PYTEST  := $(VENV)/bin/pytest
 DEMO    ?= demo
 PYTEST_ARGS ?=
-# test workers (pytest-xdist): tests/conftest.py keeps each file on one worker; the tests marked
-# `alone` (two SMs on one ibsim: under CPU contention umad2sim loses a MAD, docs/sim.md) run after
+# test workers (pytest-xdist): tests/conftest.py keeps each file on one worker
 TEST_JOBS ?= 2
 
 .PHONY: setup plugin demo test test-full bench clean help
@@ -34,12 +33,10 @@ demo: plugin
 
 # the 25 slowest tests are listed at the end: where the 20 minutes go
 test: plugin
-	$(PYTEST) -n $(TEST_JOBS) --dist loadfile -m "not alone" --durations=25 $(PYTEST_ARGS)
-	$(PYTEST) -m alone $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	$(PYTEST) -n $(TEST_JOBS) --dist loadfile --durations=25 $(PYTEST_ARGS)
 
 test-full: plugin
-	IBTOOL_TESTS=full IBTOOL_FAULT_MATRIX=full $(PYTEST) -n $(TEST_JOBS) --dist loadfile -m "not alone" --durations=50 $(PYTEST_ARGS)
-	IBTOOL_TESTS=full IBTOOL_FAULT_MATRIX=full $(PYTEST) -m alone $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	IBTOOL_TESTS=full IBTOOL_FAULT_MATRIX=full $(PYTEST) -n $(TEST_JOBS) --dist loadfile --durations=50 $(PYTEST_ARGS)
 
 bench: plugin
 	$(VENV)/bin/python perf/run.py

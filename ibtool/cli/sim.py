@@ -280,7 +280,7 @@ def _describe(lf, run: Path) -> dict:
         sms.append({"sm": sm.n, "node": sm.name or sm.node or "ibsim's default node", "priority": sm.priority,
                     "pid": sm.pid if sm.running else None, "state": sm.state(),
                     "engine": o.get("engine") if sm.state() == "MASTER" else None,
-                    "engines": sm.engines, "log": sm.log, "error": o.get("error")})
+                    "engines": sm.engines, "log": sm.log, "error": o.get("error"), "stalls": o.get("stalls", [])})
     return {"run": str(run), "up": lf.up, "net": str(lf.net), "ibsim_pid": lf.ibsim_pid if lf.up else None,
             "IBSIM_SOCKNAME": lf.sockname, "LD_PRELOAD": UMAD2SIM, "scratch": str(lf.scratch),
             "env": f"IBSIM_SOCKNAME={lf.sockname} LD_PRELOAD={UMAD2SIM}", "sms": sms,
@@ -296,9 +296,13 @@ def _print(d: dict) -> None:
         state = sm["state"] or "not running"
         what = f", tables by {sm['engine']}" if sm["engine"] else ""
         prio = f", priority {sm['priority']}" if sm["priority"] is not None else ""
+        stalls = [x["message"] for x in sm.get("stalls", [])]
         click.echo(f"  SM {sm['sm']} on {sm['node']}{prio}: {state}"
                    + (f" (pid {sm['pid']})" if sm["pid"] else "") + what
-                   + (f"; {sm['error']}" if sm["error"] and sm["state"] != "STANDBY" else ""))
+                   + (f"; {sm['error']}" if sm["error"] and sm["state"] != "STANDBY" and sm["error"] not in stalls
+                      else ""))
+        for stall in stalls:
+            click.echo(f"    {stall}", err=True)
     click.echo("infiniband-diags and `ibtool collect` reach it with these two variables (umad2sim makes and "
                "removes ./sys-<pid> in the current directory):")
     click.echo(f"  export IBSIM_SOCKNAME={d['IBSIM_SOCKNAME']}")
@@ -433,6 +437,8 @@ def sm_cmd(run, action, n, engine, timeout, as_json):
     STANDBY under a master of higher priority); --wait-master waits for a standby to take over
     (after the master's death it does so once its polls time out: sminfo_polling_timeout x
     polling_retry_number, 10 s x 4 by default). Exits 1 when the SM did not end where asked.
+    Two SMs on one ibsim can stall, waiting for a MAD nobody answers: a stall is seen within
+    ~10 s of an idle fabric, said, and the SM restarted, at most twice (docs/sim.md).
 
     \b
     Examples:
@@ -475,6 +481,8 @@ def sm_cmd(run, action, n, engine, timeout, as_json):
     if as_json:
         click.echo(json.dumps({"ok": ok, **outcome}, indent=2))
     else:
+        for stall in [x for x in outcome.get("stalls", []) if x["retried"]]:
+            click.echo(f"  {stall['message']}", err=True)
         click.echo(msg)
     if not ok:
         raise SystemExit(1)
@@ -539,7 +547,7 @@ def set_cmd(run, down, up, counters, raw, wait, timeout, as_json):
             raise InputError(f"--counter {spec!r}: name a port ('DEVICE PORT')")
     cmds = [c for c, *_ in fault_scenarios.commands(plan, step, "--down/--up/--counter")] + list(raw)
     if down or up or raw:
-        lf.wait_quiet()  # not under a sweep: a cable changed under one can stall OpenSM on umad2sim
+        lf.wait_quiet()  # not under a sweep: an SM's answer to another SM is lost if a cable on its way goes
     master = lf.master()
     before = lf.configured_count(master.n) if master else 0
     done = []
@@ -559,8 +567,11 @@ def set_cmd(run, down, up, counters, raw, wait, timeout, as_json):
         routed = lf.configured_count(master.n) > before
         result.update({"sm": master.n, "engine": o.get("engine") if routed else None,
                        "seconds": round(time.monotonic() - t0, 3), "ok": routed and o.get("ok", False)})
+        if o.get("stalls"):
+            result["stalls"] = o["stalls"]
         if not routed:
-            result["error"] = f"SM {master.n} configured no new tables within {timeout:g} s"
+            result["error"] = (o["stalls"][-1]["message"] if o.get("stalls")
+                               else f"SM {master.n} configured no new tables within {timeout:g} s")
         elif not o.get("ok"):
             result["error"] = o.get("error") or "not routed with the requested engine"
     if as_json:
@@ -568,6 +579,8 @@ def set_cmd(run, down, up, counters, raw, wait, timeout, as_json):
     else:
         for x in done:
             click.echo(f"  {x['command']}" + (f": {x['ibsim']}" if x["ibsim"] else ""))
+        for stall in [x for x in result.get("stalls", []) if x["retried"]]:
+            click.echo(f"  {stall['message']}", err=True)
         if "sm" in result:
             click.echo(f"SM {result['sm']} configured new tables with {result['engine'] or 'no engine'} in "
                        f"{result['seconds']} s" if result["engine"] else result.get("error", ""))

@@ -40,6 +40,10 @@ Interface:
   ``.sms[n-1].outcome`` is SM n's.
 * ``.sm_start(n, engines=None)``, ``.sm_stop(n)`` (SIGTERM), ``.sm_kill(n)`` (SIGKILL),
   ``.sm_restart(n)``, ``.wait_master(n)``, ``.wait_routed(n, after)``: one SM at a time.
+  While they wait, an SM whose sweep stopped for good is seen within STALL_S seconds of an idle
+  fabric and restarted (RETRIES times): two OpenSMs on one ibsim can each end up waiting for a MAD
+  ibsim never answers (docs/sim.md, "When an SM stalls"). The outcome's ``stalls`` lists each,
+  with a message saying which SM, which MAD OpenSM still waited for at its exit, and what was done.
 * ``.env(**extra)``: the environment of a diags client (LD_PRELOAD=umad2sim, IBSIM_SOCKNAME);
   run clients with ``cwd=.scratch`` (umad2sim writes ./sys-<pid> there).
 * ``.console(cmd, timeout=10)``: write one command on ibsim's console FIFO (``.fifo``, which
@@ -70,6 +74,7 @@ import signal
 import subprocess
 import time
 import uuid
+from collections import deque
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -81,8 +86,17 @@ from ibtool.sim.runner import UMAD2SIM, Fabricsim, _claim, _stat, limits, requir
 
 _VLS = re.compile(r"Virtual Lanes needed: (\d+)")
 _STATE = re.compile(r"Entering (\S+) state")
+_LOST = re.compile(r"ERR 5401: evicting entry \S+ \(tid was 0x([0-9a-f]+) mgmt class 0x([0-9a-f]+)\)")
 PROMPT = b"sim> "
 STATE_FILE = "sim.json"
+
+# An SM that stalls (docs/sim.md, "When an SM stalls"): under ibsim an OpenSM can wait for ever for
+# a MAD nobody answers (umad2sim has no MAD timeouts). A sweep on umad2sim is work for OpenSM or
+# ibsim at every step (there is no timeout to wait out), so a sweep not finished while all of them
+# used no CPU for STALL_S is a stall, not a slow machine: a starved process still gets its share.
+STALL_S = 10.0
+IDLE_CPU_S = 0.1  # CPU seconds an idle fabric may use in STALL_S (stalled, polling each second: 0-0.02)
+RETRIES = 2  # restarts of the stalled SMs before a command gives up, as an operator would try
 
 
 def vls_needed(log_text: str) -> int | None:
@@ -106,6 +120,47 @@ def sm_state(log_text: str) -> str | None:
     """The SM state OpenSM last logged entering (MASTER, STANDBY, DISCOVERING, NOT-ACTIVE)."""
     found = _STATE.findall(log_text)
     return found[-1] if found else None
+
+
+def cpu_state(pid: int) -> tuple[float, str] | None:
+    """(user + system CPU seconds of all its threads, state letter) of a process; None when gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            rest = fh.read().rsplit(")", 1)[1].split()
+        return (int(rest[11]) + int(rest[12])) / os.sysconf("SC_CLK_TCK"), rest[0]
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+class Activity:
+    """How long ibsim and the fabric's running OpenSMs have been idle: the longest time up to now
+    in which they used at most IDLE_CPU_S of CPU together (a sliding window, so a standby's polls
+    do not add up to activity) and none was seen waiting for a disk (state D)."""
+
+    def __init__(self, lf: LiveFabric):
+        self.lf = lf
+        self.pids: tuple = ()
+        self.samples: deque[tuple[float, float]] = deque()  # (monotonic time, CPU seconds)
+
+    def idle_for(self) -> float:
+        pids = tuple(p for p in [self.lf.ibsim_pid, *(sm.pid for sm in self.lf.sms if sm.running)] if p)
+        seen = [x for x in map(cpu_state, pids) if x]
+        now, cpu = time.monotonic(), sum(c for c, _ in seen)
+        if pids != self.pids or any(st == "D" for _, st in seen):
+            self.pids, self.samples = pids, deque()
+        self.samples.append((now, cpu))
+        while cpu - self.samples[0][1] > IDLE_CPU_S:
+            self.samples.popleft()
+        return now - self.samples[0][0]
+
+
+def _text(path: str | None) -> str:
+    return Path(path).read_text(errors="replace") if path and Path(path).exists() else ""
+
+
+def up_as_master(log_text: str) -> bool:
+    """Is the SM MASTER, with a SUBNET UP since it became master (its sweep as master ended)?"""
+    return sm_state(log_text) == "MASTER" and "SUBNET UP" in log_text[log_text.rfind("Entering MASTER state"):]
 
 
 def start_time(pid: int) -> str | None:
@@ -156,6 +211,7 @@ class SM:
     conf: str | None = None
     log: str | None = None
     out: str | None = None
+    logs: list[str] = field(default_factory=list)  # the logs of all its starts (configured_count)
     outcome: dict = field(default_factory=dict)
 
     @property
@@ -194,6 +250,7 @@ class LiveFabric:
         self.ibsim_pid: int | None = None
         self.ibsim_started: str | None = None
         self._popen: dict[int, subprocess.Popen] = {}  # our own children (not after attach)
+        self._counted: dict[str, int] = {}  # configured_count of logs that grow no more
         count = len(sm_nodes) if sm_nodes else sms
         if count < 1:
             raise InputError("--sms: at least one SM")
@@ -301,7 +358,7 @@ class LiveFabric:
                              path=str(work)) from None
         except (OSError, ValueError, KeyError, TypeError) as e:
             raise InputError(f"not a sim.json ibtool wrote ({e})", path=str(path)) from None
-        lf._popen = {}
+        lf._popen, lf._counted = {}, {}
         return lf
 
     # ------------------------------------------------------------------ lifecycle
@@ -415,16 +472,42 @@ class LiveFabric:
 
     def sm_start(self, n: int = 1, engines: list[str] | None = None) -> dict:
         """Start SM n (with `engines`, else its last ones) and wait until it is MASTER with tables
-        configured, or STANDBY under a master of higher priority, or exited, or timed out; returns
-        its outcome (also in .sms[n-1].outcome)."""
+        configured, or STANDBY under a master of higher priority that finished the sweep its
+        arrival caused, or exited, or timed out; an SM that stalls meanwhile is restarted (_settle).
+        Returns its outcome (also in .sms[n-1].outcome)."""
         sm = self.sm(n)
         if not self.up:
             raise EnvironmentProblem("ibsim is not running")
         if sm.running:
             raise InputError(f"SM {n} is running (pid {sm.pid}); stop or restart it")
+        master = self.master()
+        mark = self._mark(master) if master else None
+        argv = self._launch(sm, engines)
+        others = [x.priority or 0 for x in self.sms if x is not sm and x.running]
+        takes_over = sm.priority is not None and all((sm.priority or 0) > p for p in others)
+        # the master sweeps when a new SM appears (ibsim's Trap 144 for its IsSM bit) and may then
+        # wait for ever for its SMInfo query, which an OpenSM that does not yet know its own port
+        # ignores: a standby is settled once that sweep ended too (SUBNET UP again)
+        watch = master is not None and not takes_over and self._info_logged()
+
+        def done() -> bool:
+            text = _text(sm.log)
+            got = opensm.routing_outcome(text, sm.engines)
+            if got.subnet_up and got.engine:
+                return True
+            if sm_state(text) != "STANDBY" or takes_over:
+                return False
+            return not watch or not master.running or "SUBNET UP" in self._since(master, mark)
+
+        stalls = self._settle(sm, done)
+        return self._outcome(sm, argv, exited=not sm.running, stalls=stalls)
+
+    def _launch(self, sm: SM, engines: list[str] | None = None, conf_from: str | None = None) -> list[str]:
+        """Start SM `sm`'s OpenSM (with `engines`, else its last ones), without waiting; its argv.
+        `conf_from`: the opensm.conf to run with as it is (a restart keeps what was edited in it)."""
         engines = list(engines or sm.engines)
         sm.engines = engines
-        if n == 1:
+        if sm.n == 1:
             self.engines = engines
         home = Path(sm.home)
         env_extra = {"OSM_TMP_DIR": str(home / rundir.OSM), "OSM_CACHE_DIR": str(home / rundir.OSM / rundir.OSM_CACHE)}
@@ -441,43 +524,35 @@ class LiveFabric:
         tag = f"{sm.starts}-{'_'.join(engines)}"
         conf, log, out = (home / f"opensm-{tag}.{x}" for x in ("conf", "log", "out"))
         prio = [("sm_priority", str(sm.priority))] if sm.priority is not None else []
-        conf.write_text(opensm.config(engines, [("force_log_flush", "TRUE"), *prio, *self.conf_options],
+        conf.write_text(Path(conf_from).read_text() if conf_from else
+                        opensm.config(engines, [("force_log_flush", "TRUE"), *prio, *self.conf_options],
                                       self.conf_base, fabric=str(self.net)))
         log.unlink(missing_ok=True)  # OpenSM appends: a reused work dir must not show an old run
         argv = [require("opensm", "opensm"), "-F", str(conf), "-f", str(log), *self.opensm_args]
         sm.conf, sm.log, sm.out = str(conf), str(log), str(out)
+        sm.logs.append(str(log))
         with open(out, "wb") as fh:
             sm.pid, sm.started = self._spawn(argv, cwd=self.scratch, env=self.env(**env_extra),
                                              stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT)
         self._save()
-        others = [x.priority or 0 for x in self.sms if x is not sm and x.running]
-        takes_over = sm.priority is not None and all((sm.priority or 0) > p for p in others)
-        deadline = time.monotonic() + self.timeout
-        while True:
-            text = log.read_text(errors="replace") if log.exists() else ""
-            state = sm_state(text)
-            got = opensm.routing_outcome(text, engines)
-            if got.subnet_up and got.engine:
-                break
-            if state == "STANDBY" and not takes_over:
-                break
-            if not sm.running or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
-        return self._outcome(sm, argv, exited=not sm.running)
+        return argv
 
-    def _outcome(self, sm: SM, argv: list[str] | None = None, exited: bool = False) -> dict:
-        text = Path(sm.log).read_text(errors="replace") if sm.log and Path(sm.log).exists() else ""
+    def _outcome(self, sm: SM, argv: list[str] | None = None, exited: bool = False, stalls=()) -> dict:
+        text = _text(sm.log)
         outcome = opensm.routing_outcome(text, sm.engines, self.accept_fallback).as_dict()
         state = sm_state(text)
         outcome.update({"requested_engine": ",".join(sm.engines), "vls_needed": vls_needed(text),
                         "log": sm.log, "output": sm.out, "command": argv or sm.outcome.get("command"),
                         "sm": sm.n, "state": state if not exited else None})
-        if state == "STANDBY" and not exited:
+        if stalls:
+            outcome["stalls"] = list(stalls)
+        if stalls and not stalls[-1]["retried"]:
+            outcome["error"] = stalls[-1]["message"]
+        elif state == "STANDBY" and not exited:
             pass  # not routing: another SM is master
         elif not outcome["subnet_up"] or not outcome["engine"]:
             why = "OpenSM exited" if exited else f"no SUBNET UP within {self.timeout:g} s"
-            said = last_error(Path(sm.out).read_text(errors="replace") if sm.out else "", text)
+            said = last_error(_text(sm.out), text)
             outcome["error"] = f"{why} with routing engine {','.join(sm.engines)}" + (f": {said}" if said else "")
         elif outcome["no_routes"]:
             outcome["error"] = f"{outcome['engine']} configured empty tables: {outcome['no_routes']}"
@@ -497,40 +572,164 @@ class LiveFabric:
         """Wait until SM n (a standby whose master died or stepped down) is MASTER and has
         configured tables and brought the subnet up after becoming master; its outcome."""
         sm = self.sm(n)
-        deadline = time.monotonic() + (timeout or self.timeout)
-        while time.monotonic() < deadline and sm.running:
-            text = Path(sm.log).read_text(errors="replace")
+
+        def done() -> bool:
+            text = _text(sm.log)
             at = text.rfind("Entering MASTER state")
-            if at >= 0 and sm_state(text) == "MASTER":
-                got = opensm.routing_outcome(text[at:], sm.engines)
-                if got.subnet_up and got.engine:
-                    break
-            time.sleep(0.2)
-        out = self._outcome(sm, exited=not sm.running)
+            if at < 0 or sm_state(text) != "MASTER":
+                return False
+            got = opensm.routing_outcome(text[at:], sm.engines)
+            return got.subnet_up and got.engine is not None
+
+        # a standby idles on purpose: until its polls of a dead master time out, or the master hands over
+        stalls = self._settle(sm, done, timeout, blame=lambda: sm.state() != "STANDBY")
+        out = self._outcome(sm, exited=not sm.running, stalls=stalls)
         if out.get("state") != "MASTER" and "error" not in out:
             out["error"] = f"SM {n} is {out.get('state') or 'not running'}, not MASTER, after {timeout or self.timeout:g} s"
         return out
 
     def wait_routed(self, n: int, after: int, timeout: float | None = None) -> dict:
-        """Wait until SM n's log has more than `after` 'tables configured' lines and a SUBNET UP
-        after the last (a re-route after a fault); its outcome. `after`: configured_count(n)
-        taken before the change."""
+        """Wait until SM n has configured tables more than `after` times (configured_count, taken
+        before the change) and brought the subnet up after the last (a re-route after a fault);
+        its outcome. A master that stalls in that sweep is restarted (_settle)."""
         sm = self.sm(n)
-        deadline = time.monotonic() + (timeout or self.timeout)
-        while time.monotonic() < deadline and sm.running:
-            text = Path(sm.log).read_text(errors="replace")
-            if text.count("tables configured on all switches") > after:
-                last = text.rfind("tables configured on all switches")
-                if "SUBNET UP" in text[last:]:
-                    break
-            time.sleep(0.1)
-        return self._outcome(sm, exited=not sm.running)
+
+        def done() -> bool:
+            if self.configured_count(n) <= after:
+                return False
+            text = _text(sm.log)
+            last = text.rfind("tables configured on all switches")
+            return last >= 0 and "SUBNET UP" in text[last:]
+
+        stalls = self._settle(sm, done, timeout, blame=lambda: False)
+        return self._outcome(sm, exited=not sm.running, stalls=stalls)
+
+    # ------------------------------------------------------------------ stalls
+    def _settle(self, sm: SM, done, timeout: float | None = None, blame=lambda: True) -> list[dict]:
+        """Wait until done(), SM `sm` is not running, or `timeout` (default .timeout). When the
+        fabric has been idle STALL_S while an SM's sweep is unfinished (_stuck; `sm` itself when
+        the logs show none and blame() says it should not idle), that sweep waits for a MAD that
+        will never come: those SMs are restarted (_stall), at most RETRIES times. Returns the
+        stalls met."""
+        stalls: list[dict] = []
+        t0 = time.monotonic()
+        deadline = t0 + (timeout or self.timeout)
+        activity = Activity(self)
+        while not done() and sm.running and time.monotonic() < deadline:
+            idle = activity.idle_for()
+            if idle >= STALL_S:
+                stuck = self._stuck() or ([sm] if blame() else [])
+                if stuck:
+                    retry = len(stalls) + 1 if len(stalls) < RETRIES else 0
+                    stalls.append(self._stall(stuck, idle, time.monotonic() - t0, retry))
+                    if not stalls[-1]["retried"]:
+                        break
+                activity = Activity(self)  # look again after another STALL_S
+            time.sleep(0.2)
+        return stalls
+
+    @staticmethod
+    def _mark(sm: SM) -> tuple[str | None, int]:
+        """Where SM `sm`'s log ends now (for _since)."""
+        return sm.log, Path(sm.log).stat().st_size if sm.log and Path(sm.log).exists() else 0
+
+    @staticmethod
+    def _since(sm: SM, mark: tuple[str | None, int]) -> str:
+        """What SM `sm` logged since `mark` (all of its log when it was started since)."""
+        try:
+            with open(sm.log, "rb") as fh:
+                fh.seek(mark[1] if mark[0] == sm.log else 0)
+                return fh.read().decode(errors="replace")
+        except (OSError, TypeError):  # not written yet
+            return ""
+
+    def _info_logged(self) -> bool:
+        """Does OpenSM log INFO (-D flag 0x02, its default): SUBNET UP after every sweep?"""
+        flags = 0x03
+        for i, arg in enumerate(self.opensm_args):
+            if arg == "-V":
+                flags = 0xFF
+            elif arg == "-D" and i + 1 < len(self.opensm_args):
+                try:
+                    flags = int(self.opensm_args[i + 1], 0)
+                except ValueError:
+                    pass
+        return bool(flags & 0x02)
+
+    def _stuck(self) -> list[SM]:
+        """The running SMs whose log shows a sweep that has not ended: DISCOVERING; MASTER with no
+        SUBNET UP since it became master; a master that received a trap (each makes it sweep) after
+        its last SUBNET UP — read only when OpenSM logs INFO, where every sweep ends with one."""
+        info = self._info_logged()
+        stuck = []
+        for sm in self.sms:
+            if not sm.running or not sm.log:
+                continue
+            text = _text(sm.log)
+            state = sm_state(text)
+            if state == "DISCOVERING" or state == "MASTER" and (
+                    not up_as_master(text) or info and text.rfind("Received Generic Notice") > text.rfind("SUBNET UP")):
+                stuck.append(sm)
+        return stuck
+
+    def _lost(self, sm: SM) -> str | None:
+        """What stopped SM `sm` still waited for, from its exit (OpenSM's ERR 5401 names one
+        outstanding request), and whose log shows that request arriving."""
+        found = _LOST.findall(_text(sm.log))
+        if not found:
+            return None
+        tid, mclass = int(found[-1][0], 16), int(found[-1][1], 16)
+        what = f"at exit SM {sm.n} still waited for its MAD tid 0x{tid:x} (class 0x{mclass:02x}"
+        what += ", a LID-routed SMP)" if mclass == 0x01 else ", a directed-route SMP)" if mclass == 0x81 else ")"
+        for other in (x for x in self.sms if x is not sm):
+            for m in re.finditer(r"num:144 .*? TID:0x([0-9a-f]+)", _text(other.log)):
+                if int(m.group(1), 16) & 0xFFFFFFFF == tid:
+                    return what + f": its Trap 144 to SM {other.n}, whose TrapRepress ibsim drops"
+        return what
+
+    def _stall(self, stuck: list[SM], idle: float, after: float, retry: int) -> dict:
+        """A stall of the SMs `stuck`, said in one message; on `retry` (its number) they are stopped
+        (OpenSM names the MAD it waited for as it exits) and started again, highest priority first,
+        each let settle before the next: what an operator does with an SM that hangs. Without (0),
+        they are left as they are, to be looked at."""
+        states = {sm.n: sm.state() or "not running" for sm in stuck}
+        names = " and ".join(f"SM {sm.n} ({states[sm.n]})" for sm in stuck)
+        one = len(stuck) == 1
+        message = (f"{names} stalled: {'its sweep has' if one else 'their sweeps have'} not ended and OpenSM and "
+                   f"ibsim did nothing for {idle:.0f} s — {'it waits' if one else 'they wait'} for an answer that "
+                   "will not come (under ibsim a MAD can go unanswered, and umad2sim never times one out; "
+                   "docs/sim.md)")
+        lost: list[str] = []
+        if retry:
+            for sm in stuck:
+                self._end(sm, signal.SIGTERM)
+            lost = [x for x in map(self._lost, stuck) if x]
+            for sm in sorted(stuck, key=lambda x: -(x.priority or 0)):
+                self._launch(sm, conf_from=sm.conf)  # as `systemctl restart opensm`: its opensm.conf as it is
+                self._let_settle(sm)
+                self._outcome(sm)
+            message += "".join(f"; {x}" for x in lost) + \
+                f"; restarted {' and '.join(f'SM {sm.n}' for sm in stuck)} (retry {retry} of {RETRIES})"
+        else:
+            message += (f"; gave up after {RETRIES} restarts (`ibtool sim sm RUN --restart --sm N` "
+                        "restarts one by hand)")
+        self._save()
+        return {"sms": [sm.n for sm in stuck], "states": states, "idle_s": round(idle, 1),
+                "after_s": round(after, 1), "lost": lost, "retried": bool(retry), "message": message}
+
+    def _let_settle(self, sm: SM) -> None:
+        """Wait until SM `sm`, just started, is STANDBY or MASTER with SUBNET UP, or exited, or the
+        fabric is idle (a stall the caller will see), or .timeout."""
+        activity, deadline = Activity(self), time.monotonic() + self.timeout
+        while sm.running and time.monotonic() < deadline and activity.idle_for() < STALL_S:
+            text = _text(sm.log)
+            if sm_state(text) == "STANDBY" or up_as_master(text):
+                return
+            time.sleep(0.2)
 
     def wait_quiet(self, secs: float = 3.0, timeout: float = 20.0) -> bool:
         """Wait until no running SM's log grew for `secs` (a sweep in progress is over; at most
-        `timeout` s); False if they kept growing. A cable unlinked under a sweep (e.g. the master's
-        after a standby announced itself) left OpenSM with a directed-route SMP lost in umad2sim:
-        no new tables for minutes, ERR 5401 at its exit."""
+        `timeout` s); False if they kept growing."""
         deadline = time.monotonic() + timeout
         sizes, since = None, time.monotonic()
         while time.monotonic() < deadline:
@@ -544,10 +743,18 @@ class LiveFabric:
         return False
 
     def configured_count(self, n: int) -> int:
-        """How many times SM n has configured tables so far (for wait_routed)."""
-        log = self.sm(n).log
-        return Path(log).read_text(errors="replace").count("tables configured on all switches") \
-            if log and Path(log).exists() else 0
+        """How many times SM n has configured tables so far, over all its starts (for wait_routed)."""
+        sm = self.sm(n)
+        total = 0
+        for log in sm.logs or [sm.log]:
+            if log != sm.log and log in self._counted:  # the log of an earlier start: it grows no more
+                total += self._counted[log]
+                continue
+            count = _text(log).count("tables configured on all switches")
+            if log != sm.log:
+                self._counted[log] = count
+            total += count
+        return total
 
     def master(self) -> SM | None:
         """The running SM that says it is MASTER, if any."""

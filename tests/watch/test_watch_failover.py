@@ -1,7 +1,7 @@
 """The master SM dies and a standby takes over (two real OpenSMs on one ibsim, `ibtool sim up
 --sms 2`): the watcher's next round says the master changed (its GUID and priority), and again
-when the first SM comes back and takes mastership back. Marked `alone` as the other failover tests
-(two SMs on one ibsim under CPU contention: docs/sim.md)."""
+when the first SM comes back and takes mastership back (an SM that stalls on ibsim is seen and
+restarted by `sim sm`: docs/sim.md, "When an SM stalls")."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from ibtool.sim.clients import Clients
 from ibtool.watch.plan import PlanView
 from ibtool.watch.service import Watcher
 
-pytestmark = [pytest.mark.ibsim, pytest.mark.alone]
+pytestmark = [pytest.mark.ibsim]
 FAST_POLLS = ("--conf", "sminfo_polling_timeout=1000", "--conf", "polling_retry_number=2",
               "--conf", "sweep_interval=0")
 
