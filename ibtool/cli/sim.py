@@ -345,8 +345,8 @@ def up_cmd(net, out, engine, sms, sm_on, sm_priority, conf_options, opensm_confi
     `sim set`, `sim status` and `sim down` find them. Prints the IBSIM_SOCKNAME and the
     LD_PRELOAD line that let infiniband-diags (and `ibtool collect`) reach the fabric.
     Exits 0 when the master SM configured the tables with the first engine of the list (or a
-    later one with --accept-fallback), 1 otherwise (the fabric stays up to be looked at; `sim
-    down` stops it).
+    later one with --accept-fallback) and every other SM came up as its standby, 1 otherwise (the
+    fabric stays up to be looked at; `sim down` stops it).
 
     \b
     Examples:
@@ -392,15 +392,20 @@ def up_cmd(net, out, engine, sms, sm_on, sm_priority, conf_options, opensm_confi
         fh.write(f"# . {run}/sim/env.sh: infiniband-diags and ibtool collect reach the fabric ibtool sim up started\n"
                  f"export IBSIM_SOCKNAME={lf.sockname}\nexport LD_PRELOAD={d['LD_PRELOAD']}\n")
     master = lf.master()
-    ok = master is not None and master.outcome.get("ok", False)
+    # a standby that stalled and was given up on (docs/sim.md, "When an SM stalls") fails the start too
+    broken = [f"SM {i}: {sm.outcome['error']}" for i, sm in enumerate(lf.sms, 1)
+              if sm is not master and sm.outcome.get("error")]
+    ok = master is not None and master.outcome.get("ok", False) and not broken
     d["ok"] = ok
     if as_json:
         click.echo(json.dumps(d, indent=2))
     else:
         _print(d)
-        if not ok:
+        if master is None or not master.outcome.get("ok", False):
             click.echo("NOT UP with the requested engine: " + ((master.outcome.get("error") if master else None)
                        or "no SM is master"), err=True)
+        for b in broken:
+            click.echo(f"NOT UP: {b}", err=True)
     _say_notes(notes)
     if not ok:
         raise SystemExit(1)
