@@ -11,9 +11,10 @@ from pathlib import Path
 
 import click
 
-from ibtool import children
+from ibtool import children, plandir
 from ibtool.cli import InPath, OutPath
 from ibtool.errors import EnvironmentProblem, InputError
+from ibtool.plan import Plan
 from ibtool.sim import opensm, opensm_options
 
 PLUGIN_DIR = opensm.PLUGIN_DIR
@@ -159,7 +160,7 @@ def _set(options: list[tuple[str, str]], key: str, val: str) -> list[tuple[str, 
 def plan_options(plan: Path) -> tuple[list[str], list[tuple[str, str]]]:
     """A plan's routing_engine and its other opensm.conf options, each checked, the files it names
     made absolute against the plan (it names them relative to itself, so it can be moved)."""
-    conf = (plan / "opensm.conf") if plan.is_dir() else plan
+    conf = Plan.at(plan).opensm_conf
     text = _read(conf, "--plan")
     if text is None:
         raise InputError(f"--plan {plan}: no opensm.conf (a plan directory of `ibtool topo`?)")
@@ -243,7 +244,7 @@ def install_cmd(prefix, conf, engines, plan, destdir, kns_conf, dry_run):
     plan_engines, extra = plan_options(plan) if plan else (None, [])
     names = opensm.parse_engines(engines, "--engines") if engines is not None else plan_engines or ["hdor", "nue"]
     if kns_conf is None and plan is not None:  # the plan's description (`ibtool topo kns` writes one)
-        own = (plan if plan.is_dir() else plan.parent) / "hdor.conf"
+        own = Plan.at(plan).hdor_conf
         kns_conf = own if own.is_file() else None
     if "hdor" not in names:
         raise InputError(f"--engines {','.join(names)!r} does not list hdor" if engines is not None or not plan
@@ -276,7 +277,7 @@ def install_cmd(prefix, conf, engines, plan, destdir, kns_conf, dry_run):
         from ibtool.formats import hdor_conf
         kc = hdor_conf.read(kns_conf)
         cdir = (conf.resolve() if not conf.is_absolute() else conf).parent
-        desc = (_root(destdir, cdir / "hdor.conf"), _read(kns_conf, "--kns-conf"), kc)
+        desc = (_root(destdir, cdir / plandir.HDOR_CONF), _read(kns_conf, "--kns-conf"), kc)
         # OpenSM programs hdor's SL2VL tables of a degraded KNS only with QoS on
         extra = _set(extra, "qos", "TRUE")
         if "updn" in names:  # updn finds no roots on a KNS by itself: from the description, beside it

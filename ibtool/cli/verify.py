@@ -11,6 +11,7 @@ from ibtool import rundir
 from ibtool.cli import InPath, OutPath
 from ibtool.errors import InputError
 from ibtool.formats import ibnetdiscover, node_name_map
+from ibtool.plan import Plan
 from ibtool.verify import report
 from ibtool.verify.run import cables_for, check_health, check_routes, read_fabric
 
@@ -143,8 +144,8 @@ def topology_cmd(plan, discovered, nnm, host_map, fail_on, cables, stage, junit_
     names = node_name_map.read(nnm) if nnm else None
     hosts = host_map_format.read(host_map) if host_map else None
     plan = Path(plan)
-    p = ibnetdiscover.read(plan / "topology.net" if plan.is_dir() else plan)
-    cl_path = cable_list.find(plan, cables)
+    p = ibnetdiscover.read(Plan.at(plan).net)
+    cl_path = cables if cables is not None else Plan.at(plan).cable_list()
     cl = cable_list.read(cl_path) if cl_path else None
     if stage is not None and cl is None:
         raise InputError("--stage needs the plan's cable list (`ibtool cabling`, or --cables FILE)")
