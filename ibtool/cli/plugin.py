@@ -78,27 +78,24 @@ def _write(path: Path, data: bytes, mode: int = 0o644) -> None:
         raise EnvironmentProblem(f"cannot write {path}: {e.strerror}{hint}") from None
 
 
-_KEY = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(.*?)\s*$")
-
-
 def update_conf(text: str, engines: list[str], plugin: str = "hdor",
                 options: list[tuple[str, str]] = ()) -> tuple[str, list[str]]:
     """Set routing_engine (and `options`, e.g. a plan's) and add `plugin` to event_plugin_name in
     an opensm.conf text.
 
-    The first active line of each key is rewritten in place; later active duplicates (OpenSM would
-    take the last one) are commented out. Missing keys are appended. Returns (text, changes)."""
+    Lines are read as OpenSM reads them (opensm_options.parse_line: '#' starts a comment, one pair
+    of quotes dropped). The first active line of each key is rewritten in place, its comment kept;
+    later active duplicates (OpenSM would take the last one) are commented out. Missing keys are
+    appended. Returns (text, changes)."""
     lines = text.splitlines()
     changes: list[str] = []
     want = {"routing_engine": ",".join(engines), **dict(options)}
     seen: dict[str, int] = {}
     for i, ln in enumerate(lines):
-        if ln.lstrip().startswith("#"):
+        kv = opensm_options.parse_line(ln)
+        if not kv or (kv[0] not in want and kv[0] != "event_plugin_name"):
             continue
-        m = _KEY.match(ln)
-        if not m or (m.group(1) not in want and m.group(1) != "event_plugin_name"):
-            continue
-        key, val = m.group(1), m.group(2)
+        key, val = kv
         if key in seen:
             lines[i] = f"# {ln}  # superseded by line {seen[key] + 1} (ibtool plugin install)"
             changes.append(f"commented out duplicate '{ln.strip()}' (line {i + 1})")
@@ -113,7 +110,7 @@ def update_conf(text: str, engines: list[str], plugin: str = "hdor",
             new = want[key]
             if val == new:
                 continue
-        lines[i] = f"{key} {new}"
+        lines[i] = f"{key} {new}" + (f"  {ln[ln.index('#'):]}" if "#" in ln else "")
         changes.append(f"{key}: '{val}' -> '{new}' (line {i + 1})")
     add = []
     if "event_plugin_name" not in seen:
