@@ -10,7 +10,7 @@ HCAs are dots under their switch, or one box per switch ("16 HCAs") beyond 1,500
 
 from __future__ import annotations
 
-from ibtool.drawing.scene import Node, Scene, Wire
+from ibtool.drawing.scene import Node, Scene, Wire, shape
 from ibtool.drawing.svg import text_width
 from ibtool.fabric import CA, SWITCH, switch_stages
 
@@ -19,6 +19,21 @@ MAX_WIDE = 40
 MAX_UPRIGHT = 128
 MAX_GROUPS = 48
 MAX_HCA_DOTS = 1500
+MAX_GENERIC = 20000  # devices beyond which a fabric without a family shape or a floor is not drawn
+
+
+@shape("tree", rank=20, summary="a family's levels (its `level` or `stage` labels): switches in rows")
+def _by_level(f, layout=None, links=None) -> Scene | None:
+    sw = [i for i in range(f.num_nodes) if f.types[i] == SWITCH]
+    key = next((k for k in ("level", "stage") if sw and all(k in f.labels[i] for i in sw)), None)
+    return scene(f, key) if key else None
+
+
+@shape("levels", rank=40, summary="any fabric up to 20,000 devices: switches in rows by hops from the HCAs")
+def _by_distance(f, layout=None, links=None) -> Scene | None:
+    if f.num_nodes > MAX_GENERIC or not any(t == SWITCH for t in f.types):
+        return None
+    return scene(f, None)
 
 
 def levels_of(f, key: str | None) -> dict[int, int]:
