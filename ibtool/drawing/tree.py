@@ -124,6 +124,7 @@ def scene(f, key: str | None = None) -> Scene:
                 node[h] = hn
     # cables, bundled between nodes that stand for several devices
     bundles: dict[tuple[int, int], list[int]] = {}
+    pos = {id(n): k for k, n in enumerate(sc.nodes)}  # a pair's order by drawing order, not by address
     for li, (a, b) in enumerate(zip(f.link_a, f.link_b)):
         na, nb = node.get(a), node.get(b)
         if na is None or nb is None:
@@ -131,10 +132,9 @@ def scene(f, key: str | None = None) -> Scene:
         if na is nb:
             sc.wire_of[li] = Wire([(na.x - 3, na.y), (na.x + 3, na.y)], "wire", [li])
             continue
-        bundles.setdefault((id(na), id(nb)) if id(na) < id(nb) else (id(nb), id(na)), []).append(li)
-    by_id = {id(n): n for n in sc.nodes}
+        bundles.setdefault(tuple(sorted((pos[id(na)], pos[id(nb)]))), []).append(li)
     for (x, y), lis in bundles.items():
-        na, nb = by_id[x], by_id[y]
+        na, nb = sc.nodes[x], sc.nodes[y]
         if na.y > nb.y:
             na, nb = nb, na
         pts = [(na.x, na.y + na.h / 2), (nb.x, nb.y - nb.h / 2)]

@@ -353,3 +353,17 @@ def test_a_drawing_is_one_module_on_the_package_path(tmp_path):
     assert got["shapes"] == ["floor", "kns", "levels", "one-row", "tree"]
     assert got["ring"] == "one row" and got["svg"] >= 3  # its three switches drawn by render
     assert got["kns"].startswith("routers on their grid")  # a KNS still gets its grid (rank 10 < 15)
+
+
+def test_the_same_plan_draws_the_same_in_every_process(tmp_path):
+    """A tree whose switches of one level are cabled to each other (MIKANT) is drawn the same by
+    two processes: which end of such a cable is drawn where followed the nodes' memory addresses."""
+    import subprocess
+    import sys
+    from support import ROOT, SMALL
+    ibtool("topo", "mikant", *SMALL["mikant"], "--out", tmp_path / "p", check=0)
+    code = ("import sys; from ibtool import drawing; from ibtool.plan import read_layout, read_plan; "
+            "f, p, _ = read_plan(sys.argv[1]); print(drawing.topology(read_layout(f, p))[0])")
+    svgs = {subprocess.run([sys.executable, "-c", "x = [0] * %d; " % n + code, str(tmp_path / "p")], cwd=ROOT,
+                           capture_output=True, text=True, check=True, timeout=120).stdout for n in (1, 50000, 3)}
+    assert len(svgs) == 1 and "S[0,0,0] P3 - S[1,0,0] P3" in svgs.pop()
