@@ -191,14 +191,15 @@ def coords_cmd(fabric, dump, plan, nnm, as_json, html_out):
           --plan cellia/topology.net
     """
     from ibtool.formats import hdor_dump
-    from ibtool.verify import coords, topology
+    from ibtool.verify import coords
+    from ibtool.verify.matching import match
     names = node_name_map.read(nnm) if nnm else None
     f = read_fabric(fabric, names)
     d = hdor_dump.read(dump) if dump else None
     p = to_plan = None
     if plan:
         p = ibnetdiscover.read(plan)
-        to_plan = topology.match(p, f, names=bool(names)).to_plan
+        to_plan = match(p, f, names=bool(names)).to_plan
     c = coords.verify(f, d, p, to_plan)
     rep = report.build({"fabric": str(fabric), "dump": str(dump) if dump else None,
                         "plan": str(plan) if plan else None}, {"coords": c})

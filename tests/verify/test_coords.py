@@ -10,7 +10,7 @@ from ibtool.formats import hdor_dump, ibnetdiscover
 from ibtool.routing.lids import assign_lids
 from ibtool.topologies.kns import kns
 from ibtool.verify import coords
-from ibtool.verify.topology import match
+from ibtool.verify.matching import match
 
 KNS = FIXTURES / "real" / "ibsim-kns-k3-n2-hdor"
 PLAN = FIXTURES / "real" / "plan-kns-k3-n2.net"
