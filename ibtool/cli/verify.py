@@ -179,7 +179,7 @@ def topology_cmd(plan, discovered, nnm, host_map, fail_on, cables, stage, junit_
 @click.option("--fabric", type=InPath(), required=True, help="ibnetdiscover output of the fabric.")
 @click.option("--dump", type=InPath(), help="hdor's opensm-hdor.dump to check against the reference.")
 @click.option("--plan", type=InPath(),
-              help="The plan's net file: compare coordinates up to relabeling.")
+              help="The plan (a plan directory or its net file): compare coordinates up to relabeling.")
 @click.option("--node-name-map", "nnm", type=InPath(), help="Plan names for the fabric's GUIDs.")
 @_opts
 def coords_cmd(fabric, dump, plan, nnm, as_json, html_out):
@@ -198,7 +198,7 @@ def coords_cmd(fabric, dump, plan, nnm, as_json, html_out):
     d = hdor_dump.read(dump) if dump else None
     p = to_plan = None
     if plan:
-        p = ibnetdiscover.read(plan)
+        p = ibnetdiscover.read(Plan.at(plan).net)
         to_plan = match(p, f, names=bool(names)).to_plan
     c = coords.verify(f, d, p, to_plan)
     rep = report.build({"fabric": str(fabric), "dump": str(dump) if dump else None,

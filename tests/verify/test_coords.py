@@ -26,6 +26,15 @@ def test_hdor_dump_matches_reference_and_plan():
     assert rp["ok"] and rp["routers_compared"] == 9 and rp["relabeling"]["dimensions"] == [0, 1]
 
 
+def test_the_plan_may_be_its_directory(tmp_path):
+    """--plan names a plan as every command does: its directory or its net file (issue 37)."""
+    (tmp_path / "plan").mkdir()
+    shutil.copy(PLAN, tmp_path / "plan" / "topology.net")
+    r = ibtool("verify", "coords", "--fabric", KNS / "ibnetdiscover.out", "--plan", tmp_path / "plan", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["coords"]["reference_vs_plan"]["routers_compared"] == 9
+
+
 def test_tampered_dump_names_the_device(tmp_path):
     d = tmp_path / "opensm-hdor.dump"
     text = (KNS / "opensm-hdor.dump").read_text()
