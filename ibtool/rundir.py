@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ibtool import plandir
 from ibtool.errors import InputError
 
 FABRIC = "ibnetdiscover.out"  # the fabric as discovered (ibnetdiscover)
@@ -17,10 +18,10 @@ SUMMARY = "summary.json"  # what ran and its verdict
 PATH_SLS = "saquery-paths.out"  # the SL of each path (saquery -p): `--path-sls`
 PERFQUERY = "perfquery.out"  # port counters (perfquery)
 SL2VL = "sl2vl.dump"  # collect: the SL2VL tables read by MADs
-OPENSM_CONF = "opensm.conf"
+OPENSM_CONF = plandir.OPENSM_CONF  # the conf OpenSM ran with, named as a plan's
 OPENSM_LOG = "opensm.log"
 OPENSM_STDERR = "opensm.stderr"  # sim run --path-sls: OpenSM runs on as the SA, its stderr here
-HDOR_CONF = "hdor.conf"  # the KNS description hdor ran with, beside opensm.conf (sim run --hdor-conf)
+HDOR_CONF = plandir.HDOR_CONF  # the KNS description hdor ran with, beside opensm.conf (sim run --hdor-conf)
 IBSIM_LOG = "ibsim.log"
 OSM = "osm"  # sim run: OpenSM's own dumps (its OSM_TMP_DIR)
 OSM_LFTS = "opensm-lfts.dump"

@@ -163,7 +163,7 @@ def test_a_repeated_key_is_read_as_opensm_reads_it(tmp_path):
     commands that read a plan's conf (`sim run PLAN` takes its engine, `plugin install --plan`
     its engine and options), must take the same."""
     from ibtool.cli.plugin import plan_options
-    from ibtool.sim.opensm import plan_engines
+    from ibtool.plan import Plan
     exe = shutil.which("opensm", path="/usr/sbin:/sbin:/usr/bin")
     assert exe, "opensm not installed (make setup installs it)"
     plan = tmp_path / "kns"
@@ -180,7 +180,7 @@ def test_a_repeated_key_is_read_as_opensm_reads_it(tmp_path):
     assert before["routing_engine"] != took["routing_engine"]  # the plan's own line was not the one taken
     mine = oo.read(conf.read_text())
     assert (mine["routing_engine"], mine["lmc"]) == (took["routing_engine"], took["lmc"])
-    assert plan_engines(plan / "topology.net") == took["routing_engine"].split(",")
+    assert Plan.at(plan / "topology.net").engines() == took["routing_engine"].split(",")
     engines, options = plan_options(plan)
     assert engines == took["routing_engine"].split(",") and dict(options)["lmc"] == took["lmc"]
 

@@ -179,8 +179,23 @@ def test_a_net_without_its_plans_opensm_conf_says_which_engine_and_why(tmp_path)
     assert (f"ibtool: note: routing with minhop, OpenSM's default: no --engine and no opensm.conf beside {alone} "
             f"(a plan's, as `ibtool topo` writes it); this net file is a fattree plan, whose engine is ftree"
             in r.stderr), r.stderr
+    assert "give its plan directory (--plan DIR" in r.stderr, r.stderr
     s = _summary(tmp_path / "run")
     assert s["engine"] == "minhop" and s["engine_note"].startswith("routing with minhop, OpenSM's default: no --engine")
+    # pointed at its plan (issue 37): the copy is routed as the plan says, and nothing is to be said
+    r = ibtool("sim", "run", alone, "--plan", ft, "--no-discover", "--out", tmp_path / "run2", check=0)
+    s = _summary(tmp_path / "run2")
+    assert s["net"] == str(alone) and s["engine"] == "ftree" and s["ok"] and "note:" not in r.stderr, r.stderr
+    r = ibtool("sim", "run", "--plan", ft / "topology.net", "--no-discover", "--out", tmp_path / "run3", check=0)
+    s = _summary(tmp_path / "run3")
+    assert s["net"] == str(ft / "topology.net") and s["engine"] == "ftree" and s["ok"], r.stderr
+
+
+def test_sim_run_needs_a_net_or_a_plan(tmp_path):
+    r = ibtool("sim", "run", "--out", tmp_path / "run")
+    assert (r.returncode, r.stderr) == (2, "ibtool: error: give the net file or plan to emulate: NET|PLAN, or "
+                                           "--plan PLAN\n")
+    assert not (tmp_path / "run").exists()
 
 
 # ------------------------------------------------------------------------------------ item 10

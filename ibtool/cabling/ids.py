@@ -22,7 +22,6 @@ from ibtool.errors import InputError
 from ibtool.formats import atomic_write, read_tagged_json
 
 FORMAT = "ibtool-cable-ids/1"
-FILE = "cable-ids.json"
 _ID = re.compile(r"^C(\d+)$")
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ibtool import __version__, drawing
+from ibtool import __version__, drawing, plandir
 from ibtool.errors import InputError
 from ibtool.fabric import SWITCH
 from ibtool.formats import move_into, output_target
@@ -129,7 +129,7 @@ def write_package(plan: CablePlan, out: Path, prices: dict | None = None, engine
     try:
         say(f"cable list: {len(plan):,} cables")
         rows = list(plan.rows())
-        cables_csv.write(rows, tmp / "cables.csv")
+        cables_csv.write(rows, tmp / plandir.CABLES_CSV)
         cables_csv.write_meta(plan, tmp / "cabling.json", engine, build, rows)
         labels.write_csv(rows, tmp / "labels.csv")
         netbox.write(plan, rows, tmp / "netbox")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from ibtool import __version__, plan, rundir
+from ibtool import __version__, plan, plandir, rundir
 from ibtool.cli import InPath, OutPath
 from ibtool.errors import InputError
 from ibtool.fabric import Fabric
@@ -19,17 +19,17 @@ from ibtool.layout import POLICIES, Layout, place
 from ibtool.templating import render
 
 # what a directory may hold, in the order looked for: a plan, then an `ibtool sim run` result
-FABRIC_FILES = (plan.NET, rundir.FABRIC)
+FABRIC_FILES = (plandir.NET, rundir.FABRIC)
 
 
-def load(path: Path) -> tuple[Fabric, Path | None]:
+def load(path: Path) -> tuple[Fabric, plan.Plan | None]:
     """The fabric at PATH (a plan or run directory, or a net/ibnetdiscover file) and the plan
-    directory when PATH is one."""
+    when PATH is a plan directory."""
     if not path.is_dir():
         return ibnetdiscover.read(path), None
-    if (path / plan.NET).is_file():  # a plan: read as every command reads one (its family's labels too)
-        fabric, plan_dir, _ = plan.read_plan(path)
-        return fabric, plan_dir
+    if plan.Plan.at(path).net.is_file():  # a plan: read as every command reads one (its family's labels too)
+        fabric, p, _ = plan.read_plan(path)
+        return fabric, p
     if not rundir.fabric(path).is_file():
         raise InputError(f"{path}: no {' or '.join(FABRIC_FILES)} in this directory")
     fabric = ibnetdiscover.read(rundir.fabric(path))
@@ -37,7 +37,7 @@ def load(path: Path) -> tuple[Fabric, Path | None]:
     return fabric, None
 
 
-def layout_for(fabric: Fabric, plan_dir: Path | None, layout_opt: str | None, site: Path | None) -> Layout | None:
+def layout_for(fabric: Fabric, plan_dir: plan.Plan | None, layout_opt: str | None, site: Path | None) -> Layout | None:
     """The layout analyze uses: --layout POLICY (placed now), --layout FILE, --layout none; else the
     plan's layout.json, else the fabric placed by its family's policy, as `ibtool cabling` does."""
     if site and not layout_opt:

@@ -13,10 +13,15 @@ from ibtool.layout import POLICIES
 
 
 class _PlanByDefault(click.Group):
-    """`ibtool cabling PLAN_DIR ...` is `ibtool cabling plan PLAN_DIR ...`."""
+    """`ibtool cabling PLAN ...` is `ibtool cabling plan PLAN ...`. The plan wins over a subcommand
+    of its name: a PLAN that is there (a directory named `plan` or `import`) followed by nothing
+    but options is the plan (`ibtool cabling plan --out x` in the directory holding ./plan); a
+    subcommand name followed by its argument is the subcommand (`ibtool cabling plan cellia`)."""
 
     def parse_args(self, ctx, args):
-        if args and args[0] not in self.commands and not args[0].startswith("-"):
+        if args and not args[0].startswith("-") and (
+                args[0] not in self.commands
+                or (Path(args[0]).exists() and (len(args) == 1 or args[1].startswith("-")))):
             args = ["plan", *args]
         return super().parse_args(ctx, args)
 
@@ -29,6 +34,10 @@ def group():
     ibtool cabling cellia --out cellia/cabling            # plan dir of `ibtool topo` -> package
     ibtool cabling cellia --site site.yaml --prices prices.yaml --out pkg
     ibtool cabling import pkg/cables.csv --out cellia2     # an edited sheet -> a plan again
+
+    A plan directory named like a subcommand is the plan when only options follow it
+    (`ibtool cabling plan --out pkg` with ./plan there); `ibtool cabling plan PLAN` and
+    `ibtool cabling import CSV` are the subcommands.
     """
 
 
@@ -94,20 +103,20 @@ def plan_cmd(plan, out, site, preset, policy, prices, label_format, site_name, r
         if policy or site:
             raise InputError("--preset sets the policy and the site: give it without --policy and --site")
         policy, site = PRESETS[preset]
-    fabric, plan_dir, build = read_plan(plan)
+    fabric, p, build = read_plan(plan)
     price_table = None
     if prices:
         from ibtool.analyze.cost import read_prices  # (analyze pulls in scipy: only when asked)
         price_table = read_prices(prices)
-    layout = read_layout(fabric, plan_dir, policy, site)
-    record_path = plan_dir / ids.FILE
+    layout = read_layout(fabric, p, policy, site)
+    record_path = p.cable_ids
     cp = plan_cables(layout, site_name, room, label_format, ids.read(record_path), sm_host)
-    cp.guids_real = build is None and not (plan_dir / "fabric.json").exists()  # a plan of a discovered fabric
-    out = Path(out or plan_dir / "cabling").resolve()
-    engine = _plan_engine(plan_dir)
-    s = write_package(cp, out, price_table, engine, build, progress=_say(as_json), source=str(plan_dir))
+    cp.guids_real = build is None and p.discovered  # a plan of a discovered fabric
+    out = Path(out or p.cabling).resolve()
+    engine = _plan_engine(p)
+    s = write_package(cp, out, price_table, engine, build, progress=_say(as_json), source=str(p.dir))
     s["cable_ids"] = None
-    if (plan_dir / "fabric.json").is_file():  # a plan directory: the IDs live in it, the next package keeps them
+    if not p.discovered:  # a plan directory: the IDs live in it, the next package keeps them
         try:
             ids.write(cp.record, record_path)
             s["cable_ids"] = str(record_path)
@@ -134,10 +143,9 @@ def _span(ids_: list[str]) -> str:
     return ", ".join(ids_[:5]) + (f" ... {ids_[-1]}" if len(ids_) > 5 else "") if ids_ else "none"
 
 
-def _plan_engine(plan_dir: Path) -> str | None:
-    from ibtool.sim import opensm
+def _plan_engine(plan) -> str | None:
     try:
-        engines = opensm.plan_engines(plan_dir / "topology.net")
+        engines = plan.engines()
     except InputError:
         return None
     return ",".join(engines) if engines else None
@@ -170,7 +178,8 @@ def import_cmd(csv_file, out, force, as_json):
     Example:
       ibtool cabling import cellia/cabling/cables.csv --out cellia-edited
     """
-    from ibtool.cabling import cables_csv, ids
+    from ibtool import plandir
+    from ibtool.cabling import cables_csv
     from ibtool.plan import check_out, write_plan
     from ibtool.sim import opensm
 
@@ -180,7 +189,7 @@ def import_cmd(csv_file, out, force, as_json):
     engines = opensm.parse_engines(meta.get("engine") or "minhop")
     record = json.dumps(imp.record.to_dict(), separators=(",", ":")) + "\n"
     files = write_plan(fabric, out, engines, _engine_files(fabric), imp.layout, build=meta.get("build"),
-                       extra={ids.FILE: record})
+                       extra={plandir.CABLE_IDS: record})
     report = {"measured_lengths": [{"cable_id": c, "length_m": m, "model_m": round(x, 3)} for c, m, x in imp.measured],
               "removed": [{"cable_id": r[0], "ends": [f"{r[2]} port {r[3]}", f"{r[4]} port {r[5]}"]}
                           for r in imp.removed],

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import click
 
-from ibtool import children
+from ibtool import children, plandir
 from ibtool.cli import InPath, OutPath
 from ibtool.errors import EnvironmentProblem, InputError
+from ibtool.plan import Plan
 from ibtool.sim import opensm, opensm_options
 
 PLUGIN_DIR = opensm.PLUGIN_DIR
@@ -77,27 +78,24 @@ def _write(path: Path, data: bytes, mode: int = 0o644) -> None:
         raise EnvironmentProblem(f"cannot write {path}: {e.strerror}{hint}") from None
 
 
-_KEY = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(.*?)\s*$")
-
-
 def update_conf(text: str, engines: list[str], plugin: str = "hdor",
                 options: list[tuple[str, str]] = ()) -> tuple[str, list[str]]:
     """Set routing_engine (and `options`, e.g. a plan's) and add `plugin` to event_plugin_name in
     an opensm.conf text.
 
-    The first active line of each key is rewritten in place; later active duplicates (OpenSM would
-    take the last one) are commented out. Missing keys are appended. Returns (text, changes)."""
+    Lines are read as OpenSM reads them (opensm_options.parse_line: '#' starts a comment, one pair
+    of quotes dropped). The first active line of each key is rewritten in place, its comment kept;
+    later active duplicates (OpenSM would take the last one) are commented out. Missing keys are
+    appended. Returns (text, changes)."""
     lines = text.splitlines()
     changes: list[str] = []
     want = {"routing_engine": ",".join(engines), **dict(options)}
     seen: dict[str, int] = {}
     for i, ln in enumerate(lines):
-        if ln.lstrip().startswith("#"):
+        kv = opensm_options.parse_line(ln)
+        if not kv or (kv[0] not in want and kv[0] != "event_plugin_name"):
             continue
-        m = _KEY.match(ln)
-        if not m or (m.group(1) not in want and m.group(1) != "event_plugin_name"):
-            continue
-        key, val = m.group(1), m.group(2)
+        key, val = kv
         if key in seen:
             lines[i] = f"# {ln}  # superseded by line {seen[key] + 1} (ibtool plugin install)"
             changes.append(f"commented out duplicate '{ln.strip()}' (line {i + 1})")
@@ -112,7 +110,7 @@ def update_conf(text: str, engines: list[str], plugin: str = "hdor",
             new = want[key]
             if val == new:
                 continue
-        lines[i] = f"{key} {new}"
+        lines[i] = f"{key} {new}" + (f"  {ln[ln.index('#'):]}" if "#" in ln else "")
         changes.append(f"{key}: '{val}' -> '{new}' (line {i + 1})")
     add = []
     if "event_plugin_name" not in seen:
@@ -159,7 +157,7 @@ def _set(options: list[tuple[str, str]], key: str, val: str) -> list[tuple[str, 
 def plan_options(plan: Path) -> tuple[list[str], list[tuple[str, str]]]:
     """A plan's routing_engine and its other opensm.conf options, each checked, the files it names
     made absolute against the plan (it names them relative to itself, so it can be moved)."""
-    conf = (plan / "opensm.conf") if plan.is_dir() else plan
+    conf = Plan.at(plan).opensm_conf
     text = _read(conf, "--plan")
     if text is None:
         raise InputError(f"--plan {plan}: no opensm.conf (a plan directory of `ibtool topo`?)")
@@ -243,7 +241,7 @@ def install_cmd(prefix, conf, engines, plan, destdir, kns_conf, dry_run):
     plan_engines, extra = plan_options(plan) if plan else (None, [])
     names = opensm.parse_engines(engines, "--engines") if engines is not None else plan_engines or ["hdor", "nue"]
     if kns_conf is None and plan is not None:  # the plan's description (`ibtool topo kns` writes one)
-        own = (plan if plan.is_dir() else plan.parent) / "hdor.conf"
+        own = Plan.at(plan).hdor_conf
         kns_conf = own if own.is_file() else None
     if "hdor" not in names:
         raise InputError(f"--engines {','.join(names)!r} does not list hdor" if engines is not None or not plan
@@ -276,7 +274,7 @@ def install_cmd(prefix, conf, engines, plan, destdir, kns_conf, dry_run):
         from ibtool.formats import hdor_conf
         kc = hdor_conf.read(kns_conf)
         cdir = (conf.resolve() if not conf.is_absolute() else conf).parent
-        desc = (_root(destdir, cdir / "hdor.conf"), _read(kns_conf, "--kns-conf"), kc)
+        desc = (_root(destdir, cdir / plandir.HDOR_CONF), _read(kns_conf, "--kns-conf"), kc)
         # OpenSM programs hdor's SL2VL tables of a degraded KNS only with QoS on
         extra = _set(extra, "qos", "TRUE")
         if "updn" in names:  # updn finds no roots on a KNS by itself: from the description, beside it

@@ -11,6 +11,7 @@ import click
 from ibtool.cli import InPath, OutPath
 from ibtool.errors import InputError
 from ibtool.formats import lft
+from ibtool.plan import Plan
 from ibtool.routing import run
 from ibtool.routing.run import File
 
@@ -230,7 +231,7 @@ def fr_cmd(fabric_path, layout_path, nnm, out, nr, switch_delay, ns_per_m, sl_ou
     from ibtool.layout import Layout
     from ibtool.routing import fr, hdor
 
-    nnm = nnm or layout_path.with_name("node-name-map")
+    nnm = nnm or Plan.at(layout_path).node_name_map  # the node-name-map of the layout's plan
     names = node_name_map.read(nnm) if nnm.is_file() else None
     say = (lambda m: None) if as_json else (lambda m: click.echo(f"  {m}", err=True))
     lay = None
@@ -277,18 +278,18 @@ def fr_cmd(fabric_path, layout_path, nnm, out, nr, switch_delay, ns_per_m, sl_ou
 def _equality_sets(spec: str | None, plan: Path | None):
     """(N, S_A, S_B) from --spec (full notation) or the plan's fabric.json (`ibtool topo` records
     the spec it built)."""
-    from ibtool.formats import open_input
     from ibtool.topologies.equality import check_sets, eq1, parse_spec
 
     if bool(spec) == bool(plan):
         raise InputError("give the link sets: --spec 'N14K6[-1,1,3,9](4)' or --plan PLAN_DIR (one of them)")
     if plan:
-        path = plan / "fabric.json" if plan.is_dir() else plan
-        with open_input(path) as fh:
-            try:
-                spec = json.load(fh)["params"]["spec"]
-            except (ValueError, KeyError, TypeError):
-                raise InputError("not an Equality plan's fabric.json (no params.spec)", path=str(path)) from None
+        p = Plan.at(plan)
+        if not p.fabric_json.is_file():
+            raise InputError("no such file (a plan of `ibtool topo equality` holds it)", path=str(p.fabric_json))
+        try:
+            spec = p.summary()["params"]["spec"]
+        except (KeyError, TypeError):
+            raise InputError("not an Equality plan's fabric.json (no params.spec)", path=str(p.fabric_json)) from None
     sp = parse_spec(spec)
     if sp.sa is None:
         raise InputError(f"--spec {spec!r}: give the link sets (the full notation, e.g. N14K6[-1,1,3,9](4))")

@@ -12,6 +12,7 @@ import click
 from ibtool.cli import InPath, OutPath, finite_seconds
 from ibtool.errors import CheckFailed, InputError, raise_interrupted
 from ibtool.formats import atomic_write, check_input, ibnetdiscover
+from ibtool.plan import Plan
 from ibtool.sim import opensm, opensm_options
 from ibtool.sim.runner import RunOptions, run
 
@@ -38,26 +39,27 @@ def _kv(ctx, param, values):
     return out
 
 
-def _plan(net, engine, opensm_config, log_flags, hdor_conf=None, say=None
+def _plan(net, engine, opensm_config, log_flags, hdor_conf=None, say=None, plan=None
           ) -> tuple[Path, list[str], str | None, int, Path | None]:
-    """NET (a plan directory: its topology.net), --engine (default: the plan's opensm.conf beside
-    NET, with its options), the opensm.conf to start from, --log-flags as a number, and the KNS
-    description hdor reads (--hdor-conf FILE|none; default: the plan's hdor.conf beside NET when
-    hdor is one of the engines). say(line): which engine OpenSM will use and why, when no
-    --engine and no plan's opensm.conf chose it (said once the run has started: _say_notes)."""
-    net = Path(net)
-    if net.is_dir():  # a plan directory: its topology.net (and so its opensm.conf)
-        if not (net / "topology.net").is_file():
-            raise InputError("is a directory, not a net file; a plan directory (`ibtool topo --out DIR`) holds "
-                             "topology.net, and this one has none", path=str(net))
-        net = net / "topology.net"
-    if engine is None and opensm.plan_engines(net) is not None:
-        engines = opensm.plan_engines(net)  # the plan's engine, with its options (root GUIDs ...)
-        opensm_config = opensm_config or str(net.with_name("opensm.conf"))
+    """NET (a plan directory: its topology.net), --engine (default: the plan's opensm.conf, with
+    its options), the opensm.conf to start from, --log-flags as a number, and the KNS description
+    hdor reads (--hdor-conf FILE|none; default: the plan's hdor.conf when hdor is one of the
+    engines). `plan` (--plan): the plan that configures NET, and NET itself when none is given;
+    without it the plan is NET's own directory. say(line): which engine OpenSM will use and why,
+    when no --engine and no plan's opensm.conf chose it (said once the run has started: _say_notes)."""
+    if net is None and plan is None:
+        raise InputError("give the net file or plan to emulate: NET|PLAN, or --plan PLAN")
+    p = Plan.at(plan if plan is not None else net)
+    p.check_net()
+    net = p.net if net is None else Plan.at(net).check_net()
+    plan_engines = p.engines() if engine is None else None
+    if plan_engines is not None:
+        engines = plan_engines  # the plan's engine, with its options (root GUIDs ...)
+        opensm_config = opensm_config or str(p.opensm_conf)
     else:
         engines = opensm.parse_engines("minhop" if engine is None else engine)
         if engine is None and say:
-            say(_default_engine_note(net))
+            say(p.default_engine_note())
     try:
         flags = int(log_flags, 0)
     except ValueError:
@@ -67,8 +69,7 @@ def _plan(net, engine, opensm_config, log_flags, hdor_conf=None, say=None
     if "file" in engines:  # file says it deferred to OpenSM's default only at VERBOSE (0x04): read it
         flags |= 0x04
     if hdor_conf is None:
-        desc = net.with_name("hdor.conf") if "hdor" in engines else None
-        desc = desc if desc is not None and desc.is_file() else None
+        desc = p.hdor_conf if "hdor" in engines and p.hdor_conf.is_file() else None
     elif hdor_conf == "none":
         desc = None
     else:
@@ -79,26 +80,6 @@ def _plan(net, engine, opensm_config, log_flags, hdor_conf=None, say=None
     return net, engines, opensm_config, flags, desc
 
 
-def _default_engine_note(net: Path) -> str:
-    """Why OpenSM will route NET with minhop: no --engine and no plan's opensm.conf beside it (and,
-    for a net file `ibtool topo` wrote, the family's own engine that the copy lost)."""
-    why = f"no --engine and no opensm.conf beside {net} (a plan's, as `ibtool topo` writes it)"
-    family = None
-    try:
-        with open(net, encoding="utf-8", errors="replace") as fh:
-            head = fh.readline() + fh.readline()
-        m = re.search(r"^# ibtool plan: .*\n# \{'topology': '([\w-]+)'", head)
-        if m:
-            from ibtool.registry import TOPOLOGIES
-            family = TOPOLOGIES.get(m.group(1))
-    except (OSError, KeyError, InputError):
-        pass
-    hint = (f"; this net file is a {family.name} plan, whose engine is {family.engine}: copy its opensm.conf "
-            f"(and the files it names) beside it, or give --engine {family.engine}" if family is not None else
-            "; give --engine, or the plan directory")
-    return f"routing with minhop, OpenSM's default: {why}{hint}"
-
-
 def hdor_conf_option(f):
     return click.option("--hdor-conf", "hdor_conf", metavar="FILE|none",
                         help="The KNS description hdor reads (copied beside every SM's opensm.conf; "
@@ -107,11 +88,15 @@ def hdor_conf_option(f):
 
 
 @group.command(name="run")
-@click.argument("net", metavar="NET|PLAN", type=InPath())
+@click.argument("net", metavar="[NET|PLAN]", type=InPath(), required=False)
+@click.option("--plan", "plan", type=InPath(),
+              help="The plan (a directory of `ibtool topo`, or its topology.net) whose opensm.conf, engine "
+                   "files and hdor.conf configure the run; without NET its topology.net is emulated. "
+                   "Default: NET's own directory.")
 @click.option("--engine", "-R", default=None,
               help="Routing engines for OpenSM, tried in order (e.g. hdor,minhop). hdor is loaded from "
-                   "opensm_plugin/libhdor.so automatically. Default: the plan's opensm.conf beside NET "
-                   "(its engine and the files it names, as `ibtool topo` wrote them), else minhop.")
+                   "opensm_plugin/libhdor.so automatically. Default: the plan's opensm.conf (its engine and "
+                   "the files it names, as `ibtool topo` wrote them), else minhop.")
 @click.option("--out", "-o", type=OutPath(directory=True), required=True, help="Run directory.")
 @click.option("--timeout", default=300.0, show_default=True, type=float, callback=finite_seconds,
               help="Seconds for OpenSM and each client (1..604800).")
@@ -145,10 +130,10 @@ def hdor_conf_option(f):
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of --random-faults.")
 @hdor_conf_option
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json.")
-def run_cmd(net, engine, out, timeout, log_flags, conf_options, opensm_config, opensm_args, no_discover, path_sls,
+def run_cmd(net, plan, engine, out, timeout, log_flags, conf_options, opensm_config, opensm_args, no_discover, path_sls,
             accept_fallback, faults, fail, random_faults, seed, hdor_conf, as_json):
     """Bring NET up in ibsim, route it once with OpenSM, discover it (PLAN: a plan directory, its
-    topology.net with its opensm.conf).
+    topology.net with its opensm.conf; or --plan PLAN).
 
     \b
     Writes into OUT:
@@ -162,20 +147,23 @@ def run_cmd(net, engine, out, timeout, log_flags, conf_options, opensm_config, o
     (or, with --accept-fallback, a later one of the list). OpenSM falls back silently (to the
     next engine, to minhop) and names an engine that deferred to its default (file without an
     lfts_file); ibtool reads the log to tell, and says FALLBACK. Without --engine and without
-    a plan's opensm.conf beside NET, OpenSM routes with minhop, and the run says so and why.
+    a plan's opensm.conf (beside NET, or --plan's), OpenSM routes with minhop, and the run says
+    so and why (a net file copied out of its plan: give --plan DIR).
     When OpenSM exits early its own last error lines are printed; exit 2 when it refused its
     command line (an --opensm-arg it does not know, -h, a value out of its range).
 
     \b
     Example:
       ibtool sim run cellia --out run                         # the plan's engine (hdor)
+      ibtool sim run --plan cellia --out run                  # the same
+      ibtool sim run edited.net --plan cellia --out run       # another net, configured as cellia
       ibtool sim run cellia/topology.net --engine hdor --out run
       ibtool sim run cellia/topology.net --engine dfsssp --conf qos=TRUE --out run-dfsssp   # path SLs too
       ibtool sim run cellia --accept-fallback --out run       # nue's tables pass where hdor declines
     """
     notes: list[str] = []
     net, engines, opensm_config, flags, plan_conf = _plan(net, engine, opensm_config, log_flags, hdor_conf,
-                                                          say=notes.append)
+                                                          say=notes.append, plan=plan)
     if faults or fail or random_faults:
         return _scenario(net, out, engines, timeout, faults, fail, random_faults, seed, as_json, path_sls, flags,
                          opensm_config, conf_options, plan_conf, accept_fallback, notes)

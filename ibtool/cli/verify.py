@@ -11,6 +11,7 @@ from ibtool import rundir
 from ibtool.cli import InPath, OutPath
 from ibtool.errors import InputError
 from ibtool.formats import ibnetdiscover, node_name_map
+from ibtool.plan import Plan
 from ibtool.verify import report
 from ibtool.verify.run import cables_for, check_health, check_routes, read_fabric
 
@@ -143,8 +144,8 @@ def topology_cmd(plan, discovered, nnm, host_map, fail_on, cables, stage, junit_
     names = node_name_map.read(nnm) if nnm else None
     hosts = host_map_format.read(host_map) if host_map else None
     plan = Path(plan)
-    p = ibnetdiscover.read(plan / "topology.net" if plan.is_dir() else plan)
-    cl_path = cable_list.find(plan, cables)
+    p = ibnetdiscover.read(Plan.at(plan).net)
+    cl_path = cables if cables is not None else Plan.at(plan).cable_list()
     cl = cable_list.read(cl_path) if cl_path else None
     if stage is not None and cl is None:
         raise InputError("--stage needs the plan's cable list (`ibtool cabling`, or --cables FILE)")
@@ -178,7 +179,7 @@ def topology_cmd(plan, discovered, nnm, host_map, fail_on, cables, stage, junit_
 @click.option("--fabric", type=InPath(), required=True, help="ibnetdiscover output of the fabric.")
 @click.option("--dump", type=InPath(), help="hdor's opensm-hdor.dump to check against the reference.")
 @click.option("--plan", type=InPath(),
-              help="The plan's net file: compare coordinates up to relabeling.")
+              help="The plan (a plan directory or its net file): compare coordinates up to relabeling.")
 @click.option("--node-name-map", "nnm", type=InPath(), help="Plan names for the fabric's GUIDs.")
 @_opts
 def coords_cmd(fabric, dump, plan, nnm, as_json, html_out):
@@ -190,14 +191,15 @@ def coords_cmd(fabric, dump, plan, nnm, as_json, html_out):
           --plan cellia/topology.net
     """
     from ibtool.formats import hdor_dump
-    from ibtool.verify import coords, topology
+    from ibtool.verify import coords
+    from ibtool.verify.matching import match
     names = node_name_map.read(nnm) if nnm else None
     f = read_fabric(fabric, names)
     d = hdor_dump.read(dump) if dump else None
     p = to_plan = None
     if plan:
-        p = ibnetdiscover.read(plan)
-        to_plan = topology.match(p, f, names=bool(names)).to_plan
+        p = ibnetdiscover.read(Plan.at(plan).net)
+        to_plan = match(p, f, names=bool(names)).to_plan
     c = coords.verify(f, d, p, to_plan)
     rep = report.build({"fabric": str(fabric), "dump": str(dump) if dump else None,
                         "plan": str(plan) if plan else None}, {"coords": c})

@@ -3,7 +3,8 @@
 One module per family shape, each turning a Fabric (and its Layout) into a Scene of nodes and
 wires: `kns` (paper 000's Fig. 7 grid), `tree` (switches by level), `floor` (cabinets on the floor,
 cables routed along the aisles as counted bundles); `rack` draws one rack's elevation and `chart`
-a histogram with its axes. A Scene takes marks (findings, in plain words: a cable by its ends, a
+a histogram with its axes. A shape registers itself (`@shape(name, rank=...)`, scene.SHAPES, the
+one Registry): `scene_for` tries them by rank, so a new drawing is one module. A Scene takes marks (findings, in plain words: a cable by its ends, a
 device by its name, a channel) and heat layers (a value per link), and `scene.render` writes it as
 one self-contained SVG (`svg`: styles inside, labels that never overlap).
 
@@ -18,33 +19,22 @@ It imports only the fabric and the layout: what it draws on comes in as plain da
 
 from __future__ import annotations
 
-from ibtool.drawing import floor, kns, rack, tree
-from ibtool.drawing.scene import Heat, Mark, Scene, render
+from ibtool.drawing import floor, rack
+from ibtool.drawing.scene import SHAPES, Heat, Mark, Scene, render
 from ibtool.drawing.svg import PRINT, made_at
-from ibtool.fabric import SWITCH
 
 __all__ = ["Heat", "Mark", "Scene", "floor_plan", "made_at", "rack_elevation", "render", "scene_for",
            "standalone", "topology"]
 
-MAX_GENERIC = 20000  # devices beyond which a fabric without a family shape or a floor is not drawn
-
 
 def scene_for(fabric, layout=None, links: dict[int, str] | None = None) -> Scene | None:
-    """The drawing that fits the fabric: the KNS grid, the tree levels, the cabinet floor (with a
-    layout of more than one cabinet), else levels by hop distance from the HCAs."""
-    f = fabric
-    if kns.applies(f):
-        sc = kns.scene(f)
+    """The drawing that fits the fabric: the registered shapes by rank (the KNS grid, the tree
+    levels, the cabinet floor with a layout of more than one cabinet, levels by hop distance from
+    the HCAs), the first that draws it; None when none does."""
+    for s in sorted((s for _, s in SHAPES.items()), key=lambda s: (s.rank, s.name)):
+        sc = s.draw(fabric, layout, links)
         if sc is not None:
             return sc
-    sw = [i for i in range(f.num_nodes) if f.types[i] == SWITCH]
-    for key in ("level", "stage"):
-        if sw and all(key in f.labels[i] for i in sw):
-            return tree.scene(f, key)
-    if layout is not None and layout.num_cabinets > 1:
-        return floor.scene(layout, links)
-    if sw and f.num_nodes <= MAX_GENERIC:
-        return tree.scene(f, None)
     return None
 
 

@@ -17,7 +17,7 @@ from collections import Counter
 
 import numpy as np
 
-from ibtool.drawing.scene import Node, Scene, Wire
+from ibtool.drawing.scene import Node, Scene, Wire, shape
 from ibtool.fabric import SWITCH
 
 CW, CH = 72, 46  # cabinet
@@ -57,6 +57,11 @@ def route(ra: int, ca: int, rb: int, cb: int) -> list[tuple[float, float]]:
         pts += [(xu, ya), (xu, yb), (xb, yb)]
     pts.append((xb, _y(rb) + CH / 2))
     return pts
+
+
+@shape("floor", rank=30, summary="the cabinets on the floor (a layout of more than one cabinet), cables along the aisles")
+def _draw(f, layout=None, links=None) -> Scene | None:
+    return scene(layout, links) if layout is not None and layout.num_cabinets > 1 else None
 
 
 def scene(layout, links=None) -> Scene:

@@ -9,7 +9,7 @@ is drawn as one bus and box. At most 16 planes and 4,096 routers; beyond, None (
 
 from __future__ import annotations
 
-from ibtool.drawing.scene import Node, Scene, Wire
+from ibtool.drawing.scene import Node, Scene, Wire, shape
 from ibtool.drawing.svg import text_width
 from ibtool.fabric import CA, SWITCH
 
@@ -24,6 +24,11 @@ def applies(f) -> bool:
     routers = [i for i in range(f.num_nodes) if f.roles[i] == "router"]
     return bool(routers) and all("coords" in f.labels[i] for i in routers) and any(
         "dim" in f.labels[i] for i in range(f.num_nodes))
+
+
+@shape("kns", rank=10, summary="paper 000's grid of a KNS (Fig. 7): planes of routers, the indirect networks as buses")
+def _draw(f, layout=None, links=None) -> Scene | None:
+    return scene(f) if applies(f) else None
 
 
 def scene(f) -> Scene | None:

@@ -10,10 +10,35 @@ extra) between the nodes of its two devices.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from html import escape
 
 from ibtool.drawing.svg import HEAT, Labels, document, ring, text_width
+from ibtool.registry import Registry
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A drawing registered by its module: `draw(fabric, layout, links)` is its Scene, or None when
+    the fabric is not of its shape; `drawing.scene_for` tries the shapes by `rank` (lowest first)
+    and the first that draws wins."""
+    name: str
+    rank: int
+    draw: Callable
+    summary: str
+
+
+SHAPES = Registry("drawing", "ibtool.drawing")
+
+
+def shape(name: str, *, rank: int, summary: str):
+    """Register a drawing (`@shape("kns", rank=10, summary=...)` above its function): a new
+    drawing is one module of ibtool/drawing/ and no list to edit."""
+    def wrap(fn):
+        SHAPES.add(name, Shape(name, rank, fn, summary))
+        return fn
+    return wrap
 
 
 @dataclass

@@ -10,7 +10,7 @@ HCAs are dots under their switch, or one box per switch ("16 HCAs") beyond 1,500
 
 from __future__ import annotations
 
-from ibtool.drawing.scene import Node, Scene, Wire
+from ibtool.drawing.scene import Node, Scene, Wire, shape
 from ibtool.drawing.svg import text_width
 from ibtool.fabric import CA, SWITCH, switch_stages
 
@@ -19,6 +19,21 @@ MAX_WIDE = 40
 MAX_UPRIGHT = 128
 MAX_GROUPS = 48
 MAX_HCA_DOTS = 1500
+MAX_GENERIC = 20000  # devices beyond which a fabric without a family shape or a floor is not drawn
+
+
+@shape("tree", rank=20, summary="a family's levels (its `level` or `stage` labels): switches in rows")
+def _by_level(f, layout=None, links=None) -> Scene | None:
+    sw = [i for i in range(f.num_nodes) if f.types[i] == SWITCH]
+    key = next((k for k in ("level", "stage") if sw and all(k in f.labels[i] for i in sw)), None)
+    return scene(f, key) if key else None
+
+
+@shape("levels", rank=40, summary="any fabric up to 20,000 devices: switches in rows by hops from the HCAs")
+def _by_distance(f, layout=None, links=None) -> Scene | None:
+    if f.num_nodes > MAX_GENERIC or not any(t == SWITCH for t in f.types):
+        return None
+    return scene(f, None)
 
 
 def levels_of(f, key: str | None) -> dict[int, int]:
@@ -109,6 +124,7 @@ def scene(f, key: str | None = None) -> Scene:
                 node[h] = hn
     # cables, bundled between nodes that stand for several devices
     bundles: dict[tuple[int, int], list[int]] = {}
+    pos = {id(n): k for k, n in enumerate(sc.nodes)}  # a pair's order by drawing order, not by address
     for li, (a, b) in enumerate(zip(f.link_a, f.link_b)):
         na, nb = node.get(a), node.get(b)
         if na is None or nb is None:
@@ -116,10 +132,9 @@ def scene(f, key: str | None = None) -> Scene:
         if na is nb:
             sc.wire_of[li] = Wire([(na.x - 3, na.y), (na.x + 3, na.y)], "wire", [li])
             continue
-        bundles.setdefault((id(na), id(nb)) if id(na) < id(nb) else (id(nb), id(na)), []).append(li)
-    by_id = {id(n): n for n in sc.nodes}
+        bundles.setdefault(tuple(sorted((pos[id(na)], pos[id(nb)]))), []).append(li)
     for (x, y), lis in bundles.items():
-        na, nb = by_id[x], by_id[y]
+        na, nb = sc.nodes[x], sc.nodes[y]
         if na.y > nb.y:
             na, nb = nb, na
         pts = [(na.x, na.y + na.h / 2), (nb.x, nb.y - nb.h / 2)]

@@ -51,18 +51,6 @@ def config(engines: list[str], options: list[tuple[str, str]] = (), base_path: s
                   base_path=base_path, fabric=fabric, relative=relative)
 
 
-def plan_engines(net: Path) -> list[str] | None:
-    """The routing_engine list of the plan's opensm.conf beside `net` (as `ibtool topo` writes it),
-    or None when there is none: `ibtool sim run PLAN/topology.net` routes with the family's engine."""
-    conf = Path(net).with_name("opensm.conf")
-    try:
-        text = read_input(conf, binary=True).decode()
-    except (InputError, UnicodeDecodeError):  # none, or one config() then names
-        return None
-    spec = opensm_options.read(text).get("routing_engine")
-    return parse_engines(spec) if spec is not None else None
-
-
 _TIME = re.compile(r"^\w{3} [ \d]\d (\d\d):(\d\d):(\d\d) (\d{6})")
 _CONFIGURED = re.compile(r"(\S+) tables configured on all switches")
 _BUILDING = re.compile(r"building routing with '([^']+)'")

@@ -34,6 +34,7 @@ import math
 import re
 from itertools import product
 
+from ibtool import plandir
 from ibtool.errors import InputError
 from ibtool.fabric import Fabric
 from ibtool.topologies import Param, need_ports, radix_param, topology
@@ -165,7 +166,7 @@ def torus_conf(f: Fabric) -> list:
         if kw == "torus" and ks[d] > 2:  # radix-4 rings need the negative link too (torus-2QoS.conf(5))
             peer = f.peer(s0, h + 2 * d + 2)
             lines.append(f"{axis}m_link 0x{f.guids[s0]:016x} 0x{f.guids[peer[0]]:016x}")
-    return [EngineFile("torus_config", "torus-2QoS.conf", "\n".join(lines) + "\n"), EngineFile("qos", "", "TRUE")]
+    return [EngineFile("torus_config", plandir.TORUS_CONF, "\n".join(lines) + "\n"), EngineFile("qos", "", "TRUE")]
 
 
 @topology("hypercube", summary="binary hypercube of N = 2^d switches, placed sequentially in c cabinets",

@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from itertools import product
 
+from ibtool import plandir
 from ibtool.errors import InputError
 from ibtool.fabric import Fabric
 from ibtool.topologies import EngineFile, Param, check_radix, guid_list, need_ports, radix_param, topology
@@ -67,8 +68,8 @@ def tree_engine_files(f: Fabric) -> list[EngineFile]:
     """ftree's files: the switches with role 'root' and every HCA as compute node."""
     roots = [i for i, r in enumerate(f.roles) if r == "root"]
     cns = [i for i, r in enumerate(f.roles) if r == "hca"]
-    return [EngineFile("root_guid_file", "root-guids", guid_list(f, roots)),
-            EngineFile("cn_guid_file", "cn-guids", guid_list(f, cns))]
+    return [EngineFile("root_guid_file", plandir.ROOT_GUIDS, guid_list(f, roots)),
+            EngineFile("cn_guid_file", plandir.CN_GUIDS, guid_list(f, cns))]
 
 
 def tree_counts(k: int, n: int) -> tuple[int, int, int]:

@@ -48,6 +48,7 @@ from __future__ import annotations
 import math
 from itertools import product
 
+from ibtool import plandir
 from ibtool.errors import InputError
 from ibtool.fabric import Fabric
 from ibtool.topologies import EngineFile, Param, check_radix, guid_list, need_ports, radix_param, topology
@@ -74,7 +75,7 @@ def root_files(f: Fabric) -> list[EngineFile]:
              and "word" in lab]
     if f.params["topology"] in ("mikant", "mikantc"):
         roots = roots[:1]  # why: see "OpenSM engine" in the module docstring
-    return [EngineFile("root_guid_file", "root-guids", guid_list(f, roots))]
+    return [EngineFile("root_guid_file", plandir.ROOT_GUIDS, guid_list(f, roots))]
 
 
 def _build(family: str, k: int, n: int, radix: int, mirrored: bool, cubes: bool) -> Fabric:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from itertools import product
 
+from ibtool import plandir
 from ibtool.errors import InputError
 from ibtool.fabric import Fabric
 from ibtool.topologies import EngineFile, Param, guid_list, need_ports, radix_param, topology
@@ -42,7 +43,7 @@ def kns_engine_files(f: Fabric) -> list[EngineFile]:
     s0 = next((y for _, y, _ in f.neighbors(r0) if f.roles[y] == "switch"), None) if r0 is not None else None
     if s0 is None:  # (a fabric without the builder's roles)
         return qos
-    return qos + [EngineFile("root_guid_file", "root-guids", guid_list(f, [r0, s0]))]
+    return qos + [EngineFile("root_guid_file", plandir.ROOT_GUIDS, guid_list(f, [r0, s0]))]
 
 
 def coord_name(prefix: str, coords) -> str:

@@ -59,17 +59,6 @@ class CableList(dict):
         return max((c.stage for c in self.cables), default=0)
 
 
-def find(plan: Path, explicit: Path | None = None) -> Path | None:
-    """The plan's cable list: --cables, else PLAN/cables.csv or PLAN/cabling/cables.csv."""
-    if explicit is not None:
-        return explicit
-    d = plan if plan.is_dir() else plan.parent
-    for cand in (d / "cables.csv", d / "cabling" / "cables.csv"):
-        if cand.is_file():
-            return cand
-    return None
-
-
 def _at(row: dict, tag: str) -> str:
     """'C0 U42 front' from a row's end (what a technician walks to); '' when the list lacks it."""
     rack, u, side = ((row.get(f"{tag}_{k}", "") or "").strip() for k in ("rack", "u", "side"))

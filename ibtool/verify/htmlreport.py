@@ -185,11 +185,11 @@ def fabric_for(rep: dict):
     try:
         if plan:
             from ibtool.plan import read_plan
-            f, d, _ = read_plan(plan)
+            f, p, _ = read_plan(plan)
             lay = None
-            if (d / "layout.json").is_file():
+            if p.layout_json.is_file():  # as planned (a layout placed now would be a guess)
                 from ibtool.layout import Layout
-                lay = Layout.read(d / "layout.json", f)
+                lay = Layout.read(p.layout_json, f)
             return f, lay, f"the plan {plan}"
         for key in ("discovered", "fabric"):
             if inp.get(key):
@@ -207,9 +207,11 @@ def cable_ids_for(rep: dict) -> dict:
     plan = (rep.get("inputs") or {}).get("plan")
     if not plan:
         return {}
+    from ibtool.plan import Plan
     from ibtool.verify import cables
     try:
-        p = cables.find(Path(plan), Path(rep["inputs"]["cables"]) if rep["inputs"].get("cables") else None)
+        given = rep["inputs"].get("cables")
+        p = Path(given) if given else Plan.at(plan).cable_list()
         return dict(cables.read(p)) if p else {}
     except (IbtoolError, OSError):
         return {}

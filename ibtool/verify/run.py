@@ -20,6 +20,7 @@ from pathlib import Path
 from ibtool import rundir
 from ibtool.errors import InputError
 from ibtool.formats import ibnetdiscover, node_name_map, open_input
+from ibtool.plan import Plan
 from ibtool.verify import report
 
 
@@ -107,7 +108,7 @@ def verify_run(run_dir: Path, plan, nnm, expect, permutations, say, before: dict
     if plan:
         from ibtool.verify import topology
         say(f"topology against {plan}")
-        net = Path(plan) / "topology.net" if Path(plan).is_dir() else plan  # a plan directory or its net file
+        net = Plan.at(plan).net  # a plan directory or its net file
         try:
             p = ibnetdiscover.read(net)
         except InputError as e:
@@ -352,7 +353,7 @@ def cables_for(plan: Path | None):
     if plan is None:
         return None
     from ibtool.verify import cables
-    found = cables.find(Path(plan))
+    found = Plan.at(plan).cable_list()
     return cables.read(found) if found else None
 
 

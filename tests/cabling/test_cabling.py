@@ -4,6 +4,7 @@ browser, and bad input."""
 import csv
 import html
 import json
+import os
 import re
 import xml.etree.ElementTree as ET
 
@@ -184,6 +185,31 @@ def test_policy_help_names_every_registered_policy():
     from ibtool.layout import POLICIES
     said = " ".join(ibtool("cabling", "plan", "--help", check=0).stdout.split())
     assert all(name in said for name in POLICIES) and len(POLICIES) >= 4, said
+
+
+def test_a_plan_named_like_a_subcommand_is_the_plan(tmp_path):
+    """Issue 37: a new user's plan directory named `plan` (or `import`): `ibtool cabling plan`
+    there is that plan's package, not the subcommand missing its argument; the subcommand stays
+    reachable with its argument. Run as a user runs it, in the directory holding the plan."""
+    import subprocess
+    from support import IBTOOL, ROOT
+    for name in ("plan", "import"):
+        ibtool("topo", "kns", "--k", 3, "--n", 2, "--radix", 8, "--out", tmp_path / name, check=0)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def run(*args):
+        return subprocess.run([*IBTOOL, "cabling", *args], capture_output=True, text=True, cwd=tmp_path, env=env,
+                              timeout=300)
+    for name in ("plan", "import"):
+        r = run(name, "--out", f"pkg-{name}", "--json")
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["cables"] == 27 and (tmp_path / f"pkg-{name}" / "cables.csv").is_file()
+    r = run("plan", "--json")  # the default place of the package: PLAN/cabling
+    assert r.returncode == 0 and (tmp_path / "plan" / "cabling" / "index.html").is_file(), r.stderr
+    r = run("plan", "import", "--out", "pkg-sub", "--json")  # the subcommand, on the plan named import
+    assert r.returncode == 0 and json.loads(r.stdout)["cables"] == 27, r.stderr
+    r = run("import", "pkg-plan/cables.csv", "--out", "imported")  # the subcommand: an argument follows
+    assert r.returncode == 0 and (tmp_path / "imported" / "topology.net").is_file(), r.stderr
 
 
 def test_stages_and_ids_are_stable():

@@ -303,3 +303,67 @@ def test_fat_tree_k8_n3_switch_labels_do_not_overlap(tmp_path):
     assert overlaps(boxes) == []
     assert {f.names[i] for i in range(f.num_nodes) if f.types[i] == 2} <= {b[4] for b in boxes}  # every switch named
     assert errors == []
+
+
+# a drawing of its own, as a new drawing module registers it: every switch in one row
+RING_DRAWING = '''
+from ibtool.drawing.scene import Node, Scene, shape
+from ibtool.fabric import SWITCH
+
+
+@shape("one-row", rank=15, summary="every switch in one row (a test's drawing)")
+def draw(f, layout=None, links=None):
+    if not f.name.startswith("ring"):
+        return None
+    sc = Scene(f, 40 * f.num_nodes, 60, f.name, note="one row")
+    for i in range(f.num_nodes):
+        if f.types[i] == SWITCH:
+            sc.nodes.append(Node(f"n{i}", 20 + 40 * i, 30, 30, 20, "switch", label=f.names[i], devices=(i,)))
+    return sc
+'''
+
+BOOT = """import sys, json, ibtool.drawing as d; d.__path__.append(sys.argv[1])
+from ibtool.drawing.scene import SHAPES
+from ibtool.fabric import SWITCH, Fabric
+from ibtool.topologies.kns import kns
+ring = Fabric("ring-3")
+for i in range(3):
+    ring.add_node(SWITCH, f"S{i}", 8, "switch")
+for i in range(3):
+    ring.add_link(i, (i + 1) % 3)
+print(json.dumps({"shapes": SHAPES.names(), "ring": d.scene_for(ring).note, "kns": d.scene_for(kns(3, 2, radix=8)).note,
+                  "svg": d.render(d.scene_for(ring)).count("<rect")}))"""
+
+
+def test_a_drawing_is_one_module_on_the_package_path(tmp_path):
+    """Drawings register as every other room's kinds do (issue 37): a throwaway drawing module,
+    written to a temporary directory on the path of `ibtool.drawing` (the source tree untouched),
+    is tried by `scene_for` in its rank's place — before the tree levels, after the KNS grid."""
+    import json
+    import subprocess
+    import sys
+    from support import ROOT
+    from ibtool.drawing.scene import SHAPES
+    assert "one-row" not in SHAPES and set(SHAPES.names()) == {"kns", "tree", "floor", "levels"}
+    (tmp_path / "one_row.py").write_text(RING_DRAWING)
+    r = subprocess.run([sys.executable, "-c", BOOT, str(tmp_path)], capture_output=True, text=True, timeout=120,
+                       cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert got["shapes"] == ["floor", "kns", "levels", "one-row", "tree"]
+    assert got["ring"] == "one row" and got["svg"] >= 3  # its three switches drawn by render
+    assert got["kns"].startswith("routers on their grid")  # a KNS still gets its grid (rank 10 < 15)
+
+
+def test_the_same_plan_draws_the_same_in_every_process(tmp_path):
+    """A tree whose switches of one level are cabled to each other (MIKANT) is drawn the same by
+    two processes: which end of such a cable is drawn where followed the nodes' memory addresses."""
+    import subprocess
+    import sys
+    from support import ROOT, SMALL
+    ibtool("topo", "mikant", *SMALL["mikant"], "--out", tmp_path / "p", check=0)
+    code = ("import sys; from ibtool import drawing; from ibtool.plan import read_layout, read_plan; "
+            "f, p, _ = read_plan(sys.argv[1]); print(drawing.topology(read_layout(f, p))[0])")
+    svgs = {subprocess.run([sys.executable, "-c", "x = [0] * %d; " % n + code, str(tmp_path / "p")], cwd=ROOT,
+                           capture_output=True, text=True, check=True, timeout=120).stdout for n in (1, 50000, 3)}
+    assert len(svgs) == 1 and "S[0,0,0] P3 - S[1,0,0] P3" in svgs.pop()

@@ -39,6 +39,22 @@ def test_update_conf_rewrites_in_place_and_keeps_other_plugins():
     assert again == text and none == []
 
 
+def test_update_conf_reads_lines_as_opensm_does():
+    """One opensm.conf reader (issue 37): an inline comment is no part of the value OpenSM reads,
+    so a plugin list with a comment gets hdor where OpenSM reads it (the plugin's own parser put
+    hdor after the '#', where OpenSM never loads it), and a line that already says what is wanted
+    (quoted, commented) is left as it is."""
+    from ibtool.sim import opensm_options
+    old = "event_plugin_name osmeventplugin  # the site's monitor\nrouting_engine 'hdor,nue'  # hdor first\n"
+    text, changes = update_conf(old, ["hdor", "nue"])
+    took = opensm_options.read(text)
+    assert took["event_plugin_name"].split() == ["osmeventplugin", "hdor"]
+    assert took["routing_engine"] == "hdor,nue"
+    assert text.splitlines() == ["event_plugin_name osmeventplugin hdor  # the site's monitor",
+                                 "routing_engine 'hdor,nue'  # hdor first"]
+    assert changes == ["event_plugin_name: 'osmeventplugin' -> 'osmeventplugin hdor' (line 1)"]
+
+
 def test_build_command(tmp_path):
     r = ibtool("plugin", "build", check=0)
     assert f"built {PLUGIN / 'libhdor.so'}" in r.stdout

@@ -10,7 +10,7 @@ from ibtool.formats import hdor_dump, ibnetdiscover
 from ibtool.routing.lids import assign_lids
 from ibtool.topologies.kns import kns
 from ibtool.verify import coords
-from ibtool.verify.topology import match
+from ibtool.verify.matching import match
 
 KNS = FIXTURES / "real" / "ibsim-kns-k3-n2-hdor"
 PLAN = FIXTURES / "real" / "plan-kns-k3-n2.net"
@@ -24,6 +24,15 @@ def test_hdor_dump_matches_reference_and_plan():
     assert rep["dump_vs_reference"]["ok"] and rep["dump_vs_reference"]["devices"] == 24
     rp = rep["reference_vs_plan"]
     assert rp["ok"] and rp["routers_compared"] == 9 and rp["relabeling"]["dimensions"] == [0, 1]
+
+
+def test_the_plan_may_be_its_directory(tmp_path):
+    """--plan names a plan as every command does: its directory or its net file (issue 37)."""
+    (tmp_path / "plan").mkdir()
+    shutil.copy(PLAN, tmp_path / "plan" / "topology.net")
+    r = ibtool("verify", "coords", "--fabric", KNS / "ibnetdiscover.out", "--plan", tmp_path / "plan", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["coords"]["reference_vs_plan"]["routers_compared"] == 9
 
 
 def test_tampered_dump_names_the_device(tmp_path):
