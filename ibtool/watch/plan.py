@@ -75,6 +75,7 @@ class PlanView:
         self.node_name_map = Path(node_name_map).resolve() if node_name_map else None
         self.fabric = None
         self.dir: Path | None = None
+        self.plan = None  # ibtool.plan.Plan
         self.cables = None  # verify.cables.CableList
         self.by_guid: dict[int, str] = {}
         self.planned: dict[frozenset, str | None] = {}  # planned cable -> its rate ("4xQDR")
@@ -85,7 +86,8 @@ class PlanView:
         if plan:
             from ibtool.plan import read_plan
             from ibtool.verify import cables
-            f, self.dir, _ = read_plan(plan)
+            f, self.plan, _ = read_plan(plan)
+            self.dir = self.plan.dir
             self.fabric = f
             for i in range(f.num_nodes):
                 self.by_guid[f.guids[i]] = f.names[i]
@@ -96,7 +98,7 @@ class PlanView:
                 for e in k:
                     self.end_cable[e] = k
                     self.ports_of.setdefault(e[0], set()).add(e[1])
-            found = cables.find(self.dir)
+            found = self.plan.cable_list()
             if found:
                 self.cables = cables.read(found)
                 for c in self.cables.cables:

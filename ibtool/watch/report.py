@@ -114,9 +114,9 @@ def _fabric_of(plan: PlanView, store: Store):
     """What to draw on: the plan (its family's labels and layout), else the fabric as last seen."""
     if plan.fabric is not None:
         lay = None
-        if plan.dir is not None and (plan.dir / "layout.json").is_file():
+        if plan.plan is not None and plan.plan.layout_json.is_file():
             from ibtool.layout import Layout
-            lay = Layout.read(plan.dir / "layout.json", plan.fabric)
+            lay = Layout.read(plan.plan.layout_json, plan.fabric)
         return plan.fabric, lay, f"the plan {plan.path}"
     view = store.state().get("view") or {}
     if not view.get("devices"):
