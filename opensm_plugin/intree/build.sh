@@ -4,10 +4,9 @@
 # Result: <build dir>/opensm (a symlink to <build dir>/inst/sbin/opensm), runnable as
 #   <build dir>/opensm -R hdor ...
 # Steps: fetch + unpack the .orig tarball (fetch.sh), apply intree/*.patch (enum, static
-# routing module row, Makefile.am, file ids, opensm/osm_ucast_hdor.c), copy ../hdor.c next to
-# osm_ucast_hdor.c, autoreconf, configure (shared libraries only), make -j2 and make install of
-# the parts opensm needs. Re-running rebuilds only what
-# changed (e.g. after editing hdor.c).
+# routing module row, Makefile.am, file ids), copy the engine's files (../osm_hdor*.[ch],
+# ../osm_ucast_hdor.c) into opensm/, autoreconf, configure (shared libraries only), make -j2 and
+# make install of the parts opensm needs. Re-running rebuilds only what changed.
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 PLUGIN=$(dirname "$HERE")
@@ -28,7 +27,9 @@ if [ -n "$need" ]; then
 fi
 
 SRC=$(ls -d "$BUILD"/src/opensm-* 2>/dev/null | head -n1 || true)
-if [ -z "$SRC" ] || [ ! -f "$SRC/.hdor-patched" ]; then
+# the patches applied, by content: another series unpacks the source afresh
+STAMP=$(cat "$HERE"/*.patch | sha256sum | cut -c1-16)
+if [ -z "$SRC" ] || [ "$(cat "$SRC/.hdor-patched" 2>/dev/null)" != "$STAMP" ]; then
     rm -rf "$BUILD/src"
     "$HERE/fetch.sh" "$BUILD" >/dev/null
     SRC=$(ls -d "$BUILD"/src/opensm-* | head -n1)
@@ -36,10 +37,13 @@ if [ -z "$SRC" ] || [ ! -f "$SRC/.hdor-patched" ]; then
         echo "intree: applying $(basename "$p")"
         patch -d "$SRC" -p1 --forward --quiet < "$p"
     done
-    touch "$SRC/.hdor-patched"
+    echo "$STAMP" > "$SRC/.hdor-patched"
 fi
-# the same routing source as the plugin; copied only when it changed (keeps make incremental)
-cmp -s "$PLUGIN/hdor.c" "$SRC/opensm/hdor.c" || cp "$PLUGIN/hdor.c" "$SRC/opensm/hdor.c"
+# the same engine files as the plugin; copied only when they changed (keeps make incremental)
+for p in "$PLUGIN"/osm_hdor.h "$PLUGIN"/osm_hdor_*.c "$PLUGIN"/osm_ucast_hdor.c; do
+    f=$(basename "$p")
+    cmp -s "$p" "$SRC/opensm/$f" || cp "$p" "$SRC/opensm/$f"
+done
 
 cd "$SRC"
 if [ ! -x configure ]; then
@@ -54,9 +58,6 @@ if [ ! -f Makefile ]; then
         { tail -n 30 "$BUILD/configure.log"; exit 1; }
 fi
 echo "intree: make -j$JOBS (log: $BUILD/make.log)"
-# opensm/hdor.c is #included by osm_ucast_hdor.c: make its object depend on it explicitly
-touch -r opensm/hdor.c opensm/hdor.c
-if [ opensm/hdor.c -nt opensm/osm_ucast_hdor.c ]; then touch opensm/osm_ucast_hdor.c; fi
 # the parts opensm needs, in their order: not osmtest (a separate SA test client)
 : >"$BUILD/make.log"
 : >"$BUILD/install.log"

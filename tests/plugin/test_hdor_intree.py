@@ -1,5 +1,5 @@
 """The in-tree variant: OpenSM 3.3.23 from Debian's source package, patched with
-opensm_plugin/intree/*.patch and built with the same hdor.c (`make -C opensm_plugin intree`,
+opensm_plugin/intree/*.patch and built with the same engine files (`make -C opensm_plugin intree`,
 about a minute or three on 2 cores), routes a KNS with `-R hdor` and no plugin at all."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from hdor_digests import check as check_digests, current_test, of_run
-from hdor_walk import PLUGIN, ROOT, check_routes, run_opensm
+from hdor_walk import ENGINE_FILES, PLUGIN, ROOT, check_routes, run_opensm
 from ibtool.formats import ibnetdiscover
 from ibtool.topologies.kns import kns
 
@@ -29,7 +29,8 @@ def intree_opensm():
 
 def test_intree_build_has_hdor_builtin(intree_opensm):
     src = next((INTREE / "src").glob("opensm-*"))
-    assert (src / "opensm" / "hdor.c").read_bytes() == (PLUGIN / "hdor.c").read_bytes()
+    for f in ENGINE_FILES:  # the plugin's engine files, as they are
+        assert (src / "opensm" / f.name).read_bytes() == f.read_bytes(), f.name
     assert '"hdor"' in (src / "opensm" / "osm_opensm.c").read_text()
     # the binary is OpenSM 3.3.23 and knows hdor by name (the plugin is not involved)
     out = subprocess.run(["strings", str(intree_opensm.resolve())], capture_output=True, text=True).stdout

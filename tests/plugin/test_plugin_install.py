@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from support import ibtool
-from hdor_walk import PLUGIN, libhdor  # noqa: F401
+from hdor_walk import ENGINE_FILES, PLUGIN, libhdor  # noqa: F401
 from ibtool.cli.plugin import multiarch_libdir, update_conf
 from ibtool.formats import ibnetdiscover
 from ibtool.sim.runner import ibsim
@@ -46,8 +46,8 @@ def test_build_command(tmp_path):
     # library OpenSM loads in the other tests must not be rewritten under them (pytest-xdist)
     copy = tmp_path / "opensm_plugin"
     copy.mkdir()
-    for name in ("Makefile", "hdor.c"):
-        shutil.copy2(PLUGIN / name, copy / name)
+    for src in [PLUGIN / "Makefile", PLUGIN / "libhdor.map", *ENGINE_FILES]:
+        shutil.copy2(src, copy / src.name)
     p = subprocess.run(["make", "-C", str(copy), "libhdor.so"], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert "warning" not in (p.stdout + p.stderr).lower(), p.stderr
@@ -153,7 +153,8 @@ def test_layout_guard_refuses_a_misbuilt_plugin(tmp_path):
     bad = tmp_path / "bad"
     bad.mkdir()
     cc = subprocess.run(["gcc", "-std=gnu11", "-O2", "-fPIC", "-shared", "-I/usr/include/infiniband",
-                         "-include", "opensm/osm_opensm.h", "-o", str(bad / "libhdor.so"), str(PLUGIN / "hdor.c")],
+                         "-include", "opensm/osm_opensm.h", "-o", str(bad / "libhdor.so"),
+                         *[str(f) for f in ENGINE_FILES if f.suffix == ".c"]],
                         capture_output=True, text=True)
     assert cc.returncode == 0, cc.stderr
     f = kns(k=3, n=2)
