@@ -1,6 +1,6 @@
 """The KNS hdor knows without having seen it complete (docs/hdor.md section 7): from a description
 (hdor.conf, ibtool.formats.hdor_conf), from what it remembers, or identified at first sight — the
-Python reference of opensm_plugin/hdor.c section 14.
+Python reference of opensm_plugin/osm_hdor_conf.c and osm_hdor_sight.c.
 
     res = hdor.compute(now, description=hdor_conf.read("hdor.conf"))   # the KNS of the description
     res = hdor.compute(now)                   # complete, or identified at first sight

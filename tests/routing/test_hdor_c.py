@@ -1,0 +1,182 @@
+"""The C engine without OpenSM (issue 38): libhdorcore.so, the same core the plugin runs inside
+OpenSM, on a discovered fabric (ibtool/routing/hdor_c.py, `route hdor --implementation c`).
+
+Its tables, coordinates dump, SL2VL rows and path SLs are the Python reference's on every complete
+KNS and fault step of tests/routing/test_hdor_digests.py: digest by digest against the fixture the
+reference itself is held to (fixtures/hdor/table-digests.json), so the two implementations keep
+being compared. The plugin's own outputs inside OpenSM are compared with it step by step in
+tests/test_hdor_fault_matrix.py; the what-if entry point (one fabric, many failure sets) here."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+
+import pytest
+from hdor_digests import check, lines_digest, path_sls_digest, sl2vl_digest, tables_digest
+from hdor_helpers import degrade, kns_with_lids
+from support import ibtool
+from test_hdor_digests import FAULT_SHAPES, REAL, complete_cases, fault_steps, link_name
+from test_hdor_faults import indirect, router_switch_links, routers
+
+from ibtool.formats import ibnetdiscover
+from ibtool.routing import hdor, hdor_c
+from ibtool.routing.hdor_c import SOURCE_DIR
+from ibtool.routing.lids import assign_lids
+from ibtool.topologies.fattree import fattree
+
+
+@pytest.fixture(scope="module", autouse=True)
+def core():
+    p = subprocess.run(["make", "-s", "-C", str(SOURCE_DIR), "libhdorcore.so"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
+def digests(r) -> dict:
+    out = {"tables": tables_digest(r.tables), "dump": lines_digest(r.dump_lines)}
+    if r.sl2vl is not None:
+        out["sl2vl"] = sl2vl_digest(r.sl2vl)
+        out["path_sls"] = path_sls_digest(r.path_sls)
+    return out
+
+
+@pytest.mark.parametrize("name,make", list(complete_cases()), ids=[c[0] for c in complete_cases()])
+def test_complete_kns_as_the_reference(name, make):
+    f = make()
+    check(f"ref/complete/{name}", digests(hdor_c.compute(f)))
+
+
+@pytest.mark.parametrize("shape", list(FAULT_SHAPES))
+def test_fault_steps_as_the_reference(shape):
+    f = kns_with_lids(*FAULT_SHAPES[shape])
+    n = 0
+    with hdor_c.Engine() as e:  # one engine remembers the complete KNS, as inside OpenSM
+        e.load(f)
+        e.route()
+        for what, nodes, links in fault_steps(f):
+            g = degrade(f, nodes=nodes, links=links)
+            e.load(g)
+            check(f"ref/fault/{shape}/{what}", digests(e.route(baseline=f)))
+            n += 1
+    assert n > 40
+
+
+def test_parallel_links_lmc_and_the_real_fixture_as_the_reference():
+    for s in (1, 2):
+        f = kns_with_lids(4, 2, s, h=1, m=2, lmc=1)
+        for li in router_switch_links(f)[::5]:
+            g = degrade(f, links=[li])
+            check(f"ref/fault/k4n2s{s}m2lmc1/link {link_name(f, li)}", digests(hdor_c.compute(g, baseline=f)))
+    f = ibnetdiscover.read(REAL / "ibnetdiscover.out")
+    r0 = hdor.compute(f)
+    for li in router_switch_links(f, r0.role)[::3]:
+        g = degrade(f, links=[li])
+        check(f"ref/fault/real-ibsim-k3n2/link {link_name(f, li)}", digests(hdor_c.compute(g, baseline=f)))
+
+
+def test_result_matches_the_reference_object():
+    """Beyond the digests: the roles, coordinates, spread and path SLs the CLI reports."""
+    f = kns_with_lids(4, 2, 1, h=1, m=2)
+    r, c = hdor.compute(f), hdor_c.compute(f)
+    assert (c.k, c.n, c.s, c.lids) == (r.k, r.n, r.s, r.lids)
+    assert (c.routers, c.switches, c.hcas) == (r.routers, r.switches, r.hcas)
+    assert c.coords == r.coords and c.dim == r.dim and c.spread == r.spread
+    g = degrade(f, links=router_switch_links(f)[:2])
+    r, c = hdor.compute(g, baseline=(f, r)), hdor_c.compute(g, baseline=f)
+    assert c.vls == r.vls and c.extra_hops == r.extra_hops and c.faults == r.faults
+    assert c.path_sls == r.path_sls and dict(c.sl2vl) == dict(r.sl2vl)
+
+
+def fat_tree():
+    f = fattree(4, 2, hcas_per_leaf=2)
+    assign_lids(f)
+    return f
+
+
+def test_declines_with_the_code_and_reason():
+    """A fat tree is no KNS: both decline; the C engine with its code and the plugin's reason."""
+    f = fat_tree()
+    with pytest.raises(hdor.NotKNS):
+        hdor.compute(f)
+    with pytest.raises(hdor_c.Declined) as c:
+        hdor_c.compute(f)
+    assert c.value.code == 0x10
+    assert c.value.reason.startswith("4 routers, but k^n = 4^4; not identified at first sight (")
+
+
+def unreached(g, sm: int) -> list[int]:
+    seen, todo = {sm}, [sm]
+    while todo:
+        for _, y, _ in g.neighbors(todo.pop()):
+            if y not in seen:
+                seen.add(y)
+                todo.append(y)
+    return [x for x in range(g.num_nodes) if x not in seen]
+
+
+def test_what_if_failure_sets_without_reloading():
+    """One fabric loaded once, its complete pass kept: each failure set (nodes, cables by an end)
+    is routed as the fabric degraded by it (the HCAs of a failed router go with it, as OpenSM no
+    longer reaches them), and the fabric is whole again after each."""
+    f = kns_with_lids(4, 2, 1)
+    sm = next(x for x in range(f.num_nodes) if f.roles[x] == "hca")
+    rnd = random.Random(5)
+    sets = [((), (li,)) for li in router_switch_links(f)[:4]] + [((x,), ()) for x in indirect(f)[:2]]
+    sets += [((routers(f)[-1],), ())]
+    sets += [(tuple(rnd.sample(indirect(f), 1)), tuple(rnd.sample(router_switch_links(f), 2))) for _ in range(3)]
+    with hdor_c.Engine() as e:
+        e.load(f)
+        whole = digests(e.route())
+        for nodes, links in sets:
+            ends = [(f.link_a[li], f.link_pa[li]) for li in links]
+            got = digests(e.route_failures(nodes, ends, sm=sm))
+            g = degrade(f, nodes=nodes, links=links)
+            gone = unreached(g, g.by_guid(f.guids[sm]))  # what OpenSM no longer sees
+            g = degrade(f, nodes=[*nodes, *(f.by_guid(g.guids[x]) for x in gone)], links=links)
+            assert got == digests(hdor_c.compute(g, baseline=f)), (nodes, links)
+        assert digests(e.route()) == whole  # repaired: the complete tables again
+
+
+def without_cable(text: str, a: str, pa: int, b: str, pb: int) -> str:
+    """An ibnetdiscover dump with the cable node a port pa - node b port pb gone (its two lines),
+    as discovery reports a cable that is down."""
+    out, node = [], None
+    for ln in text.splitlines():
+        if ln.startswith(("Switch", "Ca")):
+            node = ln.split('"')[1]
+        if (node, ln.split("]")[0]) in ((a, f"[{pa}"), (b, f"[{pb}")):
+            continue
+        out.append(ln)
+    return "\n".join(out) + "\n"
+
+
+def test_route_hdor_implementation_c_writes_the_same_files(tmp_path):
+    """`route hdor --implementation c` and the reference write byte-identical files, fault-free and
+    after a cable failure (--baseline), on the real ibsim fixture."""
+    now = tmp_path / "now.out"
+    now.write_text(without_cable((REAL / "ibnetdiscover.out").read_text(), "S-0002c90000000110", 2,
+                                 "S-0002c90000000150", 3))
+    assert len(ibnetdiscover.read(now).link_a) == len(ibnetdiscover.read(REAL / "ibnetdiscover.out").link_a) - 1
+    outs = {}
+    for impl in ("python", "c"):
+        d = tmp_path / impl
+        d.mkdir()
+        for case, args in (("whole", []), ("fault", ["--baseline", REAL / "ibnetdiscover.out"])):
+            fab = REAL / "ibnetdiscover.out" if case == "whole" else now
+            ibtool("route", "hdor", "--fabric", fab, "--out", d / f"{case}.lft", "--dump", d / f"{case}.dump",
+                   "--sl2vl", d / f"{case}.sl2vl", "--path-sls", d / f"{case}.paths", "--implementation", impl,
+                   *args, check=0)
+        outs[impl] = {p.name: p.read_bytes() for p in sorted(d.iterdir())}
+    assert outs["c"] == outs["python"]
+    assert len(outs["c"]) == 8
+
+
+def test_route_hdor_implementation_c_declines_like_the_reference(tmp_path):
+    """A real two-switch NDR fabric is no KNS: one line naming the reason, exit 1, no file."""
+    ndr = REAL.parent / "ndr-2sw.ibnetdiscover"
+    for impl in ("python", "c"):
+        r = ibtool("route", "hdor", "--fabric", ndr, "--out", tmp_path / "x.lft", "--implementation", impl, check=1)
+        assert r.stderr.splitlines()[-1].startswith("ibtool: error: hdor: not a KNS fabric: "), r.stderr
+        assert "Traceback" not in r.stderr
+        assert not (tmp_path / "x.lft").exists()
+
