@@ -157,11 +157,11 @@ EXPORT int hdor_off_fabric(hdor_off_t *h, uint32_t nn, const uint8_t *type,
 		return fail(h, "out of memory");
 	}
 	for (i = 0; i < nn; i++) {
-		if (type[i] != 1 && type[i] != 2) {
+		if (type[i] < 1 || type[i] > 3) {
 			free(ord);
 			return fail(
 				h,
-				"node %u: type %u is neither a switch (2) nor an HCA (1)",
+				"node %u: type %u is not an HCA (1), a switch (2) or a router (3)",
 				i, type[i]);
 		}
 		ord[i] = i;
@@ -181,8 +181,11 @@ EXPORT int hdor_off_fabric(hdor_off_t *h, uint32_t nn, const uint8_t *type,
 
 		h->m[u] = i;
 		x->guid = guid[u];
-		/* InfiniBand's NodeType: 1 CA, 2 switch */
-		x->type = type[u] == 2 ? HDOR_NODE_SWITCH : HDOR_NODE_CA;
+		/* InfiniBand's NodeType: 1 CA, 2 switch, 3 router (which hdor
+		 * does not route) */
+		x->type = type[u] == 2 ? HDOR_NODE_SWITCH :
+			  type[u] == 1 ? HDOR_NODE_CA :
+					 0;
 		x->np = (uint8_t)(nports[u] + 1);
 		x->ports = h->ports + np;
 		np += x->np;

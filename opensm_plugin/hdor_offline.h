@@ -33,7 +33,7 @@ typedef struct hdor_off hdor_off_t;
 hdor_off_t *hdor_off_new(unsigned vls);
 void hdor_off_free(hdor_off_t *h);
 
-/* the fabric: nn nodes (type 1 HCA, 2 switch; ports 1..nports; GUID;
+/* the fabric: nn nodes (type 1 HCA, 2 switch, 3 router; ports 1..nports; GUID;
  * description), replacing the previous one (the remembered KNS stays) */
 int hdor_off_fabric(hdor_off_t *h, uint32_t nn, const uint8_t *type,
 		    const uint8_t *nports, const uint64_t *guid,

@@ -151,12 +151,16 @@ enum {
 	HD_UCAST_CACHE = 0x09, /* use_ucast_cache is on (error) */
 	HD_NOT_KNS = 0x10, /* not a KNS (docs sections 1-3) */
 	HD_FIRST_SIGHT = 0x11, /* degraded, not identified at first sight */
+	HD_SIZE = 0x12, /* beyond hdor's sizes (k, n, points, ports) */
+	HD_DEVICE = 0x13, /* a device hdor does not route */
+	HD_LIDS_MOVE = 0x14, /* the LIDs keep moving within a pass */
 	/* the fabric is not the KNS of hdor.conf */
 	HD_CONF_MISMATCH = 0x20,
 	HD_CONF_INVALID = 0x21, /* hdor.conf does not describe a KNS */
 	HD_SCHEME = 0x30, /* a detour the scheme does not allow */
 	HD_VLS = 0x31, /* more VLs than the ports offer */
 	HD_SLS = 0x32, /* more than 16 SLs */
+	HD_VLS_QOS = 0x33, /* VLs needed, qos off */
 	HD_MCAST = 0x40, /* a multicast member left out (error) */
 };
 
@@ -500,6 +504,7 @@ typedef struct hdor_engine {
 	int conf_dirty; /* a device of hdor.conf was replaced */
 	/* why hdor.conf cannot be used ("" when it can) */
 	char conf_bad[600];
+	int conf_bad_code; /* HD_CONF_READ or HD_CONF_SYNTAX */
 	/* what this pass learnt, for its summary line */
 	char note[512];
 	struct timespec ph_t; /* end of the last phase */

@@ -59,10 +59,10 @@ static int kns_node(hdor_engine_t *ctx, hdor_pass_t *P, const hdor_kns_t *K,
 		hsw_t *s = &P->sw[P->nsw];
 
 		if (node && (node->flags & HDOR_NODE_NO_SWITCH))
-			return hdor_decline(ctx,
-					    "switch 0x%016" PRIx64
-					    " '%s' has no switch object",
-					    K->ident[i], hdor_desc(node));
+			return hdor_declinec(ctx, HD_DEVICE,
+					     "switch 0x%016" PRIx64
+					     " '%s' has no switch object",
+					     K->ident[i], hdor_desc(node));
 		s->node = node;
 		s->lft = node ? node->lft : NULL;
 		s->paths = node ? node->paths : NULL;

@@ -1101,7 +1101,7 @@ static int deg_vls(hdor_engine_t *ctx, hdor_deg_t *D)
 	 * credit loop */
 	if (D->vls > 1 && !ctx->opts.qos)
 		return hdor_declinec(
-			ctx, HD_VLS,
+			ctx, HD_VLS_QOS,
 			"the failures need %u VLs, and OpenSM programs hdor's SL2VL tables only with qos TRUE (off)",
 			D->vls);
 	hdor_ph_mark(ctx, PH_SLVL);

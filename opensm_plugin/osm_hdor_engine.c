@@ -60,6 +60,7 @@ static void kns_load(hdor_engine_t *ctx)
 				ctx->reason);
 			snprintf(ctx->conf_bad, sizeof(ctx->conf_bad), "%s",
 				 ctx->reason);
+			ctx->conf_bad_code = ctx->code;
 			return;
 		}
 		if (rc == 0) {
@@ -205,8 +206,8 @@ static int degraded_pass(hdor_engine_t *ctx)
 		m = hdor_deg_match(ctx, D);
 	}
 	if (m == 2)
-		m = hdor_declinec(ctx, HD_NOT_KNS, "the LIDs keep moving (%s)",
-				  ctx->note);
+		m = hdor_declinec(ctx, HD_LIDS_MOVE,
+				  "the LIDs keep moving (%s)", ctx->note);
 	if (m == 0 && ctx->kns->origin == K_PASS && !ctx->kns->replaced) {
 		hdor_deg_free(D);
 		return 0;
@@ -228,10 +229,11 @@ static int degraded_pass(hdor_engine_t *ctx)
  * memory) */
 static void log_decline(hdor_engine_t *ctx)
 {
+	/* an error line all the same: "ERR HD01: hdor: declined (HD01): ..." */
 	if (ctx->code == HD_NOMEM)
 		hdor_log_error(
 			ctx, HD_NOMEM,
-			"out of memory; hdor declines this pass, OpenSM falls back to the next routing engine");
+			"declined (HD01): out of memory; OpenSM falls back to the next routing engine");
 	else
 		hdor_log(
 			ctx, HDOR_LOG_INFO,
@@ -313,13 +315,27 @@ static void degraded_note(hdor_engine_t *ctx)
 						      ctx->opts.state_path);
 }
 
+/*
+ * the code of a fabric that is neither a complete KNS (why: code2) nor one
+ * first sight identifies (code): a device hdor does not route or a size beyond
+ * its own, else first sight's doubt, else not a KNS
+ */
+static int decline_class(int code2, int code)
+{
+	if (code2 == HD_DEVICE || code2 == HD_SIZE)
+		return code2;
+	if (code == HD_FIRST_SIGHT || code == HD_SIZE)
+		return code;
+	return HD_NOT_KNS;
+}
+
 /* not the KNS hdor knows (why), not a complete KNS (ctx->reason): first
  * sight, else the decline naming every reason */
 static int not_complete(hdor_engine_t *ctx, int rc, const char *why,
 			const struct timespec *t0)
 {
 	char why2[sizeof(ctx->reason)], sight[sizeof(ctx->reason)];
-	int code;
+	int code, code2 = ctx->code;
 
 	if (ctx->code == HD_NOMEM) {
 		log_decline(ctx);
@@ -331,8 +347,7 @@ static int not_complete(hdor_engine_t *ctx, int rc, const char *why,
 		return 1;
 	}
 	if (ctx->code != HD_NOMEM) {
-		code = ctx->code == HD_FIRST_SIGHT ? HD_FIRST_SIGHT :
-						     HD_NOT_KNS;
+		code = decline_class(code2, ctx->code);
 		snprintf(sight, sizeof(sight), "%s", ctx->reason);
 		if (rc < 0)
 			hdor_declinec(
@@ -365,7 +380,7 @@ int hdor_prepare(hdor_engine_t *ctx, const struct hdor_fabric *fab)
 	if (!ctx->loaded)
 		kns_load(ctx);
 	if (ctx->conf_bad[0]) {
-		hdor_declinec(ctx, HD_CONF_INVALID, "%s is not usable: %s",
+		hdor_declinec(ctx, ctx->conf_bad_code, "%s is not usable: %s",
 			      ctx->opts.conf_path, ctx->conf_bad);
 		log_decline(ctx);
 		return -1;

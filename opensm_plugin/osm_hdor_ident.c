@@ -43,8 +43,8 @@ static int count_nodes(hdor_engine_t *ctx, hdor_pass_t *P)
 		switch (node->type) {
 		case HDOR_NODE_SWITCH:
 			if (node->flags & HDOR_NODE_NO_SWITCH)
-				return hdor_decline(
-					ctx,
+				return hdor_declinec(
+					ctx, HD_DEVICE,
 					"switch 0x%016" PRIx64
 					" '%s' has no switch object",
 					node->guid, hdor_desc(node));
@@ -54,8 +54,8 @@ static int count_nodes(hdor_engine_t *ctx, hdor_pass_t *P)
 			P->nca++;
 			break;
 		default:
-			return hdor_decline(
-				ctx,
+			return hdor_declinec(
+				ctx, HD_DEVICE,
 				"node 0x%016" PRIx64
 				" '%s' is neither a switch nor an HCA",
 				node->guid, hdor_desc(node));
@@ -360,12 +360,12 @@ int hdor_kns_counts(hdor_engine_t *ctx, hdor_pass_t *P)
 				    P->rt[rmin].guid,
 				    hdor_desc(P->sw[P->rt[rmin].sw].node));
 	if (P->n > HDOR_MAX_N)
-		return hdor_decline(ctx,
-				    "router 0x%016" PRIx64
-				    " '%s' is in %u groups (more than %d)",
-				    P->rt[rmin].guid,
-				    hdor_desc(P->sw[P->rt[rmin].sw].node), P->n,
-				    HDOR_MAX_N);
+		return hdor_declinec(ctx, HD_SIZE,
+				     "router 0x%016" PRIx64
+				     " '%s' is in %u groups (more than %d)",
+				     P->rt[rmin].guid,
+				     hdor_desc(P->sw[P->rt[rmin].sw].node),
+				     P->n, HDOR_MAX_N);
 	for (r = 0; r < P->nr; r++)
 		if (P->rt[r].gn != P->n)
 			return hdor_decline(
@@ -394,7 +394,7 @@ int hdor_kns_counts(hdor_engine_t *ctx, hdor_pass_t *P)
 				    G->mn < 2 && G->mn == P->k ? 2 : P->k);
 	}
 	if (P->k > 255)
-		return hdor_decline(ctx, "k = %u is too large", P->k);
+		return hdor_declinec(ctx, HD_SIZE, "k = %u is too large", P->k);
 	for (i = 0; i < (int)P->n && kn <= (uint64_t)P->nr; i++)
 		kn *= P->k;
 	if (kn != (uint64_t)P->nr)

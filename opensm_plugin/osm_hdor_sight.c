@@ -53,6 +53,7 @@ struct sight {
 
 #define NO(S, ...) hdor_declinec((S)->ctx, HD_NOT_KNS, __VA_ARGS__)
 #define AMBIG(S, ...) hdor_declinec((S)->ctx, HD_FIRST_SIGHT, __VA_ARGS__)
+#define SIZE(S, ...) hdor_declinec((S)->ctx, HD_SIZE, __VA_ARGS__)
 #define OOM(S) hdor_decline((S)->ctx, "out of memory")
 
 static int sight_node(struct sight *S, uint64_t guid, uint8_t type, uint8_t np,
@@ -123,14 +124,19 @@ static int sight_shape(struct sight *S)
 		if (P->grp[g].sn > 1)
 			S->nsw_multi = 1;
 	}
-	if (!P->nr || S->n < 1 || S->n > HDOR_MAX_N || S->k < 2 || S->k > 255)
+	if (S->n > HDOR_MAX_N || S->k > 255)
+		return SIZE(
+			S,
+			"no KNS shape (routers in up to %u indirect networks, networks of up to %u routers)",
+			S->n, S->k);
+	if (!P->nr || S->n < 1 || S->k < 2)
 		return NO(
 			S,
 			"no KNS shape (routers in up to %u indirect networks, networks of up to %u routers)",
 			S->n, S->k);
 	for (i = 0; i < S->n; i++) {
 		if (S->full > 65536 / S->k)
-			return NO(
+			return SIZE(
 				S,
 				"k^n = %u^%u is beyond what first sight identifies",
 				S->k, S->n);
@@ -736,17 +742,17 @@ static int sight_cable(struct sight *S, int x, int rr, const int *c, unsigned d)
 			return -1;
 		ps = (int)free_port(S, sw);
 		if (!ps)
-			return NO(S,
-				  "switch 0x%016" PRIx64
-				  " has no free port for a missing cable",
-				  S->nd[sw].guid);
+			return SIZE(S,
+				    "switch 0x%016" PRIx64
+				    " has no free port for a missing cable",
+				    S->nd[sw].guid);
 	}
 	px = rr >= 0 ? (int)free_port(S, x) : (int)(2 + d);
 	if (!px)
-		return NO(S,
-			  "router 0x%016" PRIx64
-			  " has no free port for a missing cable",
-			  S->nd[x].guid);
+		return SIZE(S,
+			    "router 0x%016" PRIx64
+			    " has no free port for a missing cable",
+			    S->nd[x].guid);
 	if (sight_link(S, x, (unsigned)px, sw, (unsigned)ps))
 		return OOM(S);
 	return 0;

@@ -328,7 +328,7 @@ static int prepare(struct hdor_osm *h)
 	if (model_build(h)) {
 		hdor_log_error(
 			&h->e, HD_NOMEM,
-			"out of memory; hdor declines this pass, OpenSM falls back to the next routing engine");
+			"declined (HD01): out of memory; OpenSM falls back to the next routing engine");
 		return -1;
 	}
 	pass_opts(h);

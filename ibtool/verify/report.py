@@ -164,7 +164,7 @@ def _checks(name: str, s: dict) -> list[dict]:
                  "summary": "collected from a live fabric (ibtool collect)"
                             + (f"; not collected: {', '.join(s['failed'])}" if s.get("failed") else "")}]
     if name == "run" and s.get("hdor_declined"):  # hdor asked for, another engine's tables: a failure
-        why = s["hdor_declined"].split(": ", 1)[-1]
+        why = s["hdor_declined"]  # "HDxx: <reason>": the code names the class (docs/plugin.md "Log lines")
         return [{"name": "run", "ok": False, "summary": f"hdor declined: {why}; tables by {s.get('engine')}"}]
     if name == "run":
         return [{"name": "run", "ok": bool(s.get("ok")),

@@ -19,6 +19,7 @@ from support import ibtool
 from test_hdor_digests import FAULT_SHAPES, REAL, complete_cases, fault_steps, link_name
 from test_hdor_faults import indirect, router_switch_links, routers
 
+from ibtool.fabric import Fabric
 from ibtool.formats import ibnetdiscover
 from ibtool.routing import hdor, hdor_c
 from ibtool.routing.hdor_c import SOURCE_DIR
@@ -180,3 +181,80 @@ def test_route_hdor_implementation_c_declines_like_the_reference(tmp_path):
         assert "Traceback" not in r.stderr
         assert not (tmp_path / "x.lft").exists()
 
+
+# ------------------------------------------------------------------ decline codes (issue 38, item 4)
+
+def star(arms: int) -> Fabric:
+    """A router in `arms` single-switch networks, each with one more router: n beyond hdor's 16."""
+    f = Fabric("star")
+    r0 = f.add_switch("R0", 36, role="router")
+    f.add_link(r0, f.add_hca("H0"))
+    for i in range(arms):
+        s = f.add_switch(f"S{i}", 36)
+        r = f.add_switch(f"R{i + 1}", 36, role="router")
+        f.add_link(r, f.add_hca(f"H{i + 1}"))
+        f.add_link(r0, s)
+        f.add_link(r, s)
+    assign_lids(f)
+    return f
+
+
+def declined(f, vls: int = 8, baseline=None, description=None) -> hdor_c.Declined:
+    with pytest.raises(hdor_c.Declined) as e:
+        hdor_c.compute(f, baseline=baseline, vls=vls, description=description)
+    return e.value
+
+
+def test_every_decline_class_has_its_code(tmp_path):
+    """docs/plugin.md "Log lines": a class of decline, a code of its own (not HD10 for all)."""
+    f = kns_with_lids(4, 2)
+    cases = {}
+    cases[0x10] = declined(fat_tree())  # the structure is no KNS
+    lines = [x for x in indirect(f) if f.names[x].startswith("S[0,")][:2]
+    cases[0x11] = declined(degrade(f, nodes=lines))  # two lines of one dimension: which routers where?
+    cases[0x12] = declined(star(17))  # a router in 17 networks: n beyond 16
+    desc = tmp_path / "other.conf"  # a description of another KNS
+    ibtool("route", "hdor", "--fabric", REAL / "ibnetdiscover.out", "--out", tmp_path / "x.lft", "--kns-conf", desc,
+           check=0)
+    cases[0x20] = declined(f, description=desc)
+    bad = tmp_path / "bad.conf"
+    bad.write_text(desc.read_text().replace("[0,0]", "[0,9]", 1))
+    cases[0x05] = declined(f, description=bad)  # not in the format (coordinate 9 of k = 3)
+    cases[0x04] = declined(f, description=desc / "hdor.conf")  # cannot be read (not a directory)
+    swapped = tmp_path / "swapped.conf"  # a router's place given to another: not a KNS labelling
+    text = desc.read_text().split("\n")
+    r = [i for i, ln in enumerate(text) if ln.startswith("router ")]
+    a, b = text[r[0]].split(" [")[1].split("]")[0], text[r[1]].split(" [")[1].split("]")[0]
+    text[r[0]] = text[r[0]].replace(f"[{a}]", f"[{b}]")
+    swapped.write_text("\n".join(text))
+    g = ibnetdiscover.read(REAL / "ibnetdiscover.out")
+    cases[0x21] = declined(g, description=swapped)
+    rsl = router_switch_links(f)
+    cases[0x31] = declined(degrade(f, links=rsl[:1]), vls=1, baseline=f)  # a detour needs 2 VLs, 1 offered
+    for code, e in cases.items():
+        assert e.code == code, (hex(code), hex(e.code), e.reason)
+    assert len({e.reason for e in cases.values()}) == len(cases)
+
+
+def test_a_device_hdor_does_not_route_has_its_code():
+    """An InfiniBand router node (NodeType 3) in the subnet: HD13 (the offline API takes it as
+    OpenSM's adapter hands it over)."""
+    import ctypes
+    import numpy as np
+    f = kns_with_lids(3, 2)
+    lib = hdor_c._load()
+    h = lib.hdor_off_new(8)
+    try:
+        types = np.asarray([*f.types, 3], dtype=np.uint8)
+        nports = np.asarray([*f.nports, 2], dtype=np.uint8)
+        guids = np.asarray([*f.guids, 0x2c9000000fff0], dtype=np.uint64)
+        names = (ctypes.c_char_p * len(types))(*[n.encode() for n in f.names], b"router")
+        assert lib.hdor_off_fabric(h, len(types), hdor_c._ptr(types, hdor_c._U8), hdor_c._ptr(nports, hdor_c._U8),
+                                   hdor_c._ptr(guids, hdor_c._U64), names) == 0
+        assert lib.hdor_off_lids(h, 0, None, None, None, None, None) == 0
+        assert lib.hdor_off_route(h, None) == -1
+        code = ctypes.c_int(0)
+        reason = lib.hdor_off_reason(h, ctypes.byref(code)).decode()
+        assert code.value == 0x13 and "is neither a switch nor an HCA" in reason
+    finally:
+        lib.hdor_off_free(h)
