@@ -476,6 +476,7 @@ typedef void (*hdor_log_fn)(void *arg, int level, const char *msg);
 /* what the front end sets before a pass (OpenSM: its options) */
 struct hdor_opts {
 	char conf_path[4096]; /* the hdor.conf to read ("" none) */
+	int conf_named; /* named by an option: must exist */
 	char state_path[4096]; /* the remembered state ("" none) */
 	char dump_path[4096]; /* opensm-hdor.dump ("" none) */
 	unsigned max_op_vls; /* OpenSM's max_op_vls (0: no cap) */

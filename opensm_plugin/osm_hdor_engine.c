@@ -49,6 +49,11 @@ static void kns_load(hdor_engine_t *ctx)
 	ctx->loaded = 1;
 	if (ctx->opts.conf_path[0]) {
 		rc = hdor_kns_read(ctx, ctx->opts.conf_path, K_CONF, &K);
+		if (rc == 1 && ctx->opts.conf_named)
+			rc = hdor_declinec(ctx, HD_CONF_READ,
+					   "cannot read %s: %s",
+					   ctx->opts.conf_path,
+					   strerror(ENOENT));
 		if (rc < 0 && ctx->code == HD_NOMEM) {
 			ctx->loaded = 0; /* try again at the next pass */
 			return;

@@ -50,7 +50,7 @@
 
 #include "osm_hdor.h"
 
-#define HDOR_CONF_DIR "/etc/opensm"
+#define HDOR_CONF_DIR OPENSM_CONFIG_DIR
 
 /* the engine inside OpenSM: the core's engine and this pass's model */
 struct hdor_osm {
@@ -262,9 +262,10 @@ static int model_build(struct hdor_osm *h)
 	return model_lports(h);
 }
 
-/* hdor.conf beside the opensm.conf OpenSM was started with (-F; OpenSM's
- * default is /etc/opensm/opensm.conf), else /etc/opensm/hdor.conf; the state
- * in OpenSM's cache directory */
+/* the description: built in, the hdor_config option when set; else hdor.conf
+ * beside the opensm.conf OpenSM was started with (-F; OpenSM's default is
+ * /etc/opensm/opensm.conf), else in OpenSM's configuration directory
+ * (/etc/opensm); the state in OpenSM's cache directory */
 static int same_file(const char *a, const char *b)
 {
 	struct stat sa, sb;
@@ -273,15 +274,24 @@ static int same_file(const char *a, const char *b)
 	       sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
-static void kns_paths(struct hdor_osm *h)
+/* built in, the hdor_config option (opensm.conf, --hdor_config) */
+static const char *named_conf(struct hdor_osm *h)
+{
+#ifdef HDOR_INTREE
+	return h->osm->subn.opt.hdor_conf_file;
+#else
+	(void)h;
+	return NULL;
+#endif
+}
+
+static void search_conf(struct hdor_osm *h)
 {
 	struct hdor_opts *o = &h->e.opts;
 	const char *cf = h->osm->subn.opt.config_file;
-	const char *cache = getenv("OSM_CACHE_DIR");
 	const char *slash = cf ? strrchr(cf, '/') : NULL;
 	char cand[4096];
 
-	o->conf_path[0] = '\0';
 	if (cf && *cf) {
 		if (slash)
 			snprintf(cand, sizeof(cand), "%.*s/%s",
@@ -298,6 +308,21 @@ static void kns_paths(struct hdor_osm *h)
 	    access(HDOR_CONF_DIR "/" HDOR_CONF_NAME, F_OK) == 0)
 		snprintf(o->conf_path, sizeof(o->conf_path), "%s",
 			 HDOR_CONF_DIR "/" HDOR_CONF_NAME);
+}
+
+static void kns_paths(struct hdor_osm *h)
+{
+	struct hdor_opts *o = &h->e.opts;
+	const char *named = named_conf(h);
+	const char *cache = getenv("OSM_CACHE_DIR");
+
+	o->conf_path[0] = '\0';
+	/* named: read even when missing (then every pass declines, HD04) */
+	o->conf_named = named != NULL;
+	if (named)
+		snprintf(o->conf_path, sizeof(o->conf_path), "%s", named);
+	else
+		search_conf(h);
 	if (!cache || !*cache)
 		cache = OSM_DEFAULT_CACHE_DIR;
 	snprintf(o->state_path, sizeof(o->state_path), "%s/%s", cache,
