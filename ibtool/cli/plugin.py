@@ -191,10 +191,14 @@ def group():
 
 @group.command(name="build")
 @click.option("--intree", is_flag=True,
-              help="Also build OpenSM 3.3.23 with hdor built in (fetches the Debian source package; "
-                   "about 3 minutes on 2 cores) -> build/opensm-intree/opensm.")
-def build_cmd(intree):
-    """Build opensm_plugin/libhdor.so against Debian's libopensm-dev."""
+              help="Also build OpenSM 3.3.23 with hdor built in (Debian's source package with the patch series "
+                   "opensm_plugin/intree/0*.patch applied by git am; about 3 minutes on 2 cores) -> "
+                   "build/opensm-intree/opensm.")
+@click.option("--deb", is_flag=True,
+              help="Also build the Debian package opensm-hdor (the plugin where OpenSM loads it, the offline "
+                   "core, the docs, an example opensm.conf) -> build/deb/opensm-hdor_<version>_<arch>.deb.")
+def build_cmd(intree, deb):
+    """Build opensm_plugin/libhdor.so against Debian's libopensm-dev (and libhdorcore.so, the offline core)."""
     _make()
     so = PLUGIN_DIR / LIB
     if not so.is_file():
@@ -202,6 +206,13 @@ def build_cmd(intree):
     click.echo(f"built {so} ({so.stat().st_size} bytes)")
     if intree:
         _make("intree")
+    if deb:
+        _make("deb")
+        built = sorted((PLUGIN_DIR.parent / "build" / "deb").glob("opensm-hdor_*.deb"),
+                       key=lambda p: p.stat().st_mtime)
+        if not built:
+            raise EnvironmentProblem("make deb succeeded but build/deb has no opensm-hdor package")
+        click.echo(f"built {built[-1]} (install: dpkg -i {built[-1].name})")
 
 
 @group.command(name="install")
