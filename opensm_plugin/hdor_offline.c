@@ -10,9 +10,11 @@
 #include <endian.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "osm_hdor.h"
@@ -495,8 +497,14 @@ static uint32_t top_now(const struct hdor_off *h)
 }
 
 /* a buffered writer of a file descriptor */
+/*
+ * The tables as OpenSM's file engine reads them: 1.7 GB of text on KNS 16^3,
+ * so a regular file is written by a few threads at once, each its share of
+ * the switches at the offset their blocks start at (pwrite); a pipe by one.
+ */
 struct out {
 	int fd, err;
+	off_t pos; /* the next pwrite's offset; -1: write() */
 	size_t len;
 	char buf[1 << 16];
 };
@@ -506,7 +514,10 @@ static void out_flush(struct out *o)
 	size_t at = 0;
 
 	while (!o->err && at < o->len) {
-		ssize_t n = write(o->fd, o->buf + at, o->len - at);
+		ssize_t n = o->pos < 0 ?
+				    write(o->fd, o->buf + at, o->len - at) :
+				    pwrite(o->fd, o->buf + at, o->len - at,
+					   o->pos + (off_t)at);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -515,6 +526,8 @@ static void out_flush(struct out *o)
 		else
 			at += (size_t)n;
 	}
+	if (o->pos >= 0)
+		o->pos += (off_t)at;
 	o->len = 0;
 }
 
@@ -573,6 +586,31 @@ static int lft_lines(struct lines *L, uint32_t top, const uint64_t *lid_guid,
 	return 0;
 }
 
+static int lft_header(char *line, size_t size, const struct hdor_node *x,
+		      uint32_t top)
+{
+	return snprintf(
+		line, size,
+		"Unicast lids [0x0-%#x] of switch Lid 0 guid 0x%016" PRIx64
+		" ('",
+		top, x->guid);
+}
+
+/* the bytes of one switch's block (its header and the LIDs with a route) */
+static size_t lft_size(const struct hdor_node *x, uint32_t top,
+		       const struct lines *L)
+{
+	char line[96];
+	size_t n = (size_t)lft_header(line, sizeof(line), x, top) +
+		   strlen(x->desc) + 4;
+	uint32_t lid;
+
+	for (lid = 1; lid <= top && lid <= x->top; lid++)
+		if (x->lft[lid] != HDOR_NO_PATH)
+			n += L->len[lid];
+	return n;
+}
+
 /* one switch's header and lines, the LIDs with a route */
 static void lft_switch(struct out *o, const struct hdor_node *x, uint32_t top,
 		       const struct lines *L)
@@ -581,10 +619,7 @@ static void lft_switch(struct out *o, const struct hdor_node *x, uint32_t top,
 	uint32_t lid;
 	int n;
 
-	n = snprintf(line, sizeof(line),
-		     "Unicast lids [0x0-%#x] of switch Lid 0 guid 0x%016" PRIx64
-		     " ('",
-		     top, x->guid);
+	n = lft_header(line, sizeof(line), x, top);
 	out_put(o, line, (size_t)n);
 	out_put(o, x->desc, strlen(x->desc));
 	out_put(o, "'):\n", 4);
@@ -605,41 +640,121 @@ static void lft_switch(struct out *o, const struct hdor_node *x, uint32_t top,
 	}
 }
 
+#define LFT_THREADS 4
+
+/* one writer's share: switches sw[from..to) from offset pos (-1: write()) */
+struct lft_part {
+	const struct hdor_off *h;
+	const uint32_t *sw;
+	uint32_t from, to, top;
+	const struct lines *L;
+	int fd, err, started;
+	off_t pos;
+	pthread_t tid;
+};
+
+static void *lft_part_write(void *arg)
+{
+	struct lft_part *w = arg;
+	struct out *o = malloc(sizeof(*o));
+	uint32_t i;
+
+	if (!o) {
+		w->err = ENOMEM;
+		return NULL;
+	}
+	o->fd = w->fd;
+	o->err = 0;
+	o->pos = w->pos;
+	o->len = 0;
+	for (i = w->from; i < w->to && !o->err; i++)
+		lft_switch(o, &w->h->fab.nodes[w->sw[i]], w->top, w->L);
+	out_flush(o);
+	w->err = o->err;
+	free(o);
+	return NULL;
+}
+
+/*
+ * the writers' shares of w[0]'s switches, even in bytes, each from its first
+ * switch's offset; returns how many (1, by write(), unless fd is a regular
+ * file at offset base >= 0); *end: the offset after the last block
+ */
+static int lft_split(struct lft_part *w, uint32_t n, off_t base, off_t *end)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int k = cpus > LFT_THREADS ? LFT_THREADS : cpus < 1 ? 1 : (int)cpus;
+	size_t total = 0, done = 0, *size = NULL;
+	struct stat st;
+	uint32_t i;
+	int j = 0;
+
+	if (k > 1 && base >= 0 && fstat(w->fd, &st) == 0 && S_ISREG(st.st_mode))
+		size = malloc((n + 1) * sizeof(*size));
+	for (i = 0; size && i < n; i++) {
+		size[i] = lft_size(&w->h->fab.nodes[w->sw[i]], w->top, w->L);
+		total += size[i];
+	}
+	w[0].from = 0;
+	w[0].pos = size ? base : -1;
+	for (i = 0; size && i < n && j < k - 1; i++) {
+		done += size[i];
+		if (done * (size_t)k >= total * (size_t)(j + 1)) {
+			w[j].to = i + 1;
+			w[j + 1] = w[j];
+			w[++j].from = i + 1;
+			w[j].pos = base + (off_t)done;
+		}
+	}
+	w[j].to = n;
+	*end = base + (off_t)total;
+	free(size);
+	return j + 1;
+}
+
 EXPORT int hdor_off_write_lft(const hdor_off_t *h, int fd,
 			      const uint64_t *lid_guid, uint32_t nlid)
 {
-	struct out *o = calloc(1, sizeof(*o));
 	uint32_t *sw = calloc(h->fab.nn + 1, sizeof(*sw)), n = 0, i;
-	uint32_t top = top_now(h);
+	struct lft_part w[LFT_THREADS] = { { 0 } };
 	struct lines L = { NULL, NULL, NULL };
-	int err;
+	off_t base = lseek(fd, 0, SEEK_CUR), end = -1;
+	int err = 0, k = 0, j;
 
-	if (!o || !sw) {
-		free(o);
-		free(sw);
-		errno = ENOMEM;
-		return -1;
-	}
-	o->fd = fd;
-	for (i = 0; i < h->fab.nn; i++)
+	if (!sw || lft_lines(&L, top_now(h), lid_guid, nlid))
+		err = ENOMEM;
+	for (i = 0; !err && i < h->fab.nn; i++)
 		if (h->fab.nodes[i].type == HDOR_NODE_SWITCH &&
 		    h->fab.nodes[i].lft && hdor_node_here(&h->fab.nodes[i]))
 			sw[n++] = i;
-	lft_h = h;
-	qsort(sw, n, sizeof(*sw), cmp_switch_guid);
-	if (lft_lines(&L, top, lid_guid, nlid)) {
-		o->err = ENOMEM;
-		n = 0;
+	if (!err) {
+		lft_h = h;
+		qsort(sw, n, sizeof(*sw), cmp_switch_guid);
+		w[0] = (struct lft_part){
+			.h = h, .sw = sw, .top = top_now(h), .L = &L, .fd = fd
+		};
+		k = lft_split(w, n, base, &end);
 	}
-	for (i = 0; i < n; i++)
-		lft_switch(o, &h->fab.nodes[sw[i]], top, &L);
-	out_flush(o);
-	err = o->err;
-	free(o);
+	/* (a thread that cannot start: its share written here) */
+	for (j = 1; j < k; j++) {
+		w[j].started =
+			!pthread_create(&w[j].tid, NULL, lft_part_write, &w[j]);
+		if (!w[j].started)
+			lft_part_write(&w[j]);
+	}
+	if (k)
+		lft_part_write(&w[0]);
+	for (j = 1; j < k; j++)
+		if (w[j].started)
+			pthread_join(w[j].tid, NULL);
+	for (j = 0; j < k && !err; j++)
+		err = w[j].err;
 	free(sw);
 	free(L.text);
 	free(L.off);
 	free(L.len);
+	if (!err && w[0].pos >= 0)
+		lseek(fd, end, SEEK_SET); /* past the last block, as write() */
 	if (err) {
 		errno = err;
 		return -1;

@@ -199,7 +199,11 @@ class Engine:
         self.close()
 
     def __del__(self):
-        self.close()
+        # unreachable, and so is the last result (its lazy parts hold the engine): nothing to read
+        # out (which at interpreter exit could no longer import numpy), only the C side to free
+        if getattr(self, "_h", None):
+            self._lib.hdor_off_free(self._h)
+            self._h = None
 
     def _check(self, rc: int, what: str) -> None:
         if rc == -2:

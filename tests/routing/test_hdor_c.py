@@ -172,6 +172,48 @@ def test_route_hdor_implementation_c_writes_the_same_files(tmp_path):
     assert len(outs["c"]) == 8
 
 
+def test_tables_written_by_threads_at_offsets_or_into_a_pipe(tmp_path):
+    """The LFT file is written by one thread per core, each at its blocks' offset, into a regular file
+    (from the descriptor's offset on: what was written before stays, what comes after follows), and
+    by one thread into a pipe: the same bytes as the reference's writer."""
+    import os
+    import threading
+
+    import numpy as np
+
+    from ibtool.formats import lft
+    from ibtool.routing.hdor_c import _U64, _ptr
+
+    f = ibnetdiscover.read(REAL / "ibnetdiscover.out")
+    guids = hdor.port_guids(f)
+    ref = tmp_path / "ref.lft"
+    lft.write_file_engine(hdor.compute(f).tables, ref, guids)
+    want = ref.read_bytes()
+    with hdor_c.Engine() as e:
+        e.load(f)
+        e.route()
+        e.write_lft(tmp_path / "c.lft", guids)
+        assert (tmp_path / "c.lft").read_bytes() == want
+        pg = np.zeros(max(guids) + 1, dtype=np.uint64)
+        for lid, g in guids.items():
+            pg[lid] = g
+        fd = os.open(tmp_path / "framed.lft", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        os.write(fd, b"before\n")
+        assert e._lib.hdor_off_write_lft(e._h, fd, _ptr(pg, _U64), len(pg)) == 0
+        os.write(fd, b"after\n")
+        os.close(fd)
+        assert (tmp_path / "framed.lft").read_bytes() == b"before\n" + want + b"after\n"
+        r, w = os.pipe()
+        got = []
+        reader = threading.Thread(target=lambda: got.append(b"".join(iter(lambda: os.read(r, 1 << 16), b""))))
+        reader.start()
+        assert e._lib.hdor_off_write_lft(e._h, w, _ptr(pg, _U64), len(pg)) == 0
+        os.close(w)
+        reader.join()
+        os.close(r)
+        assert got == [want]
+
+
 def test_route_hdor_implementation_c_declines_like_the_reference(tmp_path):
     """A real two-switch NDR fabric is no KNS: one line naming the reason, exit 1, no file."""
     ndr = REAL.parent / "ndr-2sw.ibnetdiscover"
