@@ -1,4 +1,5 @@
-"""Jinja2 templates from the repository's top-level templates/ folder."""
+"""Jinja2 templates from the repository's top-level templates/ folder (ibtool/templates links to it;
+a wheel carries them there)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
-TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
+TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
 # what a technician reads as one word: a place in a rack, a device's port, a cable ID

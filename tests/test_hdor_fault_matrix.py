@@ -9,7 +9,9 @@ then restore them all. At every step hdor must configure the tables (no fallback
 verify all` must pass every step: topology against the plan without what is down, delivery,
 deadlock freedom per VL under the SL2VL tables OpenSM dumped and the SLs the SA hands out, the
 hdor reference of the degraded pass (baseline: step 0), routes a fault did not touch unchanged.
-Once every fault is repaired the tables are step 0's again.
+Once every fault is repaired the tables are step 0's again. And the C engine without OpenSM
+(`route hdor --implementation c`), fed each step's discovery after step 0's, computes exactly what
+the plugin programmed at that step: tables, dump, SL2VL rows and every path SL the SA handed out.
 
 The full matrix (IBTOOL_FAULT_MATRIX=full) passed, 2026-11-23, in about 1 h 40 min (2 shared
 cores, load 9-12), most of it one `saquery` per HCA pair per step; path SLs are now asked in bulk
@@ -79,6 +81,45 @@ def scenario(f, kind: str) -> list[dict]:
     return steps + [{"name": "all up", "up": [single[-1]]}]
 
 
+def offline_problems(run, nsteps: int) -> list[str]:
+    """The C engine without OpenSM (libhdorcore.so, `route hdor --implementation c`), fed each step's
+    discovery after step 0's as the plugin saw them, computes what the plugin programmed inside
+    OpenSM: the same tables, dump and SL2VL rows (their digests), and every path SL the SA gave."""
+    from hdor_digests import lines_digest, sl2vl_digest, tables_digest
+
+    from ibtool.formats import ibnetdiscover, pathrecord
+    from ibtool.routing import hdor_c
+
+    out = []
+    with hdor_c.Engine() as e:
+        f0 = ibnetdiscover.read(run / "step-0" / "ibnetdiscover.out")
+        for k in range(nsteps):
+            step = run / f"step-{k}"
+            f = f0 if k == 0 else ibnetdiscover.read(step / "ibnetdiscover.out")
+            e.load(f)
+            try:
+                r = e.route(baseline=f0 if k else None)
+            except hdor_c.Declined as x:
+                out.append(f"step {k}: the C engine without OpenSM declines (HD{x.code:02X}): {x.reason}")
+                continue
+            want = of_run(step / "osm")
+            got = {"tables": tables_digest(r.tables), "dump": lines_digest(r.dump_lines)}
+            if "sl2vl" in want:
+                got["sl2vl"] = sl2vl_digest(r.sl2vl or {})
+            bad = [part for part in want if got.get(part) != want[part]]
+            if bad:
+                out.append(f"step {k}: the C engine without OpenSM differs from the plugin's in {', '.join(bad)}")
+            sa = step / "saquery-paths.out"
+            if not sa.is_file():
+                continue
+            base = {lid: f.port_lids[o][0] for lid, o in f.lid_owners().items()}
+            mine = r.path_sls or {}
+            diff = [(s_, d, sl) for (s_, d), sl in pathrecord.read(sa).items() if mine.get((base[s_], d), 0) != sl]
+            if diff:
+                out.append(f"step {k}: {len(diff)} path SL(s) of the SA not the C engine's, e.g. {diff[:3]}")
+    return out
+
+
 def _entries(path):
     return sorted(ln.split(":")[0].strip() + "@" + block for block, ln in _lines(path))
 
@@ -131,4 +172,5 @@ def test_hdor_keeps_routing_through_faults(shape, kind, tmp_path):
     # every fault repaired: the original tables
     if _entries(run / f"step-{len(steps)}" / "dump_fts.out") != _entries(run / "step-0" / "dump_fts.out"):
         problems.append("all faults repaired: the tables differ from step 0's")
+    problems += offline_problems(run, len(summary["steps"]))
     assert not problems, f"{name} {kind}: {len(problems)} problems:\n" + "\n".join(problems[:12])

@@ -13,7 +13,6 @@ import posixpath
 import re
 import shlex
 import uuid
-from pathlib import Path
 
 from ibtool.bench import mapping as mapping_mod
 from ibtool.bench.benchmarks.base import stderr_tail
@@ -21,8 +20,9 @@ from ibtool.bench.inventory import Inventory
 from ibtool.bench.launchers import LAUNCHERS, ssh_config
 from ibtool.bench.registry import RUNNERS
 from ibtool.bench.runners.base import MARK, Job, probe, shell_command
+from ibtool.templating import TEMPLATES
 
-HELLO = Path(__file__).resolve().parents[2] / "templates" / "bench" / "mpi_hello.c"
+HELLO = TEMPLATES / "bench" / "mpi_hello.c"
 
 
 def hosts(inv: Inventory) -> dict:

@@ -149,6 +149,60 @@ def _updn_roots(kc, path) -> bytes:
     return f"0x{r0.guid:016x}\n0x{min(ends)[1]:016x}\n".encode()
 
 
+def _planned_guids(kc) -> bool:
+    """Every device of the description has a GUID as `ibtool topo` plans them (fabric.default_guid
+    of its index): a plan's placeholders, which no real device has."""
+    from ibtool.fabric import default_guid
+
+    planned = {default_guid(i) for i in range(len(kc.nodes))}
+    return bool(kc.nodes) and all(x.guid in planned for x in kc.nodes)
+
+
+def _placeholder_lines(data: bytes | None) -> bool:
+    """A GUID file (one GUID a line) whose GUIDs all look planned: the OUI and small node numbers of
+    fabric.default_guid (a real device's low 40 bits are far from small)."""
+    from ibtool.fabric import GUID_BASE
+
+    guids = []
+    for ln in (data or b"").decode(errors="replace").splitlines():
+        word = ln.split("#", 1)[0].strip()
+        if word:
+            try:
+                guids.append(int(word, 16))
+            except ValueError:
+                return False
+    return bool(guids) and all(g >> 40 == GUID_BASE >> 40 and g & 0xF == 0 and g & (2**40 - 1) < 1 << 28
+                               for g in guids)
+
+
+def _refuse_planned(what: str, plan: Path | None) -> None:
+    again = f"--plan {plan} " if plan else ""
+    raise InputError(
+        f"{what} describes the planned fabric: its GUIDs are the plan's placeholders, which no real device has, "
+        "so hdor would decline the real fabric at every pass (HD20: not the KNS of the description) and OpenSM "
+        "fall back to the next engine. Describe the real fabric, from a discovery with every cable in place:\n"
+        "  ibnetdiscover > fabric.out\n"
+        "  ibtool route hdor --fabric fabric.out --out hdor.lft --kns-conf hdor.conf\n"
+        f"  ibtool plugin install {again}--kns-conf hdor.conf\n"
+        "(--planned-guids installs it as it is: for a fabric that has the plan's GUIDs, such as ibsim "
+        "emulating the plan)")
+
+
+def _plan_files(extra: list[tuple[str, str]], plan: Path | None, cdir: Path) -> list[tuple[str, Path, Path]]:
+    """The files the plan's options name inside the plan (root_guid_file ...): (key, the plan's
+    file, where it goes: beside the conf, under its own name)."""
+    if plan is None:
+        return []
+    home = (plan if plan.is_dir() else plan.parent).resolve()
+    out = []
+    for key, val in extra:
+        if key in opensm_options.FILE_KEYS and val not in ("", "(null)"):
+            src = Path(val)
+            if src.is_file() and src.resolve().parent == home:
+                out.append((key, src, cdir / src.name))
+    return out
+
+
 def _set(options: list[tuple[str, str]], key: str, val: str) -> list[tuple[str, str]]:
     """`options` with `key` set to `val` (replacing any value it had)."""
     return [o for o in options if o[0] != key] + [(key, val)]
@@ -180,18 +234,24 @@ def group():
     \b
     ibtool plugin build                       # make -C opensm_plugin -> opensm_plugin/libhdor.so
     ibtool plugin install --dry-run           # show what would change
-    ibtool plugin install --plan cellia       # /usr/lib/<triplet>/libhdor.so + /etc/opensm/opensm.conf
-                                              # (the plan's options) + /etc/opensm/hdor.conf
+    ibtool plugin install --plan cellia --kns-conf hdor.conf
+                                              # /usr/lib/<triplet>/libhdor.so + /etc/opensm/opensm.conf
+                                              # (the plan's options) + /etc/opensm/hdor.conf (the real
+                                              # fabric's: ibtool route hdor --kns-conf on a discovery)
     systemctl restart opensm                  # Debian's unit reads /etc/opensm/opensm.conf
     """
 
 
 @group.command(name="build")
 @click.option("--intree", is_flag=True,
-              help="Also build OpenSM 3.3.23 with hdor built in (fetches the Debian source package; "
-                   "about 3 minutes on 2 cores) -> build/opensm-intree/opensm.")
-def build_cmd(intree):
-    """Build opensm_plugin/libhdor.so against Debian's libopensm-dev."""
+              help="Also build OpenSM 3.3.23 with hdor built in (Debian's source package with the patch series "
+                   "opensm_plugin/intree/0*.patch applied by git am; about 3 minutes on 2 cores) -> "
+                   "build/opensm-intree/opensm.")
+@click.option("--deb", is_flag=True,
+              help="Also build the Debian package opensm-hdor (the plugin where OpenSM loads it, the offline "
+                   "core, the docs, an example opensm.conf) -> build/deb/opensm-hdor_<version>_<arch>.deb.")
+def build_cmd(intree, deb):
+    """Build opensm_plugin/libhdor.so against Debian's libopensm-dev (and libhdorcore.so, the offline core)."""
     _make()
     so = PLUGIN_DIR / LIB
     if not so.is_file():
@@ -199,6 +259,13 @@ def build_cmd(intree):
     click.echo(f"built {so} ({so.stat().st_size} bytes)")
     if intree:
         _make("intree")
+    if deb:
+        _make("deb")
+        built = sorted((PLUGIN_DIR.parent / "build" / "deb").glob("opensm-hdor_*.deb"),
+                       key=lambda p: p.stat().st_mtime)
+        if not built:
+            raise EnvironmentProblem("make deb succeeded but build/deb has no opensm-hdor package")
+        click.echo(f"built {built[-1]} (install: dpkg -i {built[-1].name})")
 
 
 @group.command(name="install")
@@ -221,8 +288,12 @@ def build_cmd(intree):
 @click.option("--kns-conf", "kns_conf", type=InPath(),
               help="A KNS description (hdor.conf, from `ibtool route hdor --kns-conf` or the plan of `ibtool topo "
                    "kns`) to install beside --conf, where hdor reads it.")
+@click.option("--planned-guids", is_flag=True,
+              help="Install a description whose GUIDs are a plan's placeholders (`ibtool topo`'s), for a fabric "
+                   "that has them (ibsim emulating the plan); without it such a description is refused: a real "
+                   "fabric's comes from `ibtool route hdor --kns-conf` on a discovery.")
 @click.option("--dry-run", is_flag=True, help="Print what would change; change nothing.")
-def install_cmd(prefix, conf, engines, plan, destdir, kns_conf, dry_run):
+def install_cmd(prefix, conf, engines, plan, destdir, kns_conf, planned_guids, dry_run):
     """Install libhdor.so where Debian's opensm finds it and enable it in opensm.conf.
 
     OpenSM dlopens lib<name>.so by bare name, so the library must be on the loader's default path
@@ -234,15 +305,18 @@ def install_cmd(prefix, conf, engines, plan, destdir, kns_conf, dry_run):
     \b
     Examples:
       ibtool plugin install --dry-run                       # show what would change
-      ibtool plugin install --plan cellia                   # the plan's engines, options, hdor.conf
+      ibtool plugin install --plan cellia --kns-conf hdor.conf   # the plan's engines and options,
+                                                                  # the real fabric's description
       ibtool plugin install --engines hdor,updn --kns-conf hdor.conf   # a description of the real fabric
       ibtool plugin install --destdir pkg --prefix /opt/ibtool   # staged for a package
     """
     plan_engines, extra = plan_options(plan) if plan else (None, [])
     names = opensm.parse_engines(engines, "--engines") if engines is not None else plan_engines or ["hdor", "nue"]
+    from_plan = False
     if kns_conf is None and plan is not None:  # the plan's description (`ibtool topo kns` writes one)
         own = Plan.at(plan).hdor_conf
         kns_conf = own if own.is_file() else None
+        from_plan = kns_conf is not None
     if "hdor" not in names:
         raise InputError(f"--engines {','.join(names)!r} does not list hdor" if engines is not None or not plan
                          else f"--plan {plan}: its routing_engine {','.join(names)} does not list hdor "
@@ -273,6 +347,8 @@ def install_cmd(prefix, conf, engines, plan, destdir, kns_conf, dry_run):
     if kns_conf is not None:  # a description hdor would refuse stops the install here, with its line
         from ibtool.formats import hdor_conf
         kc = hdor_conf.read(kns_conf)
+        if not planned_guids and _planned_guids(kc):
+            _refuse_planned(f"--plan {plan}: its hdor.conf" if from_plan else f"--kns-conf {kns_conf}", plan)
         cdir = (conf.resolve() if not conf.is_absolute() else conf).parent
         desc = (_root(destdir, cdir / plandir.HDOR_CONF), _read(kns_conf, "--kns-conf"), kc)
         # OpenSM programs hdor's SL2VL tables of a degraded KNS only with QoS on
@@ -280,6 +356,10 @@ def install_cmd(prefix, conf, engines, plan, destdir, kns_conf, dry_run):
         if "updn" in names:  # updn finds no roots on a KNS by itself: from the description, beside it
             roots = (_root(destdir, cdir / "hdor-root-guids"), _updn_roots(kc, kns_conf))
             extra = _set(extra, "root_guid_file", str(cdir / "hdor-root-guids"))
+    # the files the plan names (its root_guid_file ...) go beside the conf, which names them there
+    beside = _plan_files(extra, plan, (conf.resolve() if not conf.is_absolute() else conf).parent)
+    for key, _, dst_file in beside:
+        extra = _set(extra, key, str(dst_file))
     new, changes = update_conf(old or "", names, options=extra)
 
     # 1. the library
@@ -321,7 +401,13 @@ def install_cmd(prefix, conf, engines, plan, destdir, kns_conf, dry_run):
                 _write(backup, old_bytes, mode)
                 click.echo(f"  saved the previous file as {backup}")
         _write(cpath, new.encode(), mode)
-    # 4. the KNS description, beside the conf, and updn's roots
+    # 4. the KNS description, beside the conf, updn's roots and the plan's files
+    for key, src_file, dst_file in beside:
+        data = _read(src_file, key)
+        _small_file(_root(destdir, dst_file), data, key, f"from {src_file}", pre, dry_run)
+        if _placeholder_lines(data):
+            click.echo(f"note: {key} {dst_file} lists the plan's placeholder GUIDs; write the real devices' "
+                       "GUIDs into it", err=True)
     if roots is not None:
         rpath, data = roots
         _small_file(rpath, data, "root GUID file", f"updn's roots {', '.join(data.decode().split())}", pre, dry_run)

@@ -51,9 +51,14 @@ def group():
 @click.option("--kns-conf", "kns_conf", type=OutPath(),
               help="Also write the KNS description hdor.conf (docs/plugin.md) for the hdor engine on every SM "
                    "host: only from a discovery of the complete KNS (refused, saying why, otherwise).")
+@click.option("--implementation", type=click.Choice(["python", "c"]), default="python", show_default=True,
+              help="python: the Python reference (ibtool/routing/hdor.py); c: the C engine the OpenSM plugin "
+                   "runs, without OpenSM (opensm_plugin/libhdorcore.so: `ibtool plugin build`), whose tables, "
+                   "SL2VL rows and path SLs are the plugin's for the same fabric and failures.")
 @allow_partial_option
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def hdor_cmd(fabric_path, out, dump, baseline_path, vls, sl2vl_out, path_sls_out, kns_conf, allow_partial, as_json):
+def hdor_cmd(fabric_path, out, dump, baseline_path, vls, sl2vl_out, path_sls_out, kns_conf, implementation,
+             allow_partial, as_json):
     """Hybrid-DOR tables for a KNS fabric, as the hdor OpenSM engine computes them (docs/hdor.md).
 
     Writes every switch's table for every LID, with ` portguid` on each entry so OpenSM remaps
@@ -71,6 +76,9 @@ def hdor_cmd(fabric_path, out, dump, baseline_path, vls, sl2vl_out, path_sls_out
     The description the engine reads beside opensm.conf (from a discovery of the complete fabric):
       ibtool route hdor --fabric run/ibnetdiscover.out --out hdor.lft --kns-conf hdor.conf
       ibtool plugin install --kns-conf hdor.conf
+    \b
+    The C engine the plugin runs inside OpenSM, on the same discovery (docs/plugin.md):
+      ibtool route hdor --fabric run/ibnetdiscover.out --out hdor.lft --implementation c
     \b
     After a cable failure (`sim run --fail`):
       ibtool sim run kns/topology.net --engine hdor --fail "R[1,1] 3" --out faults
@@ -94,18 +102,33 @@ def hdor_cmd(fabric_path, out, dump, baseline_path, vls, sl2vl_out, path_sls_out
     say = (lambda m: None) if as_json else (lambda m: click.echo(f"  {m}", err=True))
     base = None
 
+    engine = None
+
     def inputs(f) -> list[str]:
-        nonlocal base
+        nonlocal base, engine
+        if implementation == "c":
+            from ibtool.routing import hdor_c
+            engine = hdor_c.Engine(vls)
         if not baseline_path:
             return []
         f0 = run.read_fabric(baseline_path, "--baseline", allow_partial, warn=_warn)
         try:
-            base = (f0, hdor.compute(f0, first_sight=False))
+            if engine is not None:  # the C engine remembers the complete KNS, as inside OpenSM
+                engine.load(f0)
+                r0 = engine.route()
+                if r0.degraded:
+                    raise hdor.NotFamily("hdor", "KNS", "the C engine routed it as a degraded KNS (identified at first sight)")
+                base = (f0, r0)
+            else:
+                base = (f0, hdor.compute(f0, first_sight=False))
         except hdor.NotFamily as e:
             raise InputError(f"--baseline: not a complete KNS: {e.reason}", path=str(baseline_path)) from None
         return [f"baseline: KNS {base[1].k}-ary {base[1].n}-direct from {baseline_path}"]
 
     def compute(f):
+        if engine is not None and not kns_conf:
+            engine.load(f)
+            return engine.route(baseline=base[0] if base else None)
         if not kns_conf:
             return hdor.compute(f, baseline=base, vls=vls)
         # a description only of what is verified complete: before anything is written
@@ -119,6 +142,9 @@ def hdor_cmd(fabric_path, out, dump, baseline_path, vls, sl2vl_out, path_sls_out
         if odd:
             raise InputError(f"--kns-conf: the discovery looks incomplete: {odd[0]} (is a cable or switch "
                              f"missing? a description is written only from the whole fabric)", path=str(fabric_path))
+        if engine is not None:  # the tables the C engine's; the description checked by the reference's
+            engine.load(f)
+            return engine.route()
         return r
 
     def files(f, r) -> list[File]:
@@ -129,13 +155,19 @@ def hdor_cmd(fabric_path, out, dump, baseline_path, vls, sl2vl_out, path_sls_out
                                                                     f"by `ibtool route hdor --kns-conf` from "
                                                                     f"{fabric_path}"), kns_conf)
         sls = (r.path_sls if r.path_sls is not None else _zero_sls(f)) if path_sls_out else None
-        return [File("--out", out, lambda: lft.write_file_engine(r.tables, out, hdor.port_guids(f)))] + \
-            ([File("--dump", dump, lambda: hdor.write_dump(r, f, dump))] if dump else []) + \
+        def tables():
+            if engine is not None:  # in C: the same bytes, 43 M lines on KNS 16^3
+                return engine.write_lft(out, hdor.port_guids(f))
+            return lft.write_file_engine(r.tables, out, hdor.port_guids(f))
+        return [File("--out", out, tables)] + \
+            ([File("--dump", dump, lambda: _write_dump(r, f, dump))] if dump else []) + \
             ([File("--sl2vl", sl2vl_out, lambda: sl2vl.write(r.sl2vl or {}, f, sl2vl_out))] if sl2vl_out else []) + \
             ([File("--path-sls", path_sls_out, lambda: pathrecord.write(sls, path_sls_out))] if path_sls_out else []) + \
             ([File("--kns-conf", kns_conf, conf)] if kns_conf else [])
 
-    done = run.route(fabric_path, compute, files, inputs=inputs, allow_partial=allow_partial, say=say, warn=_warn)
+    done = run.route(fabric_path, compute, files, inputs=inputs, allow_partial=allow_partial, say=say, warn=_warn,
+                     routed=lambda r: f"writing the tables of {len(r.routers) + len(r.switches)} switches x {r.lids} "
+                                      f"LIDs")
     f, r = done.fabric, done.result
     spread = r.spread_summary()
     nsl = len(set((r.path_sls or {0: 0}).values()))
@@ -172,6 +204,17 @@ def hdor_cmd(fabric_path, out, dump, baseline_path, vls, sl2vl_out, path_sls_out
         click.echo("spread: no parallel router-switch links")
 
 
+
+
+def _write_dump(r, f, path) -> None:
+    """The coordinates dump: the C engine's own lines (opensm-hdor.dump as the plugin writes it), or
+    the reference's."""
+    from ibtool.formats import atomic_write
+    from ibtool.routing import hdor
+    if getattr(r, "dump_lines", None) is None:
+        return hdor.write_dump(r, f, path)
+    with atomic_write(path) as fh:
+        fh.write("\n".join(r.dump_lines) + "\n")
 
 
 def _zero_sls(f) -> dict:

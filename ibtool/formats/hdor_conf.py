@@ -14,7 +14,7 @@ Coordinates are written most significant dimension first (`[r_{n-1},...,r_0]`); 
 its dimension and its line (the coordinates without its dimension). `lids=PORT:LID[/LMC],...` is
 optional (a plan has none); `was=0x...` names the device a replacement took the place of (it keeps
 that one's coordinates and order); `phantom` marks a device hdor never saw (identification at
-first sight). The C engine reads and writes the same lines (opensm_plugin/hdor.c section 14.2).
+first sight). The C engine reads and writes the same lines (opensm_plugin/osm_hdor_conf.c).
 """
 
 from __future__ import annotations

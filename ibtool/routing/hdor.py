@@ -1,6 +1,6 @@
 """hdor: Hybrid-DOR routing for KNS fabrics — the Python reference of docs/hdor.md.
 
-The C engine (opensm_plugin/hdor.c) and this module implement the same specification and must
+The C engine (opensm_plugin/osm_hdor*.c) and this module implement the same specification and must
 produce identical forwarding tables; docs/hdor.md is the authority, and the section numbers below
 refer to it.
 

@@ -1,6 +1,6 @@
 """A KNS identified at first sight (docs/hdor.md section 7): the complete KNS a degraded fabric is
 a copy of, with phantoms for what is missing, and the fabric routed against it (hdor_kns) — the
-Python reference of opensm_plugin/hdor.c section 14's identification.
+Python reference of opensm_plugin/osm_hdor_sight.c.
 
     res = hdor.compute(now)                   # complete, or identified at first sight
 """

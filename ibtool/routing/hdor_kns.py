@@ -1,7 +1,7 @@
 """Routing against a KNS hdor knows without having seen it complete (docs/hdor.md section 7): the
 KNS of a description (hdor.conf, ibtool.routing.hdor_description) or the one it remembers, the
-Python reference of opensm_plugin/hdor.c section 14; identifying one at first sight is
-hdor_first_sight.
+Python reference of opensm_plugin/osm_hdor_kns.c; identifying one at first sight is
+hdor_first_sight (osm_hdor_sight.c), a description hdor_description (osm_hdor_conf.c).
 
     res = hdor.compute(now, description=hdor_conf.read("hdor.conf"))   # the KNS of the description
     res = hdor.compute(now, baseline=(complete, base))                 # the KNS remembered

@@ -52,13 +52,17 @@ class HdorResult:
     kns: tuple | None = None  # degraded: (the complete KNS as a Fabric, its fault-free Tables) routed against
 
     def spread_summary(self) -> dict:
-        """How evenly parallel router–group links share the LIDs (max - min per pair)."""
-        if not self.spread:
-            return {"pairs": 0}
-        counts = [c for per in self.spread.values() for c in per.values()]
-        imb = [max(per.values()) - min(per.values()) for per in self.spread.values()]
-        return {"pairs": len(self.spread), "ports": len(counts), "min_lids": min(counts),
-                "max_lids": max(counts), "max_imbalance": max(imb)}
+        return spread_summary(self.spread)
+
+
+def spread_summary(spread: dict[tuple[int, int], dict[int, int]]) -> dict:
+    """How evenly parallel router–group links share the LIDs (max - min per pair)."""
+    if not spread:
+        return {"pairs": 0}
+    counts = [c for per in spread.values() for c in per.values()]
+    imb = [max(per.values()) - min(per.values()) for per in spread.values()]
+    return {"pairs": len(spread), "ports": len(counts), "min_lids": min(counts),
+            "max_lids": max(counts), "max_imbalance": max(imb)}
 
 
 def _describe(f: Fabric, node: int, role: str | None = None) -> str:

@@ -211,7 +211,7 @@ def run_summary(s: dict) -> str:
     if s.get("fallback"):
         req = s.get("requested") or []
         why = (f"it deferred to OpenSM's default algorithm, though OpenSM's log names it" if s.get("default_for") else
-               s["hdor_declined"].split(": ", 1)[-1] if s.get("hdor_declined") else None)
+               s["hdor_declined"] if s.get("hdor_declined") else None)  # "HDxx: why" (docs/plugin.md)
         out += (f"; FALLBACK: the first engine {req[0] if req else '?'} did not route" + (f" ({why})" if why else "")
                 + ("; accepted (--accept-fallback)" if s.get("accepted_fallback") else
                    "; a later engine of the list passes only with --accept-fallback" if engine in req else

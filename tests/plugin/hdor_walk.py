@@ -21,6 +21,8 @@ CA, SWITCH = 1, 2
 NO_ROUTE = 255
 ROOT = Path(__file__).resolve().parents[2]
 PLUGIN = ROOT / "opensm_plugin"
+# the engine's files: its internal header, the core's units and the OpenSM adapter (docs/plugin.md)
+ENGINE_FILES = [PLUGIN / "osm_hdor.h", *sorted(PLUGIN.glob("osm_hdor_*.c")), PLUGIN / "osm_ucast_hdor.c"]
 
 
 @pytest.fixture(scope="session")

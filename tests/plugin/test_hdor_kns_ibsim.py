@@ -18,7 +18,7 @@ the LIDs stay), for a router-switch cable, an indirect switch and a router:
 Also: (d) a switch and a router with new GUIDs at the places of the originals — routed, the same
 routes by destination port, the description updated (was=); (e) a description of another fabric —
 declined with the reason, nue (the safe fallback of the plans) brings the subnet up without a
-credit loop, and `verify all` fails the run with "hdor declined: <reason>; tables by nue".
+credit loop, and `verify all` fails the run with "hdor declined: HD20: <reason>; tables by nue".
 
 `make test` runs every fault on 4^2 and the cable on 3^3 and 4^2 s=2 (with the per-VL `verify all`
 on 4^2 and 4^2 s=2); IBTOOL_FAULT_MATRIX=full runs every fault of every shape, each verified."""
@@ -308,13 +308,14 @@ def test_description_of_another_fabric_falls_back_safely(tmp_path):
     checks = {c["name"]: c for c in rep["checks"]}
     assert checks["routes: deadlock freedom"]["ok"] and checks["routes: delivery"]["ok"]
     assert not checks["run"]["ok"] and checks["run"]["summary"] == (
-        f"subnet up, tables configured by nue; FALLBACK: the first engine hdor did not route ({m.group(2)}); "
+        f"subnet up, tables configured by nue; FALLBACK: the first engine hdor did not route (HD20: {m.group(2)}); "
         f"a later engine of the list passes only with --accept-fallback")
 
 
 def test_a_broken_description_is_an_error_and_every_pass_declines(tmp_path):
     """hdor.conf that is not of the format (a coordinate beyond k): ERR HD05 with the file and
-    line, then every pass declines (HD21) to the fallback — a broken description is not ignored;
+    line, then every pass declines with the same code (HD05) to the fallback — a broken description
+    is not ignored;
     fixed (OpenSM restarted) hdor routes again. The remembered state written then reads back."""
     net, plan = kns_plan(tmp_path, 3, 2, 1)
     good = tmp_path / "plan.conf"
@@ -332,7 +333,7 @@ def test_a_broken_description_is_an_error_and_every_pass_declines(tmp_path):
         assert re.search(rf"ERR HD05: hdor: {re.escape(str(live.lf.work / 'hdor.conf'))} line {at + 1}: "
                          r"coordinate 5 is not below k = 3; hdor declines until it is fixed or removed", log), log[-2000:]
         m = DECLINE.search(log)
-        assert m and m.group(1) == "HD21" and "is not usable: " in m.group(2)
+        assert m and m.group(1) == "HD05" and "is not usable: " in m.group(2)
         assert live.restart(cache=False, conf=good) == "hdor"
         state = live.osm / "cache" / "hdor-kns.conf"
         assert hdor_conf.read(state).k == 3 and len(hdor_conf.read(state).nodes) == plan.num_nodes

@@ -1,4 +1,4 @@
-"""hdor's multicast spanning trees (opensm_plugin/hdor.c section 15, docs/hdor.md section 8) on
+"""hdor's multicast spanning trees (opensm_plugin/osm_hdor_mcast.c, docs/hdor.md section 8) on
 real ibsim + OpenSM with the plugin, its routing dumps off (`-D 0x07`, as a production OpenSM runs):
 so hdor leaves no hop matrix at all and OpenSM's own multicast tree, which is built on them,
 cannot be what programs the switches (and the SA still answers every PathRecord).

@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from support import ibtool
-from hdor_walk import PLUGIN, libhdor  # noqa: F401
+from hdor_walk import ENGINE_FILES, PLUGIN, libhdor  # noqa: F401
 from ibtool.cli.plugin import multiarch_libdir, update_conf
 from ibtool.formats import ibnetdiscover
 from ibtool.sim.runner import ibsim
@@ -62,8 +62,8 @@ def test_build_command(tmp_path):
     # library OpenSM loads in the other tests must not be rewritten under them (pytest-xdist)
     copy = tmp_path / "opensm_plugin"
     copy.mkdir()
-    for name in ("Makefile", "hdor.c"):
-        shutil.copy2(PLUGIN / name, copy / name)
+    for src in [PLUGIN / "Makefile", PLUGIN / "libhdor.map", *ENGINE_FILES]:
+        shutil.copy2(src, copy / src.name)
     p = subprocess.run(["make", "-C", str(copy), "libhdor.so"], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert "warning" not in (p.stdout + p.stderr).lower(), p.stderr
@@ -169,7 +169,8 @@ def test_layout_guard_refuses_a_misbuilt_plugin(tmp_path):
     bad = tmp_path / "bad"
     bad.mkdir()
     cc = subprocess.run(["gcc", "-std=gnu11", "-O2", "-fPIC", "-shared", "-I/usr/include/infiniband",
-                         "-include", "opensm/osm_opensm.h", "-o", str(bad / "libhdor.so"), str(PLUGIN / "hdor.c")],
+                         "-include", "opensm/osm_opensm.h", "-o", str(bad / "libhdor.so"),
+                         *[str(f) for f in ENGINE_FILES if f.suffix == ".c"]],
                         capture_output=True, text=True)
     assert cc.returncode == 0, cc.stderr
     f = kns(k=3, n=2)
@@ -193,20 +194,21 @@ def test_install_kns_conf_beside_the_conf_with_the_safe_fallback(tmp_path):
     """--kns-conf: the description beside opensm.conf (where hdor reads it), qos TRUE, routing_engine
     hdor,nue by default, and with --engines hdor,updn updn's roots taken from it (the plan's own
     roots); --dry-run prints it and writes nothing; a description hdor would refuse stops the install
-    before any change."""
+    before any change. (The plan's own description, with --planned-guids: a simulated fabric's.)"""
     plan = tmp_path / "plan"
     ibtool("topo", "kns", "--k", "3", "--n", "2", "--radix", "8", "--out", plan, check=0)
     root = tmp_path / "root"
-    dry = ibtool("plugin", "install", "--destdir", root, "--kns-conf", plan / "hdor.conf", "--dry-run", check=0)
+    dry = ibtool("plugin", "install", "--destdir", root, "--kns-conf", plan / "hdor.conf", "--planned-guids",
+                 "--dry-run", check=0)
     assert f"would install {root}/etc/opensm/hdor.conf (from {plan / 'hdor.conf'}: KNS k=3 n=2 s=1: 9 routers, " \
            "6 switches, 9 HCAs, 27 cables)" in dry.stdout
     assert "  | hdor-kns 1 k=3 n=2 s=1" in dry.stdout and not root.exists()
-    ibtool("plugin", "install", "--destdir", root, "--kns-conf", plan / "hdor.conf", check=0)
+    ibtool("plugin", "install", "--destdir", root, "--kns-conf", plan / "hdor.conf", "--planned-guids", check=0)
     assert (root / "etc/opensm/hdor.conf").read_bytes() == (plan / "hdor.conf").read_bytes()
     conf = (root / "etc/opensm/opensm.conf").read_text()
     assert "routing_engine hdor,nue\n" in conf and "qos TRUE\n" in conf and "root_guid_file" not in conf
     ibtool("plugin", "install", "--destdir", root, "--kns-conf", plan / "hdor.conf", "--engines", "hdor,updn",
-           check=0)
+           "--planned-guids", check=0)
     conf = (root / "etc/opensm/opensm.conf").read_text()
     assert "routing_engine hdor,updn\n" in conf and "root_guid_file /etc/opensm/hdor-root-guids\n" in conf
     assert (root / "etc/opensm/hdor-root-guids").read_text() == (plan / "root-guids").read_text()
@@ -216,3 +218,44 @@ def test_install_kns_conf_beside_the_conf_with_the_safe_fallback(tmp_path):
     r = ibtool("plugin", "install", "--destdir", root2, "--kns-conf", bad, check=2)
     assert r.stderr.strip().startswith(f"ibtool: error: {bad}:") and "coordinate 7 is not below k = 3" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and not root2.exists()
+
+
+def test_install_refuses_a_plans_placeholder_guids_unless_asked(tmp_path):
+    """A plan's description names the plan's placeholder GUIDs: installed for a real fabric, hdor
+    would decline it at every pass (HD20). `--plan P` (its hdor.conf) and `--kns-conf P/hdor.conf` are
+    refused, before any change, with the way to describe the real fabric; --planned-guids installs
+    it (ibsim emulating the plan has those GUIDs). The files the plan's conf names (root_guid_file)
+    go beside the installed conf, which names them there."""
+    plan = tmp_path / "plan"
+    ibtool("topo", "kns", "--k", 3, "--n", 2, "--radix", 8, "--engine", "hdor,updn", "--out", plan, check=0)
+    root = tmp_path / "root"
+    for args in (["--plan", plan], ["--kns-conf", plan / "hdor.conf"], ["--plan", plan, "--dry-run"]):
+        r = ibtool("plugin", "install", "--destdir", root, *args, check=2)
+        what = f"--plan {plan}: its hdor.conf" if args[0] == "--plan" else f"--kns-conf {plan / 'hdor.conf'}"
+        assert r.stderr.startswith(f"ibtool: error: {what} describes the planned fabric: its GUIDs are the plan's "
+                                   "placeholders"), r.stderr
+        assert "  ibtool route hdor --fabric fabric.out --out hdor.lft --kns-conf hdor.conf\n" in r.stderr
+        assert "--planned-guids" in r.stderr and not root.exists()
+
+    # the real fabric's description (its own GUIDs), with the plan's engines and options
+    real = tmp_path / "real.conf"
+    real.write_text((plan / "hdor.conf").read_text().replace("0x0002c9000000", "0x0002c9030a00"))
+    r = ibtool("plugin", "install", "--destdir", root, "--plan", plan, "--kns-conf", real, "--engines", "hdor,nue",
+               check=0)
+    etc = root / "etc/opensm"
+    assert (etc / "hdor.conf").read_bytes() == real.read_bytes()
+    conf = (etc / "opensm.conf").read_text()
+    assert "\nroot_guid_file /etc/opensm/root-guids\n" in conf and str(plan) not in conf
+    assert (etc / "root-guids").read_bytes() == (plan / "root-guids").read_bytes()
+    assert "note: root_guid_file /etc/opensm/root-guids lists the plan's placeholder GUIDs" in r.stderr
+    # updn after hdor: its roots from the real description, beside it
+    ibtool("plugin", "install", "--destdir", root, "--plan", plan, "--kns-conf", real, check=0)
+    conf = (etc / "opensm.conf").read_text()
+    assert "\nroot_guid_file /etc/opensm/hdor-root-guids\n" in conf
+    assert (etc / "hdor-root-guids").read_text().split() == [
+        g.replace("0x0002c9000000", "0x0002c9030a00") for g in (plan / "root-guids").read_text().split()]
+
+    # asked: the plan's own description (a fabric with the plan's GUIDs)
+    root2 = tmp_path / "root2"
+    ibtool("plugin", "install", "--destdir", root2, "--plan", plan, "--planned-guids", check=0)
+    assert (root2 / "etc/opensm/hdor.conf").read_bytes() == (plan / "hdor.conf").read_bytes()
