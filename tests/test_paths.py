@@ -79,6 +79,18 @@ def made(tmp_path_factory):
         {"run_id": "current--hpcc--linear--r1", "engine": "current", "benchmark": "hpcc", "type": "hpcc",
          "mapping": {"policy": "linear"}, "repeat": 1, "status": "failed", "reasons": ["x"]}))
     (d / "inv.yaml").write_text("hosts: [{name: a, slots: 2}]\nrunner: local\n")
+    # a watcher's store of one real captured round (fixtures/watch), for `watch report`
+    from ibtool import mad
+    from ibtool.watch.collector import Collector
+    from ibtool.watch.events import Judge
+    from ibtool.watch.plan import PlanView
+    from ibtool.watch.store import Store
+    raw, line = mad.round_parser()
+    for ln in (FIXTURES / "watch" / "round-kns3x2.txt").read_bytes().splitlines():
+        line(ln)
+    with Store(d / "watch.db", write=True) as st:
+        rnd, judge = Collector(None, PlanView()).build(raw, 1_800_000_000.0), Judge(PlanView(), {})
+        st.write_round(rnd, judge.judge(rnd), {"view": judge.state()})
     return d
 
 
@@ -106,17 +118,19 @@ def base(cmd: tuple, d: Path, m: Path) -> tuple[list, dict] | None:
         ("verify", "health"): ([R / "ibsim-kns-k3-n2-counters"], {}),
         ("verify", "routes"): ([], {"--fabric": fab, "--lfts": HDOR / "dump_fts.out", "--no-balance": None}),
         ("verify", "topology"): ([], {"--plan": PLAN_NET, "--discovered": fab}),
+        ("watch", "report"): ([], {"--store": m / "watch.db"}),
+        ("watch", "run"): ([], {"--store": o / "watch.db", "--rounds": 1, "--listen": "none"}),
     }
     if cmd[0] == "topo":
         return [], {**dict(zip(SMALL[cmd[1]][::2], SMALL[cmd[1]][1::2])), "--out": o / "plan"}
     return table.get(cmd)
 
 
-# held to accepting a followed symlink when they parse it: the commands that start ibsim, reach hosts
-# or install, and the routes of families no fixture holds a discovery of (their tests run ibsim;
+# held to accepting a followed symlink when they parse it: the commands that start ibsim, reach hosts,
+# watch a live fabric or install, and the routes of families no fixture holds a discovery of (their tests run ibsim;
 # they write through route hdor's one flow, routing/run.py)
 PARSED_ONLY = {("sim", "run"), ("sim", "up"), ("collect",), ("bench", "run"), ("plugin", "install"),
-               ("route", "kantc"), ("route", "equality")}
+               ("route", "kantc"), ("route", "equality"), ("watch", "run")}
 # what an option needs beside the command's base invocation
 DROP = object()
 EXTRA = {(("analyze",), "--save-layout"): {"--layout": "default"}, (("analyze",), "--plot"): {"--bisection": DROP}}

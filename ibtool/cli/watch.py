@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from ibtool.cli import OutPath
+from ibtool.cli import InPath, OutPath
 from ibtool.cli.verify import _thresholds
 from ibtool.errors import InputError
 
@@ -52,9 +52,14 @@ def _listen(ctx, param, value):
     return addr, int(port)
 
 
-def _store_opt(f):
-    return click.option("--store", type=click.Path(path_type=Path), required=True,
+def _store_opt(f, writes: bool = False):
+    # `watch run` creates and writes it (never over a device or a FIFO); the others only read it
+    return click.option("--store", type=OutPath() if writes else InPath(dir_okay=False), required=True,
                         help="The watcher's store (an SQLite file `watch run` writes).")(f)
+
+
+def _store_written(f):
+    return _store_opt(f, writes=True)
 
 
 @click.group(name="watch")
@@ -74,17 +79,17 @@ def group():
 
 
 @group.command(name="run")
-@_store_opt
-@click.option("--plan", type=click.Path(path_type=Path),
+@_store_written
+@click.option("--plan", type=InPath(),
               help="The plan (directory or topology.net): names, cable IDs and labels (its cabling/cables.csv), "
                    "racks and Us, the planned rates.")
-@click.option("--node-name-map", type=click.Path(path_type=Path),
+@click.option("--node-name-map", type=InPath(dir_okay=False),
               help="The site's node-name-map (GUID \"name\" lines, as OpenSM and the diags read): names first.")
 @click.option("--interval", default="60s", show_default=True, callback=_duration,
               help="Time between rounds (90s, 5m ...).")
 @click.option("--window", default="1h", show_default=True, callback=_duration,
               help="The window error rates per hour are measured over.")
-@click.option("--threshold-file", type=click.Path(path_type=Path),
+@click.option("--threshold-file", type=InPath(dir_okay=False),
               help="Thresholds per hour in infiniband-diags' format (COUNTER=N lines), e.g. "
                    "/etc/infiniband-diags/error_thresholds. Default: any increase.")
 @click.option("--threshold", "thresholds", multiple=True, callback=_thresholds, metavar="COUNTER=N",
@@ -221,7 +226,7 @@ def _ago(secs: float) -> str:
 
 @group.command(name="report")
 @_store_opt
-@click.option("--plan", type=click.Path(path_type=Path),
+@click.option("--plan", type=InPath(),
               help="The plan to draw on (default: the plan the watcher was given, recorded in the store).")
 @click.option("--html", "html_out", type=OutPath(), required=True, help="The page to write.")
 @click.option("--window", default="3d", show_default=True, callback=_duration,
