@@ -17,6 +17,7 @@ One rule for a run: the tables must be the first requested engine's; a later eng
 from __future__ import annotations
 
 import re
+import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,7 +28,20 @@ from ibtool.sim import opensm_options
 from ibtool.sim.opensm_options import BUILTIN_ENGINES, PLUGIN_ENGINES, SL_ENGINES, parse_engines  # noqa: F401
 from ibtool.templating import render
 
-PLUGIN_DIR = Path(__file__).resolve().parents[2] / "opensm_plugin"
+def plugin_dir(src: Path = Path(__file__).resolve().parents[2] / "opensm_plugin") -> Path:
+    """Where OpenSM finds libhdor.so for ibtool's runs: built beside the sources in a checkout
+    (`make plugin`), else where the opensm-hdor package installs it (the loader's multiarch
+    directory), so an ibtool installed from its wheel runs hdor from the package."""
+    if src.is_dir():
+        return src
+    arch = sysconfig.get_config_var("MULTIARCH") or ""
+    for d in (Path("/usr/lib") / arch, Path("/usr/local/lib") / arch, Path("/usr/lib64"), Path("/usr/lib")):
+        if (d / "libhdor.so").exists():
+            return d
+    return src  # nothing installed: the refusal names the checkout's place and `ibtool plugin build`
+
+
+PLUGIN_DIR = plugin_dir()
 
 
 def config(engines: list[str], options: list[tuple[str, str]] = (), base_path: str | None = None,

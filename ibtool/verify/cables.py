@@ -22,7 +22,6 @@ from pathlib import Path
 
 from ibtool.errors import InputError
 from ibtool.fabric import Fabric
-from ibtool.formats import open_input
 from ibtool.verify.topology import host_text
 
 

@@ -83,6 +83,9 @@ def test_deb_installs_the_plugin_where_opensm_loads_it(tmp_path):
         found = subprocess.run([sys.executable, "-c", "import ctypes.util as u; print(u.find_library('hdorcore'))"],
                                capture_output=True, text=True).stdout.strip()
         assert found == "libhdorcore.so", found
+        # and the plugin where ibtool's runs look when it has no checkout beside it (a wheel)
+        from ibtool.sim import opensm
+        assert opensm.plugin_dir(tmp_path / "no-checkout") == libdir
         # OpenSM from the system's paths: /usr/sbin/opensm, the plugin from the loader's default
         # directory (no LD_LIBRARY_PATH), the packaged example configuration
         conf = Path("/usr/share/doc/opensm-hdor/examples/opensm.conf").read_text()
