@@ -354,8 +354,10 @@ def _marks(scene: Scene, out: list[str], labels: Labels, avoid: Labels, buses: L
                 anchor = (x, y, 5, 5)
                 m.drawn = True
                 if li is not None and m.kind not in ("cycle", "detour", "down") and pts:
-                    # the ports at both ends, where they are told apart on the drawing
-                    for (dev, port), (px, py) in ((a, pts[0]), (b, pts[-1])):
+                    # the ports at both ends, where they are told apart on the drawing (the wire's
+                    # points run in the drawing's own order: turned to run from a to b)
+                    ab = _towards(pts, scene, a, b)
+                    for (dev, port), (px, py) in ((a, ab[0]), (b, ab[-1])):
                         if port is not None and f.types[scene.device(dev)] == 2:
                             _place_off(labels, (avoid, buses), f"P{port}", ring(px, py, 5, size=7, rings=3), 7,
                                        f"mark {m.kind} halo")

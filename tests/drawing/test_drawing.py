@@ -367,3 +367,27 @@ def test_the_same_plan_draws_the_same_in_every_process(tmp_path):
     svgs = {subprocess.run([sys.executable, "-c", "x = [0] * %d; " % n + code, str(tmp_path / "p")], cwd=ROOT,
                            capture_output=True, text=True, check=True, timeout=120).stdout for n in (1, 50000, 3)}
     assert len(svgs) == 1 and "S[0,0,0] P3 - S[1,0,0] P3" in svgs.pop()
+
+
+def test_a_cables_port_labels_sit_at_their_own_ends_whichever_way_it_is_named():
+    """A miswired cable's "P<port>" labels are placed at the end each port is on, whether the
+    finding names the cable from its lower or its upper switch (the tree drawing's wires run in
+    its own order, not the finding's): each label is nearer its own switch than the other."""
+    from ibtool.drawing import Mark
+    from ibtool.topologies import load_all
+    f = load_all()["fattree"].build(k=4, n=2)
+    li = next(li for li in range(f.num_links) if f.types[f.link_a[li]] == f.types[f.link_b[li]] == 2
+              and f.link_pa[li] != f.link_pb[li])
+    a = (f.names[f.link_a[li]], f.link_pa[li])
+    b = (f.names[f.link_b[li]], f.link_pb[li])
+    for ends in ((a, b), (b, a)):
+        sc = drawing.scene_for(f)
+        sc.marks = [Mark("miswired", "C0001", "", ends=ends)]
+        root = ET.fromstring(drawing.render(sc))
+        at = {t.text: (float(t.get("x")), float(t.get("y"))) for t in root.iter("{http://www.w3.org/2000/svg}text")
+              if (t.text or "").startswith("P") and "miswired" in (t.get("class") or "")}
+        for dev, port in ends:
+            other = b[0] if dev == a[0] else a[0]
+            near, far = (sc.node_of[sc.device(d)] for d in (dev, other))
+            x, y = at[f"P{port}"]
+            assert (x - near.x) ** 2 + (y - near.y) ** 2 < (x - far.x) ** 2 + (y - far.y) ** 2, (ends, dev, port)
