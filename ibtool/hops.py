@@ -43,3 +43,33 @@ def bfs_hops(indptr: np.ndarray, indices: np.ndarray, sources: np.ndarray | None
         dist[np.unpackbits(nxt, axis=1, count=k).astype(bool)] = level
         front = nxt
     return dist.T.copy()
+
+
+def upstream(table: np.ndarray, nxt: np.ndarray, adj_ptr: np.ndarray, adj_idx: np.ndarray, alive: np.ndarray,
+             rows: np.ndarray, lids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The entries of forwarding tables whose route passes one of the given entries (rows, lids),
+    those included: a breadth-first search backwards over the routes, from an entry (r, L) to the
+    switches next to r (`adj_ptr`, `adj_idx`: CSR, as above) whose next hop for L is r.
+
+    table[row, LID]: the port; nxt[row, port]: the row of the switch behind it, -1 for none; only
+    `alive` rows are entered. Returns (rows, LIDs), the given entries first. What-if asks it which
+    routes a failure touches: the cost is the number of entries found, not the size of the tables."""
+    R, NL = table.shape
+    seen = np.zeros(R * NL, dtype=bool)
+    fr, fl = np.asarray(rows, dtype=np.int64), np.asarray(lids, dtype=np.int64)
+    seen[fr * NL + fl] = True
+    out_r, out_l = [fr], [fl]
+    tf, nf = table.ravel(), nxt.ravel()
+    width = nxt.shape[1]
+    while len(fr):
+        deg = adj_ptr[fr + 1] - adj_ptr[fr]
+        at = np.repeat(adj_ptr[fr] - np.cumsum(deg) + deg, deg) + np.arange(int(deg.sum()))
+        cx, cl, cr = adj_idx[at], np.repeat(fl, deg), np.repeat(fr, deg)
+        hit = (nf[cx * width + tf[cx * NL + cl]] == cr) & alive[cx]
+        cx, cl = cx[hit], cl[hit]
+        new = ~seen[cx * NL + cl]
+        fr, fl = cx[new], cl[new]
+        seen[fr * NL + fl] = True
+        out_r.append(fr)
+        out_l.append(fl)
+    return np.concatenate(out_r), np.concatenate(out_l)

@@ -32,7 +32,7 @@ import numpy as np
 from ibtool.fabric import CA, SWITCH, Fabric
 from ibtool.formats.lft import NO_ROUTE, Tables
 from ibtool.formats.pathrecord import PathSLs, PathSLTable
-from ibtool.hops import bfs_hops
+from ibtool.hops import bfs_hops, upstream
 from ibtool.routing.hdor_faults import _Degraded
 from ibtool.routing.hdor_result import HdorResult
 
@@ -321,26 +321,7 @@ class _One(_Degraded):
             ls.append(u[:, 1])
         fr = np.concatenate(rs) if rs else np.zeros(0, dtype=np.int64)
         fl = np.concatenate(ls) if ls else np.zeros(0, dtype=np.int64)
-        R, NL = t.T0.shape
-        seen = np.zeros(R * NL, dtype=bool)
-        seen[fr * NL + fl] = True
-        out_r, out_l = [fr], [fl]
-        T0f = t.T0.ravel()
-        while len(fr):
-            deg = k.adj_ptr[fr + 1] - k.adj_ptr[fr]
-            start = np.repeat(k.adj_ptr[fr] - np.cumsum(deg) + deg, deg) + np.arange(int(deg.sum()))
-            cx = k.adj_idx[start]
-            cl = np.repeat(fl, deg)
-            cr = np.repeat(fr, deg)
-            nx = k.nxt.ravel()[cx * 256 + T0f[cx * NL + cl]]
-            hit = (nx == cr) & alive[cx]
-            cx, cl = cx[hit], cl[hit]
-            new = ~seen[cx * NL + cl]
-            fr, fl = cx[new], cl[new]
-            seen[fr * NL + fl] = True
-            out_r.append(fr)
-            out_l.append(fl)
-        return np.concatenate(out_r), np.concatenate(out_l)
+        return upstream(t.T0, k.nxt, k.adj_ptr, k.adj_idx, alive, fr, fl)
 
     # ----------------------------------------------------------------- distances (hops.bfs_hops)
     def _distances(self, targets: list[int]) -> None:

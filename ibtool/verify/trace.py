@@ -50,9 +50,10 @@ class VLMap:
                              f"unknown): an SL2VL dump of another fabric?", path=sl2vl.path,
                              line=sl2vl.lines.get(g))
         self.nvl = int(max(self.table.max(initial=0), self.ca.max(initial=0))) + 1
-        used = np.union1d(np.unique(self.table), np.unique(self.ca[b.types == CA]))
-        # the one VL every hop uses, if so (SL 0 only: with path SLs the VL varies by path)
-        self.uniform = int(used[0]) if len(used) == 1 and not all_sls else None
+        self.uniform = None  # the one VL every hop uses, if so (SL 0 only: with path SLs the VL varies by path)
+        if not all_sls:
+            used = np.union1d(np.unique(self.table), np.unique(self.ca[b.types == CA]))
+            self.uniform = int(used[0]) if len(used) == 1 else None
 
 
 def trace(b: Bound, origins: np.ndarray, lids: np.ndarray, *, cap: int | None = None, hop_cb=None,

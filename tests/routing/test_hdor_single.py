@@ -9,9 +9,8 @@ import itertools
 import random
 
 import pytest
-from hdor_helpers import kns_with_lids, rebuild
+from hdor_helpers import discovered, kns_with_lids
 
-from ibtool.fabric import CA
 from ibtool.routing import hdor
 from ibtool.routing.hdor_result import NotKNS
 from ibtool.routing.hdor_single import Loaded
@@ -25,16 +24,6 @@ def kns(request):
     f = kns_with_lids(**SHAPES[request.param])
     br = hdor.compute(f)
     return request.param, f, br, Loaded(f, br, vls=8)
-
-
-def discovered(f, dead_nodes, dead_links):
-    """The fabric without what failed, with the LIDs of its linked ports (as ibnetdiscover reads)."""
-    g = rebuild(f, drop_nodes=dead_nodes, drop_links=dead_links)
-    for (x, port), v in f.port_lids.items():
-        y = g.by_guid(f.guids[x])
-        if y is not None and (f.types[x] != CA or g.peer(y, port) is not None):
-            g.port_lids[(y, port)] = v
-    return g
 
 
 def same(f, br, kns, nodes=(), links=()):
