@@ -73,3 +73,21 @@ def upstream(table: np.ndarray, nxt: np.ndarray, adj_ptr: np.ndarray, adj_idx: n
         out_r.append(fr)
         out_l.append(fl)
     return np.concatenate(out_r), np.concatenate(out_l)
+
+
+def cut_off(n: int, link_a, link_b, nodes, links, keep: int) -> tuple[set[int], set[int]]:
+    """(nodes, links) that fail with the given ones: the nodes no longer connected to node `keep`
+    (the subnet manager's: what its discovery finds is the rest) and every link of a failed node.
+    n: the number of nodes; link_a, link_b: each link's ends."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+    a, b = np.asarray(link_a, dtype=np.int64), np.asarray(link_b, dtype=np.int64)
+    live = np.ones(len(a), dtype=bool)
+    live[list(links)] = False
+    dead = np.zeros(n, dtype=bool)
+    dead[list(nodes)] = True
+    live &= ~dead[a] & ~dead[b]
+    g = coo_matrix((np.ones(int(live.sum())), (a[live], b[live])), shape=(n, n))
+    comp = connected_components(g, directed=False)[1]
+    dead |= comp != comp[keep]
+    return set(np.flatnonzero(dead).tolist()), set(links) | set(np.flatnonzero(dead[a] | dead[b]).tolist())

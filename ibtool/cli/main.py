@@ -15,7 +15,7 @@ from ibtool import __version__
 from ibtool.errors import IbtoolError
 
 # One line per command group; a group module defines `group`.
-GROUPS = ["topo", "sim", "verify", "route", "plugin", "bench", "analyze", "cabling", "collect"]
+GROUPS = ["topo", "sim", "verify", "route", "plugin", "bench", "analyze", "cabling", "collect", "whatif"]
 
 
 class _Watched:

@@ -32,7 +32,7 @@ import numpy as np
 from ibtool.fabric import CA, SWITCH, Fabric
 from ibtool.formats.lft import NO_ROUTE, Tables
 from ibtool.formats.pathrecord import PathSLs, PathSLTable
-from ibtool.hops import bfs_hops, upstream
+from ibtool.hops import bfs_hops, cut_off, upstream
 from ibtool.routing.hdor_faults import _Degraded
 from ibtool.routing.hdor_result import HdorResult
 
@@ -113,22 +113,9 @@ class Loaded:
         return owned
 
     def piece(self, nodes: set[int], links: set[int], sm: int) -> tuple[set[int], set[int]]:
-        """(nodes, links) failed, with what only they connected to the SM's node `sm`: the nodes
-        outside its piece and every link of a failed node."""
-        from scipy.sparse import coo_matrix
-        from scipy.sparse.csgraph import connected_components
+        """(nodes, links) failed, with what only they connected to the SM's node `sm`."""
         a, _, b, _ = self.link_ends
-        live = np.ones(len(a), dtype=bool)
-        live[list(links)] = False
-        dead_n = np.zeros(self.bf.num_nodes, dtype=bool)
-        dead_n[list(nodes)] = True
-        live &= ~dead_n[a] & ~dead_n[b]
-        n = self.bf.num_nodes
-        g = coo_matrix((np.ones(int(live.sum())), (a[live], b[live])), shape=(n, n))
-        comp = connected_components(g, directed=False)[1]
-        out = set(np.flatnonzero((comp != comp[sm]) | dead_n).tolist())
-        dead_l = set(links) | set(np.flatnonzero(np.isin(a, list(out)) | np.isin(b, list(out))).tolist())
-        return out, dead_l
+        return cut_off(self.bf.num_nodes, a, b, nodes, links, sm)
 
     def route(self, nodes=(), links=(), sm: int = 0) -> Single:
         """The degraded pass with `nodes` and `links` (base indices) failed; NotKNS (its _Declined
