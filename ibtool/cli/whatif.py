@@ -81,7 +81,8 @@ def _dur(s: float) -> str:
                    "filesystem the compute nodes share).")
 @click.option("--chunks", type=click.IntRange(1, 100000),
               help="Chunks (Slurm array tasks); default 4 per worker, 16 with --slurm.")
-@click.option("--sm", help="The subnet manager's device (default: the first of the net file, as ibsim places it).")
+@click.option("--sm", help="The subnet manager's device (default: the plan's SM host, else the first device of the "
+                           "net file, where ibsim places it).")
 @click.option("--vls", default=8, show_default=True, type=click.IntRange(1, 15),
               help="Data VLs the ports offer (hdor declines failures that need more).")
 @click.option("--top", default=20, show_default=True, type=click.IntRange(0), help="Rows of the ranking printed.")
@@ -113,7 +114,7 @@ def run_cmd(source, out, plan, engine, only, pairs, seed, workers, inventory, ch
         raise InputError("give --only or --pairs, not both")
     say = (lambda m: None) if as_json else (lambda m: click.echo(f"  {m}", err=True))
     src = jobs.source(source, plan)
-    cables = _cables(src.plan)
+    cables = run.cable_list(src.plan)
     single = fsets.singles(src.fabric, cables)
     fset = fsets.chosen(src.fabric, list(only), cables) if only else (
         fsets.pairs(single, pairs, seed) if pairs else single)
@@ -121,7 +122,8 @@ def run_cmd(source, out, plan, engine, only, pairs, seed, workers, inventory, ch
         raise InputError(f"{source}: no switch, router or switch-switch cable to fail")
     fset.hosts = single.hosts
     n = chunks or (16 if inventory else 4 * workers)
-    job = run.prepare(src, out, engine, fset, n, sm, vls, timeout=timeout, force=force)
+    job = run.prepare(src, out, engine, fset, n, sm, vls, timeout=timeout, force=force,
+                      sm_host=getattr(cables, "sm_host", None))
     left = len(job.failures) - run.count_done(out, job)
     say(f"{len(job.failures):,} failures ({job.how}), {job.chunks} chunks; {left:,} to route with "
         f"{run.engine_info(job)['name']} ({run.engine_info(job)['how']})")
@@ -132,7 +134,7 @@ def run_cmd(source, out, plan, engine, only, pairs, seed, workers, inventory, ch
     else:
         run.run_local(out, workers, _progress(as_json), say)
     res = run.merge(out)
-    page.write(out, res, src, cables)
+    page.write(out, res, src)
     if as_json:
         click.echo(json.dumps(res, indent=1))
     else:
@@ -141,25 +143,20 @@ def run_cmd(source, out, plan, engine, only, pairs, seed, workers, inventory, ch
         raise CheckFailed(f"{res['classes']['not measured']} failure(s) could not be measured (class 'not measured')")
 
 
-def _cables(plan: Path | None):
-    if plan is None:
-        return None
-    from ibtool.verify import cables
-    p = cables.find(Path(plan))
-    return cables.read(p) if p else None
-
-
 def _print(res: dict, top: int, secs: float | None, out: Path) -> None:
     b = res["before"]
     click.echo(f"what-if: {res['failures']['routed']:,} failures of {res['source']} routed with {res['engine']['name']} "
                f"({res['engine']['how']})" + (f" in {_dur(secs)}" if secs is not None else ""))
+    h = res["failures"]["hosts_not_routed"] or {}
     click.echo(f"  fault-free: {b.get('hcas', 0):,} HCAs, all-to-all max link load {b.get('a2a_max_load')}, worst "
-               f"permutation {b.get('perm_max_load')}; not routed: {res['failures']['hosts_not_routed']}")
+               f"permutation {b.get('perm_max_load')}" + (f"; not routed: {h.get('host_cables', 0):,} host cables and "
+                                                          f"{h.get('hcas', 0):,} HCAs (each disconnects only its host)"
+                                                          if h else ""))
     click.echo("  " + ", ".join(f"{n:,} {c}" for c, n in res["classes"].items()))
     if top:
         click.echo(f"{'rank':>5}  {'failure':<28} {'class':<17} {'cut':>7} {'VLs':>3} {'a2a':>9} {'perm':>6}  what to do")
         for r in res["rows"][:top]:
-            a2a = f"{r['a2a_max_load']}" + (f"+{r['a2a_increase']}" if r.get("a2a_increase") else "") \
+            a2a = f"{r['a2a_max_load']}" + (f"{r['a2a_increase']:+d}" if r.get("a2a_increase") else "") \
                 if "a2a_max_load" in r else "-"
             perm = f"{r['perm_max_load']}" if "perm_max_load" in r else "-"
             click.echo(f"{r['rank']:>5}  {r['id']:<28} {r['class']:<17} {r.get('pairs_disconnected', '-'):>7} "
@@ -202,7 +199,7 @@ def report_cmd(out, top, html_out, as_json):
     if html_out:
         job = jobs.Job.read(out)
         src = jobs.source(Path(job.source), Path(job.plan) if job.plan else None)
-        page.write(out, d, src, _cables(src.plan), html_out)
+        page.write(out, d, src, html_out)
     if as_json:
         click.echo(json.dumps(d, indent=1))
     else:

@@ -81,13 +81,17 @@ def source(path: Path, plan: Path | None = None) -> Source:
     return Source(fabric, net, plan, engines, path, drawn)
 
 
-def sm_node(src: Source, sm: str | None) -> int:
-    """The subnet manager's device: --sm, else the first device of the net ibsim emulates (where
-    ibsim attaches its SM, as `sim run` runs it)."""
+def sm_node(src: Source, sm: str | None, sm_host: str | None = None) -> int:
+    """The subnet manager's device: --sm, else the plan's SM host (its cable list names it), else
+    the first device of the plan's net file (where ibsim attaches its SM, as `sim run` runs it),
+    else of the file read."""
+    from ibtool.plan import NET
     names = {n: i for i, n in enumerate(src.fabric.names)}
+    if sm is None and sm_host is not None and sm_host in names:
+        return names[sm_host]  # the plan's SM host (cabling.json), where the crew put it
     if sm is None:
-        first = ibnetdiscover.read(src.net).names[0]
-        return names.get(first, 0)
+        net = src.plan / NET if src.plan is not None and (src.plan / NET).is_file() else src.net
+        return names.get(ibnetdiscover.read(net).names[0], 0)
     if sm not in names:
         raise InputError(f"--sm {sm}: no device of the fabric is called that")
     return names[sm]

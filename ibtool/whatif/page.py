@@ -16,7 +16,7 @@ from ibtool import __version__, drawing
 from ibtool.drawing import Mark
 from ibtool.formats import atomic_write
 from ibtool.templating import nobreak
-from ibtool.whatif.rank import CLASSES
+from ibtool.whatif.rank import CLASSES, hot_text
 
 TOP = 50  # rows of the table
 # by class, most critical first (dark red) to no effect (green); "not measured" grey
@@ -109,7 +109,7 @@ def table(rows: list[dict], top: int) -> str:
         lab = "<br>".join(escape(" / ".join(p["labels"])) for p in parts if p.get("labels"))
         where = "<br>".join(escape(" - ".join(p["where"])) for p in parts if p.get("where"))
         e = r.get("extra_hops") or {}
-        a2a = f"{r['a2a_max_load']}" + (f" (+{r['a2a_increase']})" if r.get("a2a_increase") else "") \
+        a2a = f"{r['a2a_max_load']}" + (f" ({r['a2a_increase']:+d})" if r.get("a2a_increase") else "") \
             if "a2a_max_load" in r else ""
         body.append(
             f'<tr class="row" id="r{r["rank"]}" data-class="{escape(r["class"])}"><td class="n">{r["rank"]}</td>'
@@ -149,7 +149,7 @@ def details(rows: list[dict], top: int) -> str:
     for r in rows[:top]:
         kv = "".join(f"<tr><th>{escape(t)}</th><td>{escape(_val(r[k]))}</td></tr>" for k, t in DETAIL
                      if k in r and r[k] not in (None, [], {}))
-        hot = "".join(f"<li>{escape(a)}: all-to-all load {n} (before {b})</li>" for a, n, b in r.get("hot_links") or [])
+        hot = "".join(f"<li>{escape(hot_text(h))}: all-to-all load {h[1]} (before {h[2]})</li>" for h in r.get("hot_links") or [])
         out.append(f'<details class="detail" id="d{r["rank"]}"><summary>#{r["rank"]} {escape(r["id"])}: '
                    f'{escape(r["advice"])}</summary><table class="kv">{kv}</table>'
                    + (f"<p>links that gain the most all-to-all load:</p><ul>{hot}</ul>" if hot else "")
@@ -196,7 +196,7 @@ def html(res: dict, src, top: int = TOP) -> str:
             f'<h2>Details</h2>{details(rows, top)}\n<script>{JS}</script>\n</body></html>\n')
 
 
-def write(out: Path, res: dict, src, cables=None, path: Path | None = None, top: int = TOP) -> Path:
+def write(out: Path, res: dict, src, path: Path | None = None, top: int = TOP) -> Path:
     path = Path(path) if path else Path(out) / "whatif.html"
     with atomic_write(path) as fh:
         fh.write(html(res, src, top))

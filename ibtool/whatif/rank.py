@@ -56,7 +56,7 @@ def row(spec: dict, outcome: str, routed=None, m: dict | None = None, before: di
     r["a2a_increase"] = m["a2a_max_load"] - before.get("a2a_max_load", 0)
     r["perm_max_load"] = m["perm_max_load"]
     r["perm_increase"] = m["perm_max_load"] - before.get("perm_max_load", 0)
-    r.update({k: m[k] for k in ("routes_per_link", "hot_links", "delivered", "undelivered",
+    r.update({k: m[k] for k in ("routes_per_link", "hot_links", "pairs", "delivered", "undelivered",
                                 "undelivered_switch_to_switch", "entries_changed")})
     return r
 
@@ -115,7 +115,8 @@ def advice(r: dict) -> str:
     if c == "not measured":
         return f"{name}: not measured ({r.get('error')}): run it again with --only {name}"
     if c == "needs VLs":
-        return f"{first}: its detours need {r['vls_used']} VLs (the fault-free routes: 1)" + _load(r)
+        load = _load(r)
+        return f"{first}: its detours need {r['vls_used']} VLs (the fault-free routes: 1)" + (f";{load}" if load else "")
     if c == "more load":
         return f"{first}:{_load(r)}"
     if c == "longer routes":
@@ -128,7 +129,7 @@ def _load(r: dict) -> str:
     out = ""
     if r.get("a2a_increase"):
         was = r["a2a_max_load"] - r["a2a_increase"]
-        hot = r["hot_links"][0][0] if r.get("hot_links") else ""
+        hot = hot_text(r["hot_links"][0]) if r.get("hot_links") else ""
         out += (f" its failure raises the worst all-to-all link load from {was} to {r['a2a_max_load']} "
                 f"(+{100 * r['a2a_increase'] / max(was, 1):.0f} %)" + (f", on {hot}" if hot else ""))
     if r.get("perm_increase"):
@@ -136,6 +137,11 @@ def _load(r: dict) -> str:
         out += ("," if out else " its failure raises") + \
             f" the worst permutation's link load from {was} to {r['perm_max_load']}"
     return out
+
+
+def hot_text(h: list) -> str:
+    """A hot link: its cable ID and direction when the plan has a cable list, else the channel."""
+    return f"{h[3]} ({h[0]})" if len(h) > 3 and h[3] else h[0]
 
 
 def ranked(rows: list[dict]) -> list[dict]:

@@ -45,14 +45,15 @@ def chunk_path(out: Path, k: int, ext: str) -> Path:
 # ------------------------------------------------------------------------------------ the job
 
 def prepare(src: jobs.Source, out: Path, engine: str | None, fset: fsets.Set, chunks: int, sm: str | None,
-            vls: int = 8, permutations: int = 16, seed: int = 1, timeout: float = 300, force: bool = False) -> jobs.Job:
+            vls: int = 8, permutations: int = 16, seed: int = 1, timeout: float = 300, force: bool = False,
+            sm_host: str | None = None) -> jobs.Job:
     """The job for OUT: a new one, or the one there when it is the same (a resumed run)."""
     from ibtool.sim.opensm_options import parse_engines
     engines = parse_engines(engine.removeprefix("opensm:")) if engine else (src.engines or None)
     if engines is None:
         raise InputError("--engine: the source names no routing engine (a run's or a plan's); give one")
     offline = engines[0] == "hdor" and not (engine or "").startswith("opensm:")
-    smi = jobs.sm_node(src, sm)
+    smi = jobs.sm_node(src, sm, sm_host)
     new = jobs.Job(str(Path(src.path).resolve()), str(Path(src.plan).resolve()) if src.plan else None, engines,
                    offline, src.fabric.names[smi], [jobs.failure_spec(src.fabric, f) for f in fset.failures],
                    fset.hosts, fset.how, max(1, min(chunks, len(fset.failures) or 1)), vls, permutations, seed,
@@ -164,6 +165,9 @@ class _Sink:
                     changed = (rows[changed[0]], changed[1])
             m = measure(self.base, rt.dead_nodes, rt.dead_links, lft, rt.sl2vl, rt.path_sls, changed)
             m.pop("_loads")
+            for h in m["hot_links"]:  # the cable a hot channel runs on, by its ID
+                c = (self.cache.get("cables") or {}).get(_end(h[0]))
+                h.append(c.id if c is not None else None)
         r = rank.row(spec, outcome, rt, m, self.before, ",".join(self.job.engine))
         self.write(r, rt.seconds, time.process_time() - t0)
 
@@ -177,6 +181,13 @@ class _Sink:
     def close(self) -> None:
         self.fh.close()
         self.log.close()
+
+
+def _end(channel: str) -> tuple[str, int]:
+    """'R[1,0][2] -> S[0,1][3]' -> ('R[1,0]', 2): the channel's sending end."""
+    a = channel.split(" -> ")[0]
+    dev, _, port = a.rpartition("[")
+    return dev, int(port.rstrip("]"))
 
 
 def work(out: Path, k: int, say=None, cache: dict | None = None) -> int:
@@ -196,6 +207,7 @@ def work(out: Path, k: int, say=None, cache: dict | None = None) -> int:
         cache.clear()
         cache["digest"] = job.digest
         cache["src"] = jobs.source(Path(job.source), Path(job.plan) if job.plan else None)
+        cache["cables"] = cable_list(cache["src"].plan)
     src = cache["src"]
     if jobs.digest(src.fabric) != job.digest:
         raise InputError(f"{job.source}: not the fabric this what-if began with (it changed): start again with "
@@ -225,6 +237,15 @@ def work(out: Path, k: int, say=None, cache: dict | None = None) -> int:
     return len(todo)
 
 
+def cable_list(plan: Path | None):
+    """The plan's cable list (cable IDs, labels, places), or None."""
+    if plan is None:
+        return None
+    from ibtool.verify import cables
+    p = cables.find(Path(plan))
+    return cables.read(p) if p else None
+
+
 def _cut(fabric, fl: fsets.Failure, sm: int):
     from ibtool.hops import cut_off
     return cut_off(fabric.num_nodes, fabric.link_a, fabric.link_b, set(fl.nodes), set(fl.links), sm)
@@ -234,14 +255,14 @@ def _engine(job: jobs.Job, src: jobs.Source, work_dir: Path, sm: int):
     """The seam's choice (whatif.engines): hdor offline, every other engine OpenSM on ibsim."""
     if job.offline:
         return HdorReference(src.fabric, sm, job.vls)
-    conf = hdor_conf = None
-    if src.plan is not None and src.net.resolve() == (src.plan / "topology.net").resolve():
+    net, conf, hdor_conf = src.net, None, None
+    if src.plan is not None and (src.plan / "topology.net").is_file():
+        net = src.plan / "topology.net"  # what `sim run PLAN` emulates, with the plan's engine files
         if (src.plan / "opensm.conf").is_file():
-            conf = str(src.plan / "opensm.conf")  # the plan's engine files (root GUIDs ...)
+            conf = str(src.plan / "opensm.conf")
         if "hdor" in job.engine and (src.plan / "hdor.conf").is_file():
             hdor_conf = src.plan / "hdor.conf"
-    return OpenSMOnIbsim(src.fabric, src.net, job.engine, work_dir, conf, hdor_conf, job.timeout,
-                         settle=job.timeout)
+    return OpenSMOnIbsim(src.fabric, net, job.engine, work_dir, conf, hdor_conf, job.timeout, settle=job.timeout)
 
 
 def engine_info(job: jobs.Job) -> dict:
