@@ -106,7 +106,7 @@ def table(rows: list[dict], top: int) -> str:
     for r in rows[:top]:
         i = CLASSES.index(r["class"])
         parts = r.get("parts") or []
-        lab = "<br>".join(escape(" / ".join(p["labels"])) for p in parts if p.get("labels"))
+        lab = "<br>".join(escape(p["labels"][0]) for p in parts if p.get("labels"))  # it names both ends
         where = "<br>".join(escape(" - ".join(p["where"])) for p in parts if p.get("where"))
         e = r.get("extra_hops") or {}
         a2a = f"{r['a2a_max_load']}" + (f" ({r['a2a_increase']:+d})" if r.get("a2a_increase") else "") \

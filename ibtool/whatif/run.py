@@ -218,9 +218,11 @@ def work(out: Path, k: int, say=None, cache: dict | None = None) -> int:
     try:
         sm = src.fabric.names.index(job.sm)
         route = []
+        switches = [x for x in range(src.fabric.num_nodes) if src.fabric.is_switch(x)]
         for fl in todo:
             dn, _ = _cut(src.fabric, fl, sm)
-            if sm in dn:  # the SM's own device: nothing routes until a standby takes over
+            if sm in dn or all(x in dn for x in switches):  # the SM's own device, or its host's switch:
+                # nothing is routed until a standby takes over
                 sink.write(rank.row(sink.specs[fl.id], "sm", engine=",".join(job.engine)))
             else:
                 route.append(fl)
