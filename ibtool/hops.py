@@ -75,19 +75,39 @@ def upstream(table: np.ndarray, nxt: np.ndarray, adj_ptr: np.ndarray, adj_idx: n
     return np.concatenate(out_r), np.concatenate(out_l)
 
 
-def cut_off(n: int, link_a, link_b, nodes, links, keep: int) -> tuple[set[int], set[int]]:
-    """(nodes, links) that fail with the given ones: the nodes no longer connected to node `keep`
-    (the subnet manager's: what its discovery finds is the rest) and every link of a failed node.
+class Pieces:
+    """What failing nodes and links cut off from one node (the subnet manager's: what its discovery
+    finds is the rest), for many failures of one graph: its links as CSR, built once.
     n: the number of nodes; link_a, link_b: each link's ends."""
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
-    a, b = np.asarray(link_a, dtype=np.int64), np.asarray(link_b, dtype=np.int64)
-    live = np.ones(len(a), dtype=bool)
-    live[list(links)] = False
-    dead = np.zeros(n, dtype=bool)
-    dead[list(nodes)] = True
-    live &= ~dead[a] & ~dead[b]
-    g = coo_matrix((np.ones(int(live.sum())), (a[live], b[live])), shape=(n, n))
-    comp = connected_components(g, directed=False)[1]
-    dead |= comp != comp[keep]
-    return set(np.flatnonzero(dead).tolist()), set(links) | set(np.flatnonzero(dead[a] | dead[b]).tolist())
+
+    def __init__(self, n: int, link_a, link_b):
+        a, b = np.asarray(link_a, dtype=np.int64), np.asarray(link_b, dtype=np.int64)
+        self.n, self.a, self.b = n, a, b
+        ends = np.concatenate([a, b])
+        order = np.argsort(ends, kind="stable")
+        self.ptr = np.concatenate([[0], np.cumsum(np.bincount(ends, minlength=n))]).astype(np.int64)
+        self.nbr = np.concatenate([b, a])[order]  # the node at the other end
+        self.via = np.concatenate([np.arange(len(a)), np.arange(len(a))])[order]  # by which link
+
+    def cut_off(self, nodes, links, keep: int) -> tuple[set[int], set[int]]:
+        """(nodes, links) that fail with the given ones: the nodes no longer connected to `keep`
+        and every link of a failed node (a breadth-first search from `keep`, one numpy step a level)."""
+        dead_link = np.zeros(len(self.a), dtype=bool)
+        dead_link[list(links)] = True
+        seen = np.zeros(self.n, dtype=bool)
+        seen[list(nodes)] = True  # never entered
+        alive_keep = not seen[keep]
+        front = np.asarray([keep] if alive_keep else [], dtype=np.int64)
+        seen[keep] = True
+        reached = np.zeros(self.n, dtype=bool)
+        reached[front] = True
+        while len(front):
+            deg = self.ptr[front + 1] - self.ptr[front]
+            at = np.repeat(self.ptr[front] - np.cumsum(deg) + deg, deg) + np.arange(int(deg.sum()))
+            nxt = self.nbr[at][~dead_link[self.via[at]]]
+            nxt = np.unique(nxt[~seen[nxt]])
+            seen[nxt] = True
+            reached[nxt] = True
+            front = nxt
+        dead = ~reached
+        return set(np.flatnonzero(dead).tolist()), set(links) | set(np.flatnonzero(dead[self.a] | dead[self.b]).tolist())

@@ -32,7 +32,7 @@ import numpy as np
 from ibtool.fabric import CA, SWITCH, Fabric
 from ibtool.formats.lft import NO_ROUTE, Tables
 from ibtool.formats.pathrecord import PathSLs, PathSLTable
-from ibtool.hops import bfs_hops, cut_off, upstream
+from ibtool.hops import Pieces, bfs_hops, upstream
 from ibtool.routing.hdor_faults import _Degraded
 from ibtool.routing.hdor_result import HdorResult
 
@@ -106,6 +106,7 @@ class Loaded:
         self.unrouted = np.argwhere((t.T0 == NO_ROUTE) & self._owned(set())[None, :])  # none in a KNS
         self.link_ends = (np.asarray(bf.link_a), np.asarray(bf.link_pa), np.asarray(bf.link_b),
                           np.asarray(bf.link_pb))
+        self.pieces = Pieces(bf.num_nodes, bf.link_a, bf.link_b)
 
     def _owned(self, dead_lids: set[int]) -> np.ndarray:
         owned = np.zeros(self.t.NL, dtype=bool)
@@ -114,8 +115,7 @@ class Loaded:
 
     def piece(self, nodes: set[int], links: set[int], sm: int) -> tuple[set[int], set[int]]:
         """(nodes, links) failed, with what only they connected to the SM's node `sm`."""
-        a, _, b, _ = self.link_ends
-        return cut_off(self.bf.num_nodes, a, b, nodes, links, sm)
+        return self.pieces.cut_off(nodes, links, sm)
 
     def route(self, nodes=(), links=(), sm: int = 0) -> Single:
         """The degraded pass with `nodes` and `links` (base indices) failed; NotKNS (its _Declined
@@ -132,6 +132,22 @@ class Loaded:
                 out.lft[self.bf.guids[x]] = one.table[r]
                 out.names[self.bf.guids[x]] = self.bf.names[x]
         return out
+
+
+class _Column:
+    """Hops from each row to one target over the working links (what _switch_dist returns)."""
+
+    __slots__ = ("one", "t")
+
+    def __init__(self, one: _One, t: int):
+        self.one, self.t = one, t
+
+    def __getitem__(self, r: int) -> int:
+        pos, d = self.one._rowdist
+        if pos[r] < 0:
+            self.one._hops_from([r])
+            pos, d = self.one._rowdist
+        return int(d[pos[r], self.t])
 
 
 class _One(_Degraded):
@@ -196,7 +212,7 @@ class _One(_Degraded):
         self.len0, self.exit0, self.len0T, self.exit0T = t.len0, t.exit0, t.len0T, t.exit0T
         self.dim0, self.pdim = t.dim0, t.pdim
         self._dist_cache = {}
-        self._csr = None
+        self._csr = self._rowdist = None
 
     def _structure(self):
         """The complete KNS's groups, with those a failure touches laid out again as the full pass
@@ -311,21 +327,30 @@ class _One(_Degraded):
         return upstream(t.T0, k.nxt, k.adj_ptr, k.adj_idx, alive, fr, fl)
 
     # ----------------------------------------------------------------- distances (hops.bfs_hops)
+    # The BFS rule asks for the hops from a few rows (the affected ones and their neighbours) to
+    # many targets: the same numbers, searched from those rows (the links run both ways) instead
+    # of from every target.
     def _distances(self, targets: list[int]) -> None:
-        targets = sorted({x for x in targets if x not in self._dist_cache and x in self.row})
-        if not targets:
-            return
+        return
+
+    def _switch_dist(self, target: int) -> _Column:
+        if self._rowdist is None:
+            rows = set(np.unique(self.changed[0]).tolist())
+            self._hops_from(sorted(rows | {y for r in rows for y in self._adj[r]}))
+        return _Column(self, self.rowl[target])
+
+    def _hops_from(self, rows: list[int]) -> None:
         if self._csr is None:
             deg = np.array([len(a) for a in self._adj], dtype=np.int64)
             self._csr = (np.concatenate([[0], np.cumsum(deg)]),
                          np.asarray([y for a in self._adj for y in a], dtype=np.int64))
-        d = bfs_hops(*self._csr, np.asarray([self.row[x] for x in targets]))
-        for x, row in zip(targets, d.tolist()):
-            self._dist_cache[x] = row
-
-    def _switch_dist(self, target: int) -> list[int]:
-        self._distances([target])
-        return self._dist_cache[target]
+        d = bfs_hops(*self._csr, np.asarray(rows, dtype=np.int64))
+        if self._rowdist is None:
+            self._rowdist = (np.full(len(self.sw), -1, dtype=np.int64), d)
+        else:
+            self._rowdist = (self._rowdist[0], np.concatenate([self._rowdist[1], d]))
+        pos = self._rowdist[0]
+        pos[rows] = np.arange(len(self._rowdist[1]) - len(rows), len(self._rowdist[1]))
 
     # ----------------------------------------------------------------- result
     def _path_sls(self, path_sls, s_lid, d_lid, has_self, self_of, si, di, ok, sl):

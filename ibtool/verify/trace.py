@@ -29,6 +29,23 @@ class VLMap:
         nsl = 16 if all_sls else 1
         self.table = np.zeros((nsl, len(b.sw_nodes), maxp, maxp), dtype=np.int8)
         self.ca = np.zeros(f.num_nodes, dtype=np.int8)
+        unknown = self.fill(b, sl2vl)
+        if unknown and len(unknown) * 2 > len(sl2vl):
+            g = unknown[0]
+            raise InputError(f"node {g:#018x} is not in the fabric ({len(unknown)} of {len(sl2vl)} nodes are "
+                             f"unknown): an SL2VL dump of another fabric?", path=sl2vl.path,
+                             line=sl2vl.lines.get(g))
+        self.nvl = int(max(self.table.max(initial=0), self.ca.max(initial=0))) + 1
+        self.uniform = None  # the one VL every hop uses, if so (SL 0 only: with path SLs the VL varies by path)
+        if not all_sls:
+            used = np.union1d(np.unique(self.table), np.unique(self.ca[b.types == CA]))
+            self.uniform = int(used[0]) if len(used) == 1 else None
+
+
+    def fill(self, b: Bound, sl2vl) -> list[int]:
+        """Set the rows `sl2vl` lists; returns the GUIDs it names that the fabric has not."""
+        f = b.fabric
+        nsl, maxp = self.table.shape[0], self.table.shape[2]
         unknown = []
         # OpenSM names a CA's block by its port GUID (one block per port), a switch by its node GUID
         by_port = {f.port_guid(c, p): c for (c, p) in f.port_lids if f.types[c] == CA}
@@ -44,16 +61,7 @@ class VLMap:
                     self.table[:, b.row[i], pi, po] = vls[:nsl]
                 elif b.types[i] == CA:
                     self.ca[i] = vls[0]
-        if unknown and len(unknown) * 2 > len(sl2vl):
-            g = unknown[0]
-            raise InputError(f"node {g:#018x} is not in the fabric ({len(unknown)} of {len(sl2vl)} nodes are "
-                             f"unknown): an SL2VL dump of another fabric?", path=sl2vl.path,
-                             line=sl2vl.lines.get(g))
-        self.nvl = int(max(self.table.max(initial=0), self.ca.max(initial=0))) + 1
-        self.uniform = None  # the one VL every hop uses, if so (SL 0 only: with path SLs the VL varies by path)
-        if not all_sls:
-            used = np.union1d(np.unique(self.table), np.unique(self.ca[b.types == CA]))
-            self.uniform = int(used[0]) if len(used) == 1 else None
+        return unknown
 
 
 def trace(b: Bound, origins: np.ndarray, lids: np.ndarray, *, cap: int | None = None, hop_cb=None,

@@ -28,7 +28,7 @@ from ibtool.fabric import CA
 from ibtool.hops import upstream
 from ibtool.verify.balance import Loads, _mmm
 from ibtool.verify.bound import K_DEAD, Bound, chan_name, port_tables
-from ibtool.verify.deadlock import find_cycle, vl_map
+from ibtool.verify.deadlock import find_cycle
 from ibtool.verify.delivery import Tally, walk_pairs
 from ibtool.verify.trace import DELIVERED, STATUS
 from ibtool.whatif.base import NV, Base, Routes, sls_of
@@ -142,7 +142,16 @@ def measure(base: Base, dead_nodes: set[int], dead_links: set[int], lft: np.ndar
     loads.routes += l_new.routes - l_old.routes
     loads.a2a += l_new.a2a - l_old.a2a
     # the HCA pairs whose route (or SL, or VLs) changed, and those that lost an end
-    vl_new = vl_map(nb, sl2vl)
+    vl_new = base.vl_after(nb, sl2vl)
+    try:
+        return _measured(base, nb, dl, alive_row, ar, al, tally, loads, vl_new, path_sls)
+    finally:
+        base.vl_done()
+
+
+def _measured(base: Base, nb: Bound, dl, alive_row, ar, al, tally, loads, vl_new, path_sls) -> dict:
+    b = base.b
+    R, NL = b.lft.shape
     S_new, L_new = _ca_pairs(base, nb, ar, al)
     S_new, L_new = _more_pairs(base, nb, alive_row, vl_new, path_sls, S_new, L_new)
     lost_S = np.flatnonzero(np.isin(base.src, dl))
@@ -243,15 +252,17 @@ def _ca_pairs(base: Base, nb: Bound, ar: np.ndarray, al: np.ndarray) -> tuple[np
 def _more_pairs(base: Base, nb: Bound, alive_row: np.ndarray, vl_new, path_sls, S: np.ndarray, L: np.ndarray):
     """The pairs of S, L and those whose SL changed, or whose SL's VLs changed on a surviving switch."""
     rows = np.flatnonzero(alive_row)
-    changed_sl = {s for s in range(16) if not np.array_equal(base.vl.table[s][rows], vl_new.table[s][rows])}
     extra_S, extra_L = [], []
     sparse = getattr(path_sls, "table", None)
-    if base.sls is None and sparse is not None and 0 not in changed_sl:
-        # the pairs not listed keep SL 0, as before; the listed ones are the detoured pairs
+    if base.sls is None and sparse is not None and np.array_equal(base.vl.table[0][rows], vl_new.table[0][rows]):
+        # every pair was on SL 0 and SL 0 keeps its VLs; the pairs not listed keep SL 0 (hdor's
+        # detours): the listed ones are all that may have moved
         k = sparse.keys
         extra_S.append(k >> 16)
         extra_L.append(k & 0xFFFF)
-    elif changed_sl or path_sls is not None or base.sls is not None:
+    elif path_sls is not None or base.sls is not None or \
+            any(not np.array_equal(base.vl.table[s][rows], vl_new.table[s][rows]) for s in range(16)):
+        changed_sl = {s for s in range(16) if not np.array_equal(base.vl.table[s][rows], vl_new.table[s][rows])}
         Su, Lu = base.pairs(base.src[nb.base[base.src]], base.dst[nb.att_sw[base.dst] >= 0])
         s0, s1 = sls_of(base.sls, Su, Lu), sls_of(path_sls, Su, Lu)
         pick = (s0 != s1) | np.isin(s0, list(changed_sl)) | np.isin(s1, list(changed_sl))

@@ -29,6 +29,7 @@ from pathlib import Path
 from ibtool import children
 from ibtool.errors import CheckFailed, EnvironmentProblem, InputError
 from ibtool.formats import atomic_write
+from ibtool.hops import Pieces
 from ibtool.whatif import failures as fsets
 from ibtool.whatif import job as jobs
 from ibtool.whatif import rank
@@ -175,7 +176,7 @@ class _Sink:
         self.fh.write(json.dumps(r, separators=(",", ":")).encode() + b"\n")
         self.fh.flush()
         os.fsync(self.fh.fileno())
-        self.log.write(f"{r['id']}\t{os.getpid()}\t{engine_s:.4f}\t{measure_s:.4f}\n")
+        self.log.write(f"{r['id']}\t{os.getpid()}\t{engine_s:.4f}\t{measure_s:.4f}\t{_rss_mib():.1f}\n")
         self.log.flush()
 
     def close(self) -> None:
@@ -219,8 +220,10 @@ def work(out: Path, k: int, say=None, cache: dict | None = None) -> int:
         sm = src.fabric.names.index(job.sm)
         route = []
         switches = [x for x in range(src.fabric.num_nodes) if src.fabric.is_switch(x)]
+        if "pieces" not in cache:
+            cache["pieces"] = Pieces(src.fabric.num_nodes, src.fabric.link_a, src.fabric.link_b)
         for fl in todo:
-            dn, _ = _cut(src.fabric, fl, sm)
+            dn, _ = cache["pieces"].cut_off(set(fl.nodes), set(fl.links), sm)
             if sm in dn or all(x in dn for x in switches):  # the SM's own device, or its host's switch:
                 # nothing is routed until a standby takes over
                 sink.write(rank.row(sink.specs[fl.id], "sm", engine=",".join(job.engine)))
@@ -239,6 +242,15 @@ def work(out: Path, k: int, say=None, cache: dict | None = None) -> int:
     return len(todo)
 
 
+def _rss_mib() -> float:
+    """This process's resident memory now (MiB): the logs show whether a worker grows with the failures."""
+    try:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 def cable_list(plan: Path | None):
     """The plan's cable list (cable IDs, labels, places), or None."""
     if plan is None:
@@ -246,11 +258,6 @@ def cable_list(plan: Path | None):
     from ibtool.verify import cables
     p = cables.find(Path(plan))
     return cables.read(p) if p else None
-
-
-def _cut(fabric, fl: fsets.Failure, sm: int):
-    from ibtool.hops import cut_off
-    return cut_off(fabric.num_nodes, fabric.link_a, fabric.link_b, set(fl.nodes), set(fl.links), sm)
 
 
 def _engine(job: jobs.Job, src: jobs.Source, work_dir: Path, sm: int):
@@ -397,11 +404,14 @@ def timings(out: Path, job: jobs.Job) -> dict:
         p = chunk_path(out, k, "log")
         if not p.is_file():
             continue
-        lines = [ln.split("\t") for ln in p.read_text().splitlines() if ln.count("\t") == 3]
+        lines = [ln.split("\t") for ln in p.read_text().splitlines() if ln.count("\t") == 4]
+        rss = [float(x[4]) for x in lines]
         per[k] = {"failures": len(lines), "engine_s": round(sum(float(x[2]) for x in lines), 3),
-                  "measure_s": round(sum(float(x[3]) for x in lines), 3), "workers": sorted({x[1] for x in lines})}
+                  "measure_s": round(sum(float(x[3]) for x in lines), 3), "workers": sorted({x[1] for x in lines}),
+                  "rss_mib_first": rss[0] if rss else None, "rss_mib_max": max(rss, default=None)}
     d = {"chunks": per, "engine_s": round(sum(c["engine_s"] for c in per.values()), 3),
-         "measure_s": round(sum(c["measure_s"] for c in per.values()), 3)}
+         "measure_s": round(sum(c["measure_s"] for c in per.values()), 3),
+         "rss_mib_max": max((c["rss_mib_max"] for c in per.values() if c["rss_mib_max"]), default=None)}
     with atomic_write(out / "timings.json") as fh:
         json.dump(d, fh, indent=1)
     return d
