@@ -32,7 +32,8 @@ th,td{border:1px solid #aaa;padding:2px 6px;text-align:left;vertical-align:top}
 th{background:#eee}td.n{text-align:right;white-space:nowrap}
 .id{white-space:nowrap}td.what{overflow-wrap:anywhere}thead{display:table-header-group}
 tr.row{cursor:pointer}tr.sel{background:#fff3b0}
-.chip{display:inline-block;width:.9em;height:.9em;border-radius:2px;vertical-align:-.1em;margin-right:.3em}
+.chip{display:inline-block;width:.9em;height:.9em;border-radius:2px;vertical-align:-.1em;margin-right:.3em;
+  -webkit-print-color-adjust:exact;print-color-adjust:exact}
 figure{margin:0}figure svg.ibd{width:100%;height:auto;max-height:80vh;border:1px solid #ddd}
 figcaption{color:#444;font-size:9pt}
 svg.ibd text.mark:not([data-mark]){display:none}
@@ -191,7 +192,7 @@ def html(res: dict, src, top: int = TOP) -> str:
            f'<div id="info" class="noprint"></div></figure>') if svg else f"<p>{escape(note)}</p>"
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>ibtool whatif: '
             f'{escape(res["source"])}</title><style>{CSS}</style></head><body>\n<h1>What if it fails: '
-            f'{escape(Path(res["source"]).name)}</h1>\n<div class="meta">{meta}</div>\n'
+            f'{escape(src.fabric.name or Path(res["source"]).name)}</h1>\n<div class="meta">{meta}</div>\n'
             f'{fig}\n<h2>The ranking</h2>{table(rows, top)}\n'
             f'<h2>Details</h2>{details(rows, top)}\n<script>{JS}</script>\n</body></html>\n')
 

@@ -226,7 +226,7 @@ def work(out: Path, k: int, say=None, cache: dict | None = None) -> int:
             dn, _ = cache["pieces"].cut_off(set(fl.nodes), set(fl.links), sm)
             if sm in dn or all(x in dn for x in switches):  # the SM's own device, or its host's switch:
                 # nothing is routed until a standby takes over
-                sink.write(rank.row(sink.specs[fl.id], "sm", engine=",".join(job.engine)))
+                sink.write({**rank.row(sink.specs[fl.id], "sm", engine=",".join(job.engine)), "sm": job.sm})
             else:
                 route.append(fl)
         if route:
