@@ -54,7 +54,8 @@ def prepare(src: jobs.Source, out: Path, engine: str | None, fset: fsets.Set, ch
     if engines is None:
         raise InputError("--engine: the source names no routing engine (a run's or a plan's); give one")
     offline = engines[0] == "hdor" and not (engine or "").startswith("opensm:")
-    smi = jobs.sm_node(src, sm, sm_host)
+    # on ibsim the SM is where ibsim attaches it (the net's first device), whatever the cable list says
+    smi = jobs.sm_node(src, sm, sm_host if offline else None)
     new = jobs.Job(str(Path(src.path).resolve()), str(Path(src.plan).resolve()) if src.plan else None, engines,
                    offline, src.fabric.names[smi], [jobs.failure_spec(src.fabric, f) for f in fset.failures],
                    fset.hosts, fset.how, max(1, min(chunks, len(fset.failures) or 1)), vls, permutations, seed,
