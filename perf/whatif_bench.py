@@ -78,8 +78,13 @@ def operators_way(out: Path, k: int, fails: list[str]) -> dict:
         a = measure([*IBTOOL, "sim", "run", plan, "--engine", "hdor", "--fail", x, "--out", run, "--timeout", "3600"],
                     cwd=ROOT, timeout=4 * 3600)
         b = measure([*IBTOOL, "verify", "all", run], cwd=ROOT, timeout=4 * 3600)
+        try:  # OpenSM's routing step before the failure and of the degraded pass (the C engine's)
+            steps = json.loads((run / "summary.json").read_text())["steps"]
+            routing = [s.get("routing_step_s") for s in steps]
+        except (OSError, ValueError, KeyError):
+            routing = None
         runs.append({"failure": x, "sim_run_s": a["seconds"], "verify_all_s": b["seconds"], "exit": [a["exit"], b["exit"]],
-                     "total_s": round(a["seconds"] + b["seconds"], 2), "load": _load()})
+                     "total_s": round(a["seconds"] + b["seconds"], 2), "load": _load(), "routing_step_s": routing})
     mean = sum(r["total_s"] for r in runs) / len(runs)
     return {"fabric": f"KNS {k}^3", "runs": runs, "mean_s_per_failure": round(mean, 2)}
 

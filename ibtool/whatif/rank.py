@@ -92,9 +92,16 @@ def key(r: dict) -> tuple:
 
 def advice(r: dict) -> str:
     """What to do about it, as a fix sheet says it."""
+    text = _advice(r)
+    return text.replace("its failure", "their failure") if r["kind"] in ("pair", "set") else text
+
+
+def _advice(r: dict) -> str:
     c, name = klass(r), r["id"]
     spare = r["kind"] in ("switch", "router")
     first = f"keep a spare for {name}" if spare else f"inspect {name} first"
+    if r["kind"] in ("pair", "set"):  # a double failure: what the two do together
+        first = f"{name} together"
     if c == "credit loop":
         return (f"{name}: its failure closes a credit loop under {r.get('engine') or 'the engine'} (the fabric can "
                 f"hang), through {(r.get('cycle') or ['?'])[0]}: route with a deadlock-free engine, and {first}")
