@@ -93,7 +93,9 @@ def key(r: dict) -> tuple:
 def advice(r: dict) -> str:
     """What to do about it, as a fix sheet says it."""
     text = _advice(r)
-    return text.replace("its failure", "their failure") if r["kind"] in ("pair", "set") else text
+    if r["kind"] in ("pair", "set"):
+        text = text.replace("its failure", "their failure").replace("its detours", "their detours")
+    return text
 
 
 def _advice(r: dict) -> str:
