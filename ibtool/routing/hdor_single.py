@@ -134,22 +134,6 @@ class Loaded:
         return out
 
 
-class _Column:
-    """Hops from each row to one target over the working links (what _switch_dist returns)."""
-
-    __slots__ = ("one", "t")
-
-    def __init__(self, one: _One, t: int):
-        self.one, self.t = one, t
-
-    def __getitem__(self, r: int) -> int:
-        pos, d = self.one._rowdist
-        if pos[r] < 0:
-            self.one._hops_from([r])
-            pos, d = self.one._rowdist
-        return int(d[pos[r], self.t])
-
-
 class _One(_Degraded):
     """The full pass's steps, each from what Loaded laid out, patched for what failed."""
 
@@ -212,7 +196,7 @@ class _One(_Degraded):
         self.len0, self.exit0, self.len0T, self.exit0T = t.len0, t.exit0, t.len0T, t.exit0T
         self.dim0, self.pdim = t.dim0, t.pdim
         self._dist_cache = {}
-        self._csr = self._rowdist = None
+        self._csr = None
 
     def _structure(self):
         """The complete KNS's groups, with those a failure touches laid out again as the full pass
@@ -327,30 +311,23 @@ class _One(_Degraded):
         return upstream(t.T0, k.nxt, k.adj_ptr, k.adj_idx, alive, fr, fl)
 
     # ----------------------------------------------------------------- distances (hops.bfs_hops)
-    # The BFS rule asks for the hops from a few rows (the affected ones and their neighbours) to
-    # many targets: the same numbers, searched from those rows (the links run both ways) instead
-    # of from every target.
+    # The BFS rule's hops to a target over the working links: hops.bfs_hops, the one BFS, for all
+    # the switch targets of a failure at once (rows kept as arrays: read at a few places each).
     def _distances(self, targets: list[int]) -> None:
-        return
-
-    def _switch_dist(self, target: int) -> _Column:
-        if self._rowdist is None:
-            rows = set(np.unique(self.changed[0]).tolist())
-            self._hops_from(sorted(rows | {y for r in rows for y in self._adj[r]}))
-        return _Column(self, self.rowl[target])
-
-    def _hops_from(self, rows: list[int]) -> None:
+        targets = sorted({x for x in targets if x not in self._dist_cache and x in self.row})
+        if not targets:
+            return
         if self._csr is None:
             deg = np.array([len(a) for a in self._adj], dtype=np.int64)
             self._csr = (np.concatenate([[0], np.cumsum(deg)]),
                          np.asarray([y for a in self._adj for y in a], dtype=np.int64))
-        d = bfs_hops(*self._csr, np.asarray(rows, dtype=np.int64))
-        if self._rowdist is None:
-            self._rowdist = (np.full(len(self.sw), -1, dtype=np.int64), d)
-        else:
-            self._rowdist = (self._rowdist[0], np.concatenate([self._rowdist[1], d]))
-        pos = self._rowdist[0]
-        pos[rows] = np.arange(len(self._rowdist[1]) - len(rows), len(self._rowdist[1]))
+        d = bfs_hops(*self._csr, np.asarray([self.row[x] for x in targets]))
+        for x, row in zip(targets, d):
+            self._dist_cache[x] = row
+
+    def _switch_dist(self, target: int):
+        self._distances([target])
+        return self._dist_cache[target]
 
     # ----------------------------------------------------------------- result
     def _path_sls(self, path_sls, s_lid, d_lid, has_self, self_of, si, di, ok, sl):
