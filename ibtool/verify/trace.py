@@ -43,24 +43,35 @@ class VLMap:
 
 
     def fill(self, b: Bound, sl2vl) -> list[int]:
-        """Set the rows `sl2vl` lists; returns the GUIDs it names that the fabric has not."""
+        """Set the rows `sl2vl` lists; returns the GUIDs it names that the fabric has not. `.set`:
+        the (switch row, in, out) and CA nodes set, for whoever reuses the map."""
         f = b.fabric
         nsl, maxp = self.table.shape[0], self.table.shape[2]
-        unknown = []
-        # OpenSM names a CA's block by its port GUID (one block per port), a switch by its node GUID
-        by_port = {f.port_guid(c, p): c for (c, p) in f.port_lids if f.types[c] == CA}
+        unknown, at, vals, cas = [], [], [], []
+        by_port = None
         for g, rows in sl2vl.items():
             i = f.by_guid(g)
             if i is None:
+                if by_port is None:  # OpenSM names a CA's block by its port GUID, a switch by its node GUID
+                    by_port = {f.port_guid(c, p): c for (c, p) in f.port_lids if f.types[c] == CA}
                 i = by_port.get(g)
             if i is None:
                 unknown.append(g)
                 continue
-            for (pi, po), vls in rows.items():
-                if b.types[i] == SWITCH and pi < maxp and po < maxp:
-                    self.table[:, b.row[i], pi, po] = vls[:nsl]
-                elif b.types[i] == CA:
+            if b.types[i] == SWITCH:
+                r = int(b.row[i])
+                for (pi, po), vls in rows.items():
+                    if pi < maxp and po < maxp:
+                        at.append((r, pi, po))
+                        vals.append(vls[:nsl])
+            else:
+                for vls in rows.values():
                     self.ca[i] = vls[0]
+                cas.append(i)
+        r, pi, po = np.asarray(at, dtype=np.intp).reshape(-1, 3).T
+        if at:  # one assignment for every row set
+            self.table[:, r, pi, po] = np.asarray(vals, dtype=np.int8).T
+        self.set = (r, pi, po, cas)
         return unknown
 
 

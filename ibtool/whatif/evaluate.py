@@ -180,7 +180,11 @@ def _measured(base: Base, nb: Bound, dl, alive_row, ar, al, tally, loads, vl_new
     nch = base.nslots * NV
     vin = (keys // nch) % NV
     vout = (keys % nch) % NV
-    cyc = find_cycle(keys, nch)
+    # verify's cycle search, over the channels the graph has (numbered densely: the rounds of its
+    # peeling count every node)
+    used, inv = np.unique(np.concatenate([keys // nch, keys % nch]), return_inverse=True)
+    dense = find_cycle(inv[:len(keys)] * len(used) + inv[len(keys):], len(used))
+    cyc = [int(used[c]) for c in dense] if dense is not None else None
     # the balance check's permutations: the same flows when the same HCAs are there, else drawn anew
     isl = base.isl & (nb.peer >= 0)
     if len(dl) and np.isin(dl, base.src).any():
