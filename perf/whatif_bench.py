@@ -60,8 +60,11 @@ def whole(out: Path, k: int, workers: int = 2, only: list[str] | None = None, ta
     t = json.loads((wi / "timings.json").read_text()) if (wi / "timings.json").is_file() else {}
     res = json.loads((wi / "results.json").read_text()) if (wi / "results.json").is_file() else {}
     n = res.get("failures", {}).get("routed", 0)
-    chunks = t.get("chunks", {}).values()
-    growth = [c["rss_mib_max"] - c["rss_mib_first"] for c in chunks if c.get("rss_mib_first")]
+    growth = []  # a worker's memory from its 10th failure to its last (the first ones load the fabric)
+    for log in sorted((wi / "chunks").glob("*.log")):
+        rss = [float(ln.split("\t")[4]) for ln in log.read_text().splitlines() if ln.count("\t") == 4]
+        if len(rss) > 10:
+            growth.append(round(rss[-1] - rss[9], 1))
     return {"fabric": f"KNS {k}^3", "failures": n, "workers": workers, "seconds": r["seconds"], "exit": r["exit"],
             "load": [load0, _load()], "engine_cpu_s": t.get("engine_s"), "measure_cpu_s": t.get("measure_s"),
             "cpu_s_per_failure": round((t.get("engine_s", 0) + t.get("measure_s", 0)) / max(n, 1), 4),
