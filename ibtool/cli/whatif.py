@@ -166,18 +166,21 @@ def _print(res: dict, top: int, secs: float | None, out: Path) -> None:
 
 @group.command(name="chunk")
 @click.argument("out", type=click.Path(path_type=Path, exists=True, file_okay=False))
-@click.argument("k", required=False, type=click.IntRange(0))
-def chunk_cmd(out, k):
-    """Route one chunk of the what-if in OUT (what each worker process and Slurm array task runs; K
-    defaults to SLURM_ARRAY_TASK_ID). Resumes where an earlier worker of the chunk stopped."""
+@click.argument("chunks", nargs=-1, type=click.IntRange(0))
+def chunk_cmd(out, chunks):
+    """Route chunks of the what-if in OUT, one after the other with one load of the fabric (what each
+    local worker process and each Slurm array task runs; CHUNKS default to SLURM_ARRAY_TASK_ID).
+    Resumes where an earlier worker of a chunk stopped."""
     from ibtool.whatif import run
-    if k is None:
+    if not chunks:
         task = os.environ.get("SLURM_ARRAY_TASK_ID", "")
         if not task.isdigit():
-            raise InputError("give the chunk K (or run it as a Slurm array task: SLURM_ARRAY_TASK_ID)")
-        k = int(task)
-    n = run.work(out, k, lambda m: click.echo(f"  {m}", err=True))
-    click.echo(f"chunk {k}: {n} failures routed")
+            raise InputError("give the chunks K ... (or run it as a Slurm array task: SLURM_ARRAY_TASK_ID)")
+        chunks = (int(task),)
+    cache: dict = {}
+    for k in chunks:
+        n = run.work(out, k, lambda m: click.echo(f"  {m}", err=True), cache)
+        click.echo(f"chunk {k}: {n} failures routed")
 
 
 @group.command(name="report")

@@ -302,7 +302,9 @@ def _watch(out: Path, job: jobs.Job, progress, stop: threading.Event) -> None:
 
 
 def run_local(out: Path, workers: int = 1, progress=None, say=None) -> None:
-    """Every unfinished chunk: in this process (workers 1), else N worker processes at a time."""
+    """Every unfinished chunk: in this process (workers 1), else on N worker processes, each given
+    every N-th chunk (one load of the fabric a worker; the costlier failures of the list's end
+    spread over all of them)."""
     out = Path(out)
     job = jobs.Job.read(out)
     progress = progress or (lambda done, total: None)
@@ -316,26 +318,27 @@ def run_local(out: Path, workers: int = 1, progress=None, say=None) -> None:
             for k in todo:
                 work(out, k, say, cache)
             return
-        running: dict[int, tuple] = {}
-        while todo or running:
-            while todo and len(running) < workers:
-                k = todo.pop(0)
-                log = open(chunk_path(out, k, "worker.txt"), "ab")
-                p = children.popen([*IBTOOL, "whatif", "chunk", str(out), str(k)], stdout=log, stderr=log)
-                running[k] = (p, log)
-            for k, (p, log) in list(running.items()):
+        running = []
+        for i in range(min(workers, len(todo))):
+            log_path = out / CHUNKS / f"worker-{i}.txt"
+            log = open(log_path, "ab")
+            share = [str(k) for k in todo[i::workers]]
+            running.append((children.popen([*IBTOOL, "whatif", "chunk", str(out), *share], stdout=log, stderr=log),
+                            log, log_path))
+        while running:
+            for item in list(running):
+                p, log, log_path = item
                 if p.poll() is None:
                     continue
                 log.close()
-                del running[k]
+                running.remove(item)
                 if p.returncode != 0:
-                    for q, lg in running.values():
+                    for q, lg, _ in running:
                         children.stop(q)
                         lg.close()
-                    tail = chunk_path(out, k, "worker.txt").read_text(errors="replace").strip().splitlines()
-                    raise CheckFailed(f"worker of chunk {k} failed (exit {p.returncode}): "
-                                      f"{tail[-1] if tail else 'no output'}; the chunks done are kept: run the "
-                                      f"same command again to go on")
+                    tail = log_path.read_text(errors="replace").strip().splitlines()
+                    raise CheckFailed(f"a worker failed (exit {p.returncode}): {tail[-1] if tail else 'no output'}; "
+                                      f"the chunks done are kept: run the same command again to go on")
             time.sleep(0.2)
     finally:
         stop.set()

@@ -27,7 +27,7 @@ def plans(tmp_path_factory):
     (["run", "{d}/kns", "--out", "{d}", "--only", "S[0,0]"], "directory is not empty and holds no what-if"),
     (["run", "{d}/kns", "--out", "{t}/wi", "--sm", "X[9]"], "--sm X[9]: no device of the fabric"),
     (["report", "{d}"], "no results.json"),
-    (["chunk", "{d}"], "give the chunk K"),
+    (["chunk", "{d}"], "give the chunks K"),
 ])
 def test_bad_input_is_one_line(plans, tmp_path, args, needle):
     r = ibtool("whatif", *[a.format(d=plans, t=tmp_path) for a in args])
