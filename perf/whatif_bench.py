@@ -14,7 +14,9 @@ extrapolated to the whole set.
     from its CPU seconds per failure.
 (c) The operator's way on the same fabrics: `ibtool sim run PLAN --engine hdor --fail X` (ibsim,
     OpenSM with the hdor plugin, discovery, the tables, every pair's path SL) and `ibtool verify
-    all RUN`, for a cable and a switch, each in a fresh process; the mean per failure times the set.
+    all RUN`, for one cable, in fresh processes; that time per failure times the set. On KNS 16^3
+    without the path SLs (`--no-path-sls`: 16.7 M PathRecords a step would take hours): a lower
+    bound of the operator's way.
 
     .venv/bin/python perf/whatif_bench.py [OUT] [--quick] [--only a|b|c]   # or: perf/run.py --only whatif
 --quick: KNS 6-ary 3-direct for (a) and (c), 8-ary for (b).
@@ -72,13 +74,16 @@ def whole(out: Path, k: int, workers: int = 2, only: list[str] | None = None, ta
             "classes": res.get("classes"), "stderr": r["stderr"][-400:] if r["exit"] else ""}
 
 
-def operators_way(out: Path, k: int, fails: list[str]) -> dict:
-    """`sim run --fail X` + `verify all` per failure, each timed."""
+def operators_way(out: Path, k: int, fails: list[str], path_sls: bool = True) -> dict:
+    """`sim run --fail X` + `verify all` per failure, each timed. path_sls False: without every
+    pair's PathRecord (`--no-path-sls`), a lower bound where they would take hours (KNS 16^3: 16.7 M
+    pairs a step; 164 us each on KNS 8^3, BENCHMARKS.md "Path SLs in bulk")."""
     plan = _plan(out, k)
     runs = []
     for x in fails:
         run = out / f"op-{k}-{x.replace(' ', '_').replace('[', '').replace(']', '').replace(',', '-')}"
-        a = measure([*IBTOOL, "sim", "run", plan, "--engine", "hdor", "--fail", x, "--out", run, "--timeout", "3600"],
+        a = measure([*IBTOOL, "sim", "run", plan, "--engine", "hdor", "--fail", x, "--out", run, "--timeout", "3600",
+                     "--path-sls" if path_sls else "--no-path-sls", "--json"],
                     cwd=ROOT, timeout=4 * 3600)
         b = measure([*IBTOOL, "verify", "all", run], cwd=ROOT, timeout=4 * 3600)
         try:  # OpenSM's routing step before the failure and of the degraded pass (the C engine's)
@@ -89,7 +94,7 @@ def operators_way(out: Path, k: int, fails: list[str]) -> dict:
         runs.append({"failure": x, "sim_run_s": a["seconds"], "verify_all_s": b["seconds"], "exit": [a["exit"], b["exit"]],
                      "total_s": round(a["seconds"] + b["seconds"], 2), "load": _load(), "routing_step_s": routing})
     mean = sum(r["total_s"] for r in runs) / len(runs)
-    return {"fabric": f"KNS {k}^3", "runs": runs, "mean_s_per_failure": round(mean, 2)}
+    return {"fabric": f"KNS {k}^3", "runs": runs, "mean_s_per_failure": round(mean, 2), "path_sls": path_sls}
 
 
 def main(out: Path, quick: bool = False, only: str | None = None) -> list[dict]:
@@ -114,7 +119,7 @@ def main(out: Path, quick: bool = False, only: str | None = None) -> list[dict]:
             fails = [f"{f.names[f.link_a[li]]} {f.link_pa[li]}" for li in range(f.num_links)
                      if {f.roles[f.link_a[li]], f.roles[f.link_b[li]]} == {"router", "switch"}][k * 7 + 1:k * 7 + 2]
             fails.append(next(f.names[x] for x in range(f.num_nodes) if f.roles[x] == "switch"))
-            c = operators_way(out, k, fails if k == k_a else fails[:1])
+            c = operators_way(out, k, fails[:1], path_sls=k == k_a)
             n = len([li for li in range(f.num_links) if {f.roles[f.link_a[li]], f.roles[f.link_b[li]]} <=
                      {"router", "switch"}]) + sum(1 for x in range(f.num_nodes) if f.roles[x] in ("router", "switch"))
             c["every_single_failure"] = n
