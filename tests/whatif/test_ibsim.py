@@ -103,3 +103,21 @@ def _link(f, spec):
     x, p = f.index(dev), int(port)
     return next(li for li in range(f.num_links) if (f.link_a[li], f.link_pa[li]) == (x, p)
                 or (f.link_b[li], f.link_pb[li]) == (x, p))
+
+
+def test_the_same_decline(tmp_path):
+    """Ports of one VL (OpenSM's max_op_vls 1): the C engine declines a cable's failure (HD31) and
+    OpenSM routes it with nue, the plan's next engine; hdor offline with --vls 1 declines it with
+    the same code and reason, and says what OpenSM does."""
+    plan = tmp_path / "plan"
+    ibtool("topo", "kns", "--k", 3, "--n", 2, "--radix", 8, "--out", plan, check=0)
+    run = tmp_path / "run"
+    ibtool("sim", "run", plan, "--fail", "R[1,1] 2", "--conf", "max_op_vls=1", "--out", run, timeout=600, check=0)
+    step = json.loads((run / "step-1" / "summary.json").read_text())
+    assert step["engine"] == "nue" and step["hdor_declined"].startswith("HD31: ")
+    r = ibtool("whatif", "run", run / "step-0", "--plan", plan, "--vls", 1, "--only", "R[1,1] 2", "--out",
+               tmp_path / "wi", "--json", check=0)
+    row = json.loads(r.stdout)["rows"][0]
+    assert (row["outcome"], row["class"]) == ("declined", "declined")
+    assert f"{row['decline']['code']}: {row['decline']['reason']}" == step["hdor_declined"]
+    assert "HD31" in row["advice"] and "falls back" in row["advice"]
