@@ -108,9 +108,10 @@ def _advice(r: dict) -> str:
         return (f"{name}: its failure closes a credit loop under {r.get('engine') or 'the engine'} (the fabric can "
                 f"hang), through {(r.get('cycle') or ['?'])[0]}: route with a deadlock-free engine, and {first}")
     if c == "subnet manager":
-        on = r.get("sm") or "its device"
-        where = "carries the master SM" if on == name else f"takes the master SM (on {on}) off the fabric"
-        return f"keep a standby subnet manager away from {name}: its failure {where}"
+        on = r.get("sm") or name
+        if on == name:
+            return f"keep a standby subnet manager on another device: {name} carries the master SM"
+        return f"keep a standby subnet manager away from {name}: its failure takes the master SM (on {on}) off the fabric"
     if c == "cuts hosts apart":
         what = f"add a second cable beside {name}" if not spare else first
         return f"{what}: its failure cuts {r['pairs_undelivered']:,} host pairs that are still up apart"
