@@ -3,7 +3,7 @@ the pass of hdor_faults, with everything no failure changes computed once.
 
     kns = Loaded(fabric, hdor.compute(fabric), vls=8)   # the complete KNS, with its LIDs
     one = kns.route(nodes={x}, links={li})               # a switch or router, a cable (base indices)
-    one.table, one.changed, one.vls, one.sl2vl, one.path_sls, one.extra_hops   # or NotKNS (declined)
+    one.table, one.changed, one.vls, one.sl2vl, one.path_sls, one.extra_hops   # or hdor's refusal (declined)
 
 What-if routes every failure of a fabric in turn. A full degraded pass (hdor.compute(now,
 baseline=...)) compares the fabric with the remembered KNS, lays out its groups, and follows every
@@ -118,8 +118,8 @@ class Loaded:
         return self.pieces.cut_off(nodes, links, sm)
 
     def route(self, nodes=(), links=(), sm: int = 0) -> Single:
-        """The degraded pass with `nodes` and `links` (base indices) failed; NotKNS (its _Declined
-        kind) when hdor declines."""
+        """The degraded pass with `nodes` and `links` (base indices) failed; when hdor declines,
+        its refusal (the _Declined kind of hdor_result)."""
         dead_n, dead_l = self.piece(set(nodes), set(links), sm)
         return _One(self, dead_n, dead_l).run()
 

@@ -102,12 +102,11 @@ class HdorReference(Engine):
 
     def run(self, failures: list[Failure], sink) -> None:
         from ibtool.routing import hdor
-        from ibtool.routing.hdor_result import NotKNS
         from ibtool.routing.hdor_single import Loaded
         if self.kns is None:  # once per process: the next chunk a process runs starts from here
             try:
                 base = hdor.compute(self.fabric, first_sight=False)
-            except NotKNS as e:
+            except CheckFailed as e:  # hdor's refusal (not a KNS)
                 raise InputError(f"hdor: not a complete KNS ({e.reason}): what-if routes failures of the complete "
                                  f"fabric (give the fabric before any failure, or its plan)") from None
             self.kns, self.tables = Loaded(self.fabric, base, self.vls), base.tables
@@ -118,7 +117,7 @@ class HdorReference(Engine):
             dn, dl = kns.piece(set(fl.nodes), set(fl.links), self.sm)
             try:
                 one = kns.route(fl.nodes, fl.links, self.sm)
-            except NotKNS as e:
+            except CheckFailed as e:  # hdor declines (its reason names the class)
                 sink.routed(fl, Routed(dead_nodes=dn, dead_links=dl, engine=None,
                                        declined={"code": decline_code(e.reason), "reason": e.reason},
                                        seconds=time.process_time() - t0))

@@ -81,10 +81,9 @@ def prepare(src: jobs.Source, out: Path, engine: str | None, fset: fsets.Set, ch
         raise InputError(f"--out {out}: directory is not empty and holds no what-if (use --force)")
     if offline:  # said here, once, rather than by every worker
         from ibtool.routing.hdor_complete import complete
-        from ibtool.routing.hdor_result import NotKNS
         try:
             complete(src.fabric)
-        except NotKNS as e:
+        except CheckFailed as e:  # hdor's refusal: not a KNS
             raise InputError(f"--engine hdor: not a complete KNS ({e.reason}): what-if fails the elements of the "
                              f"complete fabric (give the fabric before any failure, or its plan; another family: "
                              f"its own engine, run on ibsim)", path=str(src.path)) from None
