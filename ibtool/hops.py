@@ -43,3 +43,71 @@ def bfs_hops(indptr: np.ndarray, indices: np.ndarray, sources: np.ndarray | None
         dist[np.unpackbits(nxt, axis=1, count=k).astype(bool)] = level
         front = nxt
     return dist.T.copy()
+
+
+def upstream(table: np.ndarray, nxt: np.ndarray, adj_ptr: np.ndarray, adj_idx: np.ndarray, alive: np.ndarray,
+             rows: np.ndarray, lids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The entries of forwarding tables whose route passes one of the given entries (rows, lids),
+    those included: a breadth-first search backwards over the routes, from an entry (r, L) to the
+    switches next to r (`adj_ptr`, `adj_idx`: CSR, as above) whose next hop for L is r.
+
+    table[row, LID]: the port; nxt[row, port]: the row of the switch behind it, -1 for none; only
+    `alive` rows are entered. Returns (rows, LIDs), the given entries first. What-if asks it which
+    routes a failure touches: the cost is the number of entries found, not the size of the tables."""
+    R, NL = table.shape
+    seen = np.zeros(R * NL, dtype=bool)
+    fr, fl = np.asarray(rows, dtype=np.int64), np.asarray(lids, dtype=np.int64)
+    seen[fr * NL + fl] = True
+    out_r, out_l = [fr], [fl]
+    tf, nf = table.ravel(), nxt.ravel()
+    width = nxt.shape[1]
+    while len(fr):
+        deg = adj_ptr[fr + 1] - adj_ptr[fr]
+        at = np.repeat(adj_ptr[fr] - np.cumsum(deg) + deg, deg) + np.arange(int(deg.sum()))
+        cx, cl, cr = adj_idx[at], np.repeat(fl, deg), np.repeat(fr, deg)
+        hit = (nf[cx * width + tf[cx * NL + cl]] == cr) & alive[cx]
+        cx, cl = cx[hit], cl[hit]
+        new = ~seen[cx * NL + cl]
+        fr, fl = cx[new], cl[new]
+        seen[fr * NL + fl] = True
+        out_r.append(fr)
+        out_l.append(fl)
+    return np.concatenate(out_r), np.concatenate(out_l)
+
+
+class Pieces:
+    """What failing nodes and links cut off from one node (the subnet manager's: what its discovery
+    finds is the rest), for many failures of one graph: its links as CSR, built once.
+    n: the number of nodes; link_a, link_b: each link's ends."""
+
+    def __init__(self, n: int, link_a, link_b):
+        a, b = np.asarray(link_a, dtype=np.int64), np.asarray(link_b, dtype=np.int64)
+        self.n, self.a, self.b = n, a, b
+        ends = np.concatenate([a, b])
+        order = np.argsort(ends, kind="stable")
+        self.ptr = np.concatenate([[0], np.cumsum(np.bincount(ends, minlength=n))]).astype(np.int64)
+        self.nbr = np.concatenate([b, a])[order]  # the node at the other end
+        self.via = np.concatenate([np.arange(len(a)), np.arange(len(a))])[order]  # by which link
+
+    def cut_off(self, nodes, links, keep: int) -> tuple[set[int], set[int]]:
+        """(nodes, links) that fail with the given ones: the nodes no longer connected to `keep`
+        and every link of a failed node (a breadth-first search from `keep`, one numpy step a level)."""
+        dead_link = np.zeros(len(self.a), dtype=bool)
+        dead_link[list(links)] = True
+        seen = np.zeros(self.n, dtype=bool)
+        seen[list(nodes)] = True  # never entered
+        alive_keep = not seen[keep]
+        front = np.asarray([keep] if alive_keep else [], dtype=np.int64)
+        seen[keep] = True
+        reached = np.zeros(self.n, dtype=bool)
+        reached[front] = True
+        while len(front):
+            deg = self.ptr[front + 1] - self.ptr[front]
+            at = np.repeat(self.ptr[front] - np.cumsum(deg) + deg, deg) + np.arange(int(deg.sum()))
+            nxt = self.nbr[at][~dead_link[self.via[at]]]
+            nxt = np.unique(nxt[~seen[nxt]])
+            seen[nxt] = True
+            reached[nxt] = True
+            front = nxt
+        dead = ~reached
+        return set(np.flatnonzero(dead).tolist()), set(links) | set(np.flatnonzero(dead[self.a] | dead[self.b]).tolist())

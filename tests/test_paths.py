@@ -79,6 +79,7 @@ def made(tmp_path_factory):
         {"run_id": "current--hpcc--linear--r1", "engine": "current", "benchmark": "hpcc", "type": "hpcc",
          "mapping": {"policy": "linear"}, "repeat": 1, "status": "failed", "reasons": ["x"]}))
     (d / "inv.yaml").write_text("hosts: [{name: a, slots: 2}]\nrunner: local\n")
+    ibtool("whatif", "run", d / "plan", "--only", "S[0,0]", "--out", d / "whatif", check=0)  # for `whatif report`
     # a watcher's store of one real captured round (fixtures/watch), for `watch report`
     from ibtool import mad
     from ibtool.watch.collector import Collector
@@ -119,6 +120,8 @@ def base(cmd: tuple, d: Path, m: Path) -> tuple[list, dict] | None:
         ("verify", "routes"): ([], {"--fabric": fab, "--lfts": HDOR / "dump_fts.out", "--no-balance": None}),
         ("verify", "topology"): ([], {"--plan": PLAN_NET, "--discovered": fab}),
         ("watch", "report"): ([], {"--store": m / "watch.db"}),
+        ("whatif", "report"): ([m / "whatif"], {}),
+        ("whatif", "run"): ([m / "plan"], {"--only": "S[0,0]", "--out": o / "whatif"}),
         ("watch", "run"): ([], {"--store": o / "watch.db", "--rounds": 1, "--listen": "none"}),
     }
     if cmd[0] == "topo":

@@ -16,7 +16,7 @@ from ibtool.errors import IbtoolError, OutOfMemory
 from ibtool.formats import READ, shown
 
 # One line per command group; a group module defines `group`.
-GROUPS = ["topo", "sim", "verify", "route", "plugin", "bench", "analyze", "cabling", "collect", "watch"]
+GROUPS = ["topo", "sim", "verify", "route", "plugin", "bench", "analyze", "cabling", "collect", "watch", "whatif"]
 
 
 class _Watched:

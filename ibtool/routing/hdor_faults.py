@@ -123,6 +123,13 @@ class _Degraded:
     def run(self) -> HdorResult | None:
         if not self._match():
             return None
+        self._prepare()
+        self._detours()
+        return self._result()
+
+    def _prepare(self) -> None:
+        """What failed, laid out: working links, table rows, groups, the affected entries; `table`
+        is the fault-free tables with those entries (and the LIDs of failed ports) cleared."""
         bf, br = self.bf, self.br
         self._links()
         self.sw = [x for x in br.routers + br.switches if self.b2c[x] >= 0]  # alive switches, table rows
@@ -146,8 +153,11 @@ class _Degraded:
         owned[list(self.owners)] = True
         table[:, ~owned] = NO_ROUTE  # LIDs of failed ports: no entry, as for any LID without an owner
         self.table, self.aff = table, aff
-        # candidates of every affected entry, LID by LID; then spreading (section 4's counters over
-        # the affected entries, in ascending LID order)
+
+    def _detours(self) -> None:
+        """Candidates of every affected entry, LID by LID; then spreading (section 4's counters
+        over the affected entries, in ascending LID order)."""
+        bf, aff, table = self.bf, self.aff, self.table
         counters: list[dict] = [{} for _ in self.sw]
         todo = np.flatnonzero(aff.any(axis=0)).tolist()
         # the switch targets among them follow the BFS rule: their distances in one batch
@@ -163,7 +173,6 @@ class _Degraded:
                     j = counters[r].get(C, 0)
                     counters[r][C] = j + 1
                     table[r, lid] = C[j % len(C)]
-        return self._result()
 
     def _structure(self):
         """Groups, members and in-group levels. A group here is a connected component of the
@@ -228,10 +237,20 @@ class _Degraded:
         self.gmem = [np.asarray(sorted(m, key=lambda y: bf.guids[y]), dtype=np.int64) for m in self.members]
         self.gmem_l = [m.tolist() for m in self.gmem]
         self.gelig_l = [[bool(self._in_group(gi, M)[0]) for M in mem] for gi, mem in enumerate(self.gmem_l)]
-        # working switch-switch links, for the BFS rule: per row, (port, row behind it) by port
-        self.swg = switch_graph(bf, self.sw, self.ok)
-        ptr, nbr, port = self.swg.indptr.tolist(), self.swg.indices.tolist(), self.swg.port.tolist()
-        self.sw_adj = [list(zip(port[a:b], nbr[a:b])) for a, b in zip(ptr[:-1], ptr[1:])]
+        self._switch_links()
+
+    def _switch_links(self, rows=None) -> None:
+        """The working switch-switch links, for the BFS rule: the graph (hops.bfs_hops reads it)
+        and per row (port, row behind it) by port; `rows`: only those rows' lists made anew (a
+        pass that starts from a kept layout, hdor_single)."""
+        self.swg = switch_graph(self.bf, self.sw, self.ok)
+        ptr, nbr, port = self.swg.indptr, self.swg.indices, self.swg.port
+        if rows is None:
+            ptr, nbr, port = ptr.tolist(), nbr.tolist(), port.tolist()
+            self.sw_adj = [list(zip(port[a:b], nbr[a:b])) for a, b in zip(ptr[:-1], ptr[1:])]
+            return
+        for r in rows:
+            self.sw_adj[r] = list(zip(port[ptr[r]:ptr[r + 1]].tolist(), nbr[ptr[r]:ptr[r + 1]].tolist()))
 
     def _affected(self) -> np.ndarray:
         """affected[row, LID]: the fault-free route from that switch to that LID touches a failed
@@ -355,8 +374,8 @@ class _Degraded:
         row = self.rowl
         hit = set(rows)  # the affected rows
         nodes = [self.sw[r] for r in rows]
-        len0 = self.len0T[lid].tolist()
-        exit0 = self.exit0T[lid].tolist()
+        len0 = self.len0T[lid]  # read at a few rows: .item(r), not the whole row as a list
+        exit0 = self.exit0T[lid]
         is_router, rgroups, group_of, group_sw = self.is_router, self.rgroups, self.group_of, self.group_sw
         # the relevant groups with their affected member routers; their fault-free exits (the last
         # unaffected switch's, by GUID)
@@ -370,7 +389,7 @@ class _Degraded:
                     for s_ in group_sw[gi]:
                         r = row[s_]
                         if r not in hit:
-                            ex = exit0[r]
+                            ex = exit0.item(r)
                     exit_of[gi] = ex
                     nonfixed[gi] = []
                 if isr:
@@ -388,14 +407,14 @@ class _Degraded:
                     r = row[W]
                     if r in hit:
                         continue
-                    k = (len0[r], guids[W])
+                    k = (len0.item(r), guids[W])
                     if key is None or k < key:
                         key, ex = k, W
             elif not nonfixed[gi]:
                 continue  # its fault-free exit would relax no one: its pop changes nothing here
             if ex is not None and ex != T and row[ex] not in hit and ex not in best:
                 r = row[ex]
-                best[ex] = k = (len0[r], 0, guids[ex])
+                best[ex] = k = (len0.item(r), 0, guids[ex])
                 first_dim[ex] = self.dim0.item(r, lid)
                 heapq.heappush(heap, (*k, ex))
         # Dijkstra over routers from T: key (links, violations, GUID)
@@ -486,9 +505,7 @@ class _Degraded:
         for i, x in enumerate(self.sw):
             tables.lft[bf.guids[x]] = self.table[i]
             tables.names[bf.guids[x]] = bf.names[x]
-        vl_need, path_sls, sl2vl, extra = self._sls(tables)
-        if vl_need > self.vls:
-            raise _Declined(f"the failures need {vl_need} VLs, the ports offer {self.vls}")
+        vl_need, path_sls, sl2vl, extra = self._sls()
         c = self.b2c
         role = ["hca" if f.types[i] == CA else "switch" for i in range(f.num_nodes)]
         for x in br.routers:
@@ -553,12 +570,13 @@ class _Degraded:
             hx = hi = ho = [np.full(P, -1, dtype=np.int64)]
         return np.stack(hx, axis=1), np.stack(hi, axis=1), np.stack(ho, axis=1), links, ok
 
-    def _sls(self, tables: Tables):
+    def _sls(self):
         """Walk every CA-to-CA pair whose route changed (its fault-free route is affected; the others
         keep it, on SL 0): the VL of each hop (violations so far), the SL (the first whose SL2VL
         entries agree, pairs taken by destination then source LID), and the extra links against the
         fault-free route. The walks run for all pairs at once; the SLs, which depend on the entries
-        earlier pairs set, pair by pair."""
+        earlier pairs set, pair by pair. Declined when the failures need more VLs than the ports
+        offer."""
         f, bf, br = self.f, self.bf, self.br
         owners = self.owners
         srcs = sorted((lid, c, p) for lid, (c, p) in owners.items()
@@ -625,14 +643,7 @@ class _Degraded:
                              f"{int(d_lid[di[j]])})")
             entries[s_].update(need)
             sl[j] = s_
-        # path SLs: SL 0 for every pair whose route is the fault-free one, nothing for a pair not
-        # delivered
-        path_sls.update(dict.fromkeys(itertools.product(s_lid.tolist(), d_lid.tolist()), 0))  # all, then
-        for d, s_ in zip(np.flatnonzero(has_self).tolist(), self_of[has_self].tolist()):  # less the own port's
-            del path_sls[(int(s_lid[s_]), int(d_lid[d]))]
-        for j in np.flatnonzero(~ok).tolist():  # and the pairs not delivered
-            del path_sls[(int(s_lid[si[j]]), int(d_lid[di[j]]))]
-        path_sls.update(zip(zip(s_lid[si[ok]].tolist(), d_lid[di[ok]].tolist()), sl[ok].tolist()))
+        path_sls = self._path_sls(path_sls, s_lid, d_lid, has_self, self_of, si, di, ok, sl)
         # extra links of the pairs whose route changed
         hx0, hi0, ho0, ln0, _ = self._walks(s_x[si], s_in[si], d_lid[di], new=False)
         width = max(hx.shape[1], hx0.shape[1])
@@ -645,7 +656,21 @@ class _Degraded:
         most = int(nviol[ok].max()) if ok.any() else 0
         ex = {"detoured": int(changed.sum()), "max": int(extra.max()) if len(extra) else 0,
               "mean": round(float(extra.sum()) / len(extra), 3) if len(extra) else 0.0}
+        if most + 1 > self.vls:
+            raise _Declined(f"the failures need {most + 1} VLs, the ports offer {self.vls}")
         return most + 1, path_sls, self._sl2vl(entries), ex
+
+    def _path_sls(self, path_sls, s_lid, d_lid, has_self, self_of, si, di, ok, sl):
+        """Every pair's SL: SL 0 for every pair whose route is the fault-free one (all source
+        LIDs s_lid x destinations d_lid, less each source's own port's), nothing for a pair not
+        delivered, `sl` for the detoured pairs (si, di: indices into s_lid, d_lid; ok: delivered)."""
+        path_sls.update(dict.fromkeys(itertools.product(s_lid.tolist(), d_lid.tolist()), 0))  # all, then
+        for d, s_ in zip(np.flatnonzero(has_self).tolist(), self_of[has_self].tolist()):  # less the own port's
+            del path_sls[(int(s_lid[s_]), int(d_lid[d]))]
+        for j in np.flatnonzero(~ok).tolist():  # and the pairs not delivered
+            del path_sls[(int(s_lid[si[j]]), int(d_lid[di[j]]))]
+        path_sls.update(zip(zip(s_lid[si[ok]].tolist(), d_lid[di[ok]].tolist()), sl[ok].tolist()))
+        return path_sls
 
     def _sl2vl(self, entries: list[dict]) -> SL2VL:
         """The SL2VL rows of the entries set (switch, in, out) -> VL per SL; rows not listed: VL 0."""

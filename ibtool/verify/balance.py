@@ -50,16 +50,12 @@ def permutation_load(b: Bound, isl: np.ndarray, count: int, seed: int) -> dict |
     """Random permutations of the CA ports (base LIDs): each flow's route, the most loaded link per
     permutation, and the mean over flows of 1 / (the highest load on its route): a static estimate
     of the effective bisection bandwidth that Netgauge's ebb measures (fraction of link speed)."""
-    ca_l = np.flatnonzero(b.base & (b.att_sw >= 0)).astype(np.int32)
-    if len(ca_l) < 2:
+    flows = permutation_flows(b, count, seed)
+    if flows is None:
         return None
-    rng = np.random.default_rng(seed)
     nslots = len(isl)
     maxes, ebbs = [], []
-    for _ in range(count):
-        dst = rng.permutation(ca_l)
-        keep = dst != ca_l
-        src_l, dst_l = ca_l[keep], dst[keep]
+    for src_l, dst_l in flows:
         origins = b.att_sw[src_l]
         rec_f, rec_s = [], []
 
@@ -83,6 +79,21 @@ def permutation_load(b: Bound, isl: np.ndarray, count: int, seed: int) -> dict |
     return {"count": count, "seed": seed, "max_link_load": {"min": min(maxes), "mean": round(float(np.mean(maxes)), 2),
                                                            "max": max(maxes)},
             "ebb_estimate": round(float(np.mean(ebbs)), 4)}
+
+
+def permutation_flows(b: Bound, count: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    """The flows (source base LID, destination base LID) of each random permutation of the CA
+    ports (a port sent to itself is no flow); None with fewer than two CA ports."""
+    ca_l = np.flatnonzero(b.base & (b.att_sw >= 0)).astype(np.int32)
+    if len(ca_l) < 2:
+        return None
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(count):
+        dst = rng.permutation(ca_l)
+        keep = dst != ca_l
+        out.append((ca_l[keep], dst[keep]))
+    return out
 
 
 def _mmm(a: np.ndarray) -> dict:

@@ -82,16 +82,23 @@ def certified_dependencies(b, seen, pw, P, N, H, D, ca_w, chains: bool = True) -
     seen[key[view & (H[:, :ns] >= 2)]] = True
 
 
-def sl_dependencies(b: Bound, sl2vl, path_sls):
-    """Every HCA-to-HCA route traced from its own source port with its own SL (from the path
-    SLs), the VL of each hop from the SL2VL tables (the SL itself, 0..7, where there are none):
-    the dependencies between (channel, VL) pairs (path_sls: a pathrecord.PathSLTable). Returns
-    (VLMap, edges, None, pairs without a PathRecord, which use SL 0)."""
+def vl_map(b: Bound, sl2vl) -> VLMap:
+    """The VL of each (switch, in port, out port, SL) for routes with their own SLs: the SL2VL
+    tables, or without them the SL itself (0..7), as OpenSM's default SL2VL maps it."""
     vl = VLMap(b, sl2vl if sl2vl is not None else {}, all_sls=True)
     if sl2vl is None:  # no tables: a switch maps SL to VL one to one, as OpenSM's default SL2VL does
         vl.table[:] = (np.arange(16) & 7).astype(np.int8)[:, None, None, None]
         vl.nvl = 8
     vl.nvl = max(vl.nvl, int(vl.table.max()) + 1)
+    return vl
+
+
+def sl_dependencies(b: Bound, sl2vl, path_sls):
+    """Every HCA-to-HCA route traced from its own source port with its own SL (from the path
+    SLs), the VL of each hop from the SL2VL tables (the SL itself, 0..7, where there are none):
+    the dependencies between (channel, VL) pairs (path_sls: a pathrecord.PathSLTable). Returns
+    (VLMap, edges, None, pairs without a PathRecord, which use SL 0)."""
+    vl = vl_map(b, sl2vl)
     src = np.flatnonzero(b.base & (b.att_sw >= 0)).astype(np.int32)  # HCA port base LIDs
     dst = np.flatnonzero(b.att_sw >= 0).astype(np.int32)
     S = np.repeat(src, len(dst))

@@ -136,96 +136,102 @@ def walk(b: Bound, lids: np.ndarray, dist, t: Tally | None, seen, pw, edges: lis
     certificate could not prove (non-minimal or broken routes, VLs that change along a path), and
     for what needs each route's links (loads, dimension order). Tallies into `t` when given."""
     ns = len(b.sw_nodes)
-    nslots = int(b.offset[-1])
-    nvl = vl.nvl if vl is not None else 1
-    nch = nslots * nvl
-    w_sw = b.ca_ports[b.sw_nodes]
     chunk = max(1, PAIRS_PER_CHUNK // max(ns, 1))
     last_say = time.monotonic()
     for c0 in range(0, len(lids), chunk):
         cl = lids[c0:c0 + chunk]
-        o = np.repeat(b.sw_nodes, len(cl))
-        L = np.tile(cl, ns)
-        # source ports behind each pair: the switch itself, plus its CAs (not the destination itself)
-        attL = b.att_sw[L]
-        wca = (np.repeat(w_sw, len(cl)) - (attL == o)).astype(np.int32)
-        wsw = (b.own_node[L] != o).astype(np.int32)
-        cadest = attL >= 0
-        wt = wsw + wca
-        a2w = np.where(cadest & b.base[L], wca, 0)  # all-to-all: CA ports to CA base LIDs
-        depf = cadest & (wca > 0)  # CA-to-CA routes: the ones the deadlock analysis follows
-
-        def on_hop(gi, gcur, gslot, gnxt, vin, vout, gin):
-            if loads is not None:
-                loads.routes[:] += np.bincount(gslot, weights=wt[gi], minlength=nslots).astype(np.int64)
-                loads.a2a[:] += np.bincount(gslot, weights=a2w[gi], minlength=nslots).astype(np.int64)
-            if t is None:
-                return
-            dep = depf[gi] & (gin >= 0)
-            if not dep.any():
-                return
-            if vl is None or vl.uniform is not None:  # one VL per route: (channel in, port out) bitmap
-                seen[gin[dep].astype(np.int64) * pw + (gslot[dep] - b.offset[gcur[dep]])] = True
-                return
-            ci = gin[dep].astype(np.int64) * nvl + vin[dep]
-            co = gslot[dep].astype(np.int64) * nvl + vout[dep]
-            edges.append(np.unique(ci * nch + co))
-
-        cb = on_hop if (loads is not None or t is not None) else None
-        vary = t is not None and vl is not None and vl.uniform is None  # VLs change along paths
-        st, hp, _, dv = trace(b, o, L, hop_cb=cb, vl=vl if vary else None, dims=dims)
-        if dims is not None:
-            _, router = dims
-            ok = st == DELIVERED
-            chk = router[o] & ok & ((b.types[b.own_node[L]] == CA) | router[b.own_node[L]])
-            dimt["checked"] += int(wt[chk].sum())
-            bad = chk & dv
-            if dimt.get("detoured") is not None:  # a fault step: the scheme's detours may turn back
-                acc = bad & dimt["detoured"][b.row[o], L]
-                if dimt.get("sls") is not None:  # and the CA pairs behind it are not left on SL 0 (VL 0)
-                    js, srcs, dsts = [], [], []
-                    for j in np.flatnonzero(acc & (b.types[b.own_node[L]] == CA)).tolist():
-                        d = int(L[j])
-                        for s in dimt["cas"].get(int(o[j]), ()):
-                            if s != d:
-                                js.append(j)
-                                srcs.append(s)
-                                dsts.append(d)
-                    if js:  # one lookup of every such pair; a pair without a PathRecord is on SL 0
-                        sl, _ = dimt["sls"].lookup(np.array(srcs), np.array(dsts))
-                        acc[np.array(js)[sl == 0]] = False
-                dimt["accepted"] += int(wt[acc].sum())
-                bad &= ~acc
-            dimt["violations"] += int(wt[bad].sum())
-            if dimt["example"] is None and bad.any():
-                j = int(np.flatnonzero(bad)[0])
-                dimt["example"] = (int(o[j]), int(L[j]))
-        if t is None:
-            continue
-        t.pairs += int(wt.sum())
-        t.status += np.bincount(st, weights=wt, minlength=NSTATUS).astype(np.int64)
-        sw_only = ~cadest  # switch source (weight wsw) to a switch LID: management traffic only
-        t.status_ss += np.bincount(st[sw_only], weights=wsw[sw_only], minlength=NSTATUS).astype(np.int64)
-        ok = st == DELIVERED
-        lens = hp.astype(np.int32)
-        if ok.any():
-            # length counted from the source port: CA sources add their own link
-            t.add_hist(t.hist_len, np.bincount(lens[ok], weights=wsw[ok]).astype(np.int64))
-            t.add_hist(t.hist_len, np.bincount(lens[ok] + 1, weights=wca[ok]).astype(np.int64))
-            if dist is not None:
-                tgt = np.where(cadest, attL, b.own_node[L])
-                sp = dist[b.row[o], b.row[np.maximum(tgt, 0)]].astype(np.int32) + cadest
-                extra = (lens - sp)[ok]
-                base_ex = int(extra.min())
-                t.add_hist(t.hist_extra, np.bincount(extra - base_ex, weights=wt[ok]).astype(np.int64), base_ex)
-        if t.status[DELIVERED] != t.status.sum():
-            for k in t.examples:
-                if len(t.examples[k]) < EXAMPLES:
-                    for j in np.flatnonzero((st == k) & (wt > 0))[:EXAMPLES - len(t.examples[k])]:
-                        t.examples[k].append((int(o[j]), int(L[j])))
+        walk_pairs(b, np.repeat(b.sw_nodes, len(cl)), np.tile(cl, ns), dist, t, seen, pw, edges, vl, loads, dims,
+                   dimt)
         if time.monotonic() - last_say > 2:
             say(f"  {min(c0 + chunk, len(lids))}/{len(lids)} LIDs traced")
             last_say = time.monotonic()
+
+
+def walk_pairs(b: Bound, o: np.ndarray, L: np.ndarray, dist, t: Tally | None, seen, pw, edges: list,
+               vl: VLMap | None, loads: Loads | None, dims, dimt: dict) -> None:
+    """walk() for the (origin switch o, LID L) pairs given: each weighed by the source ports behind
+    it, so the tallies and loads of any set of pairs add up (what-if subtracts a failure's
+    pairs before it and adds them after)."""
+    nslots = int(b.offset[-1])
+    nvl = vl.nvl if vl is not None else 1
+    nch = nslots * nvl
+    # source ports behind each pair: the switch itself, plus its CAs (not the destination itself)
+    attL = b.att_sw[L]
+    wca = (b.ca_ports[o] - (attL == o)).astype(np.int32)
+    wsw = (b.own_node[L] != o).astype(np.int32)
+    cadest = attL >= 0
+    wt = wsw + wca
+    a2w = np.where(cadest & b.base[L], wca, 0)  # all-to-all: CA ports to CA base LIDs
+    depf = cadest & (wca > 0)  # CA-to-CA routes: the ones the deadlock analysis follows
+
+    def on_hop(gi, gcur, gslot, gnxt, vin, vout, gin):
+        if loads is not None:
+            loads.routes[:] += np.bincount(gslot, weights=wt[gi], minlength=nslots).astype(np.int64)
+            loads.a2a[:] += np.bincount(gslot, weights=a2w[gi], minlength=nslots).astype(np.int64)
+        if t is None:
+            return
+        dep = depf[gi] & (gin >= 0)
+        if not dep.any():
+            return
+        if vl is None or vl.uniform is not None:  # one VL per route: (channel in, port out) bitmap
+            seen[gin[dep].astype(np.int64) * pw + (gslot[dep] - b.offset[gcur[dep]])] = True
+            return
+        ci = gin[dep].astype(np.int64) * nvl + vin[dep]
+        co = gslot[dep].astype(np.int64) * nvl + vout[dep]
+        edges.append(np.unique(ci * nch + co))
+
+    cb = on_hop if (loads is not None or t is not None) else None
+    vary = t is not None and vl is not None and vl.uniform is None  # VLs change along paths
+    st, hp, _, dv = trace(b, o, L, hop_cb=cb, vl=vl if vary else None, dims=dims)
+    if dims is not None:
+        _, router = dims
+        ok = st == DELIVERED
+        chk = router[o] & ok & ((b.types[b.own_node[L]] == CA) | router[b.own_node[L]])
+        dimt["checked"] += int(wt[chk].sum())
+        bad = chk & dv
+        if dimt.get("detoured") is not None:  # a fault step: the scheme's detours may turn back
+            acc = bad & dimt["detoured"][b.row[o], L]
+            if dimt.get("sls") is not None:  # and the CA pairs behind it are not left on SL 0 (VL 0)
+                js, srcs, dsts = [], [], []
+                for j in np.flatnonzero(acc & (b.types[b.own_node[L]] == CA)).tolist():
+                    d = int(L[j])
+                    for s in dimt["cas"].get(int(o[j]), ()):
+                        if s != d:
+                            js.append(j)
+                            srcs.append(s)
+                            dsts.append(d)
+                if js:  # one lookup of every such pair; a pair without a PathRecord is on SL 0
+                    sl, _ = dimt["sls"].lookup(np.array(srcs), np.array(dsts))
+                    acc[np.array(js)[sl == 0]] = False
+            dimt["accepted"] += int(wt[acc].sum())
+            bad &= ~acc
+        dimt["violations"] += int(wt[bad].sum())
+        if dimt["example"] is None and bad.any():
+            j = int(np.flatnonzero(bad)[0])
+            dimt["example"] = (int(o[j]), int(L[j]))
+    if t is None:
+        return
+    t.pairs += int(wt.sum())
+    t.status += np.bincount(st, weights=wt, minlength=NSTATUS).astype(np.int64)
+    sw_only = ~cadest  # switch source (weight wsw) to a switch LID: management traffic only
+    t.status_ss += np.bincount(st[sw_only], weights=wsw[sw_only], minlength=NSTATUS).astype(np.int64)
+    ok = st == DELIVERED
+    lens = hp.astype(np.int32)
+    if ok.any():
+        # length counted from the source port: CA sources add their own link
+        t.add_hist(t.hist_len, np.bincount(lens[ok], weights=wsw[ok]).astype(np.int64))
+        t.add_hist(t.hist_len, np.bincount(lens[ok] + 1, weights=wca[ok]).astype(np.int64))
+        if dist is not None:
+            tgt = np.where(cadest, attL, b.own_node[L])
+            sp = dist[b.row[o], b.row[np.maximum(tgt, 0)]].astype(np.int32) + cadest
+            extra = (lens - sp)[ok]
+            base_ex = int(extra.min())
+            t.add_hist(t.hist_extra, np.bincount(extra - base_ex, weights=wt[ok]).astype(np.int64), base_ex)
+    if t.status[DELIVERED] != t.status.sum():
+        for k in t.examples:
+            if len(t.examples[k]) < EXAMPLES:
+                for j in np.flatnonzero((st == k) & (wt > 0))[:EXAMPLES - len(t.examples[k])]:
+                    t.examples[k].append((int(o[j]), int(L[j])))
 
 
 def delivery_section(b: Bound, t: Tally, have_dist: bool) -> dict:

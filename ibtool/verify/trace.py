@@ -29,30 +29,50 @@ class VLMap:
         nsl = 16 if all_sls else 1
         self.table = np.zeros((nsl, len(b.sw_nodes), maxp, maxp), dtype=np.int8)
         self.ca = np.zeros(f.num_nodes, dtype=np.int8)
-        unknown = []
-        # OpenSM names a CA's block by its port GUID (one block per port), a switch by its node GUID
-        by_port = {f.port_guid(c, p): c for (c, p) in f.port_lids if f.types[c] == CA}
-        for g, rows in sl2vl.items():
-            i = f.by_guid(g)
-            if i is None:
-                i = by_port.get(g)
-            if i is None:
-                unknown.append(g)
-                continue
-            for (pi, po), vls in rows.items():
-                if b.types[i] == SWITCH and pi < maxp and po < maxp:
-                    self.table[:, b.row[i], pi, po] = vls[:nsl]
-                elif b.types[i] == CA:
-                    self.ca[i] = vls[0]
+        unknown = self.fill(b, sl2vl)
         if unknown and len(unknown) * 2 > len(sl2vl):
             g = unknown[0]
             raise InputError(f"node {g:#018x} is not in the fabric ({len(unknown)} of {len(sl2vl)} nodes are "
                              f"unknown): an SL2VL dump of another fabric?", path=sl2vl.path,
                              line=sl2vl.lines.get(g))
         self.nvl = int(max(self.table.max(initial=0), self.ca.max(initial=0))) + 1
-        used = np.union1d(np.unique(self.table), np.unique(self.ca[b.types == CA]))
-        # the one VL every hop uses, if so (SL 0 only: with path SLs the VL varies by path)
-        self.uniform = int(used[0]) if len(used) == 1 and not all_sls else None
+        self.uniform = None  # the one VL every hop uses, if so (SL 0 only: with path SLs the VL varies by path)
+        if not all_sls:
+            used = np.union1d(np.unique(self.table), np.unique(self.ca[b.types == CA]))
+            self.uniform = int(used[0]) if len(used) == 1 else None
+
+
+    def fill(self, b: Bound, sl2vl) -> list[int]:
+        """Set the rows `sl2vl` lists; returns the GUIDs it names that the fabric has not. `.set`:
+        the (switch row, in, out) and CA nodes set, for whoever reuses the map."""
+        f = b.fabric
+        nsl, maxp = self.table.shape[0], self.table.shape[2]
+        unknown, at, vals, cas = [], [], [], []
+        by_port = None
+        for g, rows in sl2vl.items():
+            i = f.by_guid(g)
+            if i is None:
+                if by_port is None:  # OpenSM names a CA's block by its port GUID, a switch by its node GUID
+                    by_port = {f.port_guid(c, p): c for (c, p) in f.port_lids if f.types[c] == CA}
+                i = by_port.get(g)
+            if i is None:
+                unknown.append(g)
+                continue
+            if b.types[i] == SWITCH:
+                r = int(b.row[i])
+                for (pi, po), vls in rows.items():
+                    if pi < maxp and po < maxp:
+                        at.append((r, pi, po))
+                        vals.append(vls[:nsl])
+            else:
+                for vls in rows.values():
+                    self.ca[i] = vls[0]
+                cas.append(i)
+        r, pi, po = np.asarray(at, dtype=np.intp).reshape(-1, 3).T
+        if at:  # one assignment for every row set
+            self.table[:, r, pi, po] = np.asarray(vals, dtype=np.int8).T
+        self.set = (r, pi, po, cas)
+        return unknown
 
 
 def trace(b: Bound, origins: np.ndarray, lids: np.ndarray, *, cap: int | None = None, hop_cb=None,

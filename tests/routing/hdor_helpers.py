@@ -243,3 +243,14 @@ def degrade(f, nodes=(), links=()):
         if y is not None:
             g.port_lids[(y, port)] = v
     return g
+
+
+def discovered(f, dead_nodes, dead_links):
+    """`f` without what failed, with the LIDs of its linked ports: as ibnetdiscover reads the fabric
+    the SM sees after a failure (a CA port whose cable failed has no LID there)."""
+    g = rebuild(f, drop_nodes=dead_nodes, drop_links=dead_links)
+    for (x, port), v in f.port_lids.items():
+        y = g.by_guid(f.guids[x])
+        if y is not None and (f.types[x] != CA or g.peer(y, port) is not None):
+            g.port_lids[(y, port)] = v
+    return g

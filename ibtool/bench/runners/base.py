@@ -30,6 +30,7 @@ class Job:
     nprocs: int
     remote_dir: str = ""
     marker: str = ""  # IBTOOL_RUN=<campaign id>/<run id>: in the environment of every process of the run
+    array: list[int] = field(default_factory=list)  # Slurm: the tasks of a job array (SLURM_ARRAY_TASK_ID)
 
 
 MARK = "IBTOOL_RUN"

@@ -20,6 +20,7 @@ from ibtool.errors import EnvironmentProblem
 from ibtool.templating import render
 
 OUTPUTS = ("stdout.txt", "stderr.txt", "exit_code.txt", "environment.txt", "slurm-*.out", "slurm-*.err")
+TASK_OUTPUTS = ("stdout-*.txt", "stderr-*.txt", "exit_code-*.txt", "environment-*.txt")  # a job array's
 DONE_STATES = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED",
                "BOOT_FAIL", "DEADLINE"}
 
@@ -34,6 +35,7 @@ def job_script(job: Job, options: list[str], run_env: dict[str, str]) -> str:
         "bench/slurm_job.sh.j2", job_name=f"ibtool-{job.run_id}"[:64], nprocs=job.nprocs, nnodes=len(names), nodelist=",".join(names),
         minutes=max(1, int(job.timeout // 60) + 1), directory=job.remote_dir,
         directory_q=shlex.quote(job.remote_dir), options=options, run_id=job.run_id,
+        array=",".join(str(t) for t in job.array),
         comment=f"{MARK}={job.marker}" if job.marker else "",
         env=[(k, shlex.quote(v)) for k, v in sorted(run_env.items())], command=command)
 
@@ -83,9 +85,11 @@ class SlurmRunner(Runner):
             raise
         info["slurm_state"] = state
         try:
-            files = t.collect(d, tuple(job.collect) + OUTPUTS)
+            files = t.collect(d, tuple(job.collect) + OUTPUTS + (TASK_OUTPUTS if job.array else ()))
         except (EnvironmentProblem, OSError) as e:
             return Outcome(None, error=f"cannot collect the outputs of job {job_id}: {e}", command=script, info=info)
+        if job.array:
+            return self._array_outcome(job, job_id, state, files, script, info)
         stdout = files.pop("stdout.txt", b"").decode(errors="replace")
         stderr = files.pop("stderr.txt", b"").decode(errors="replace")
         code = files.pop("exit_code.txt", b"").decode().strip()
@@ -97,6 +101,24 @@ class SlurmRunner(Runner):
             error = (f"job {job_id} ended ({state}) before the launch command finished"
                      if state != "TIMEOUT" else f"job {job_id} hit its time limit")
         return Outcome(exit_code, stdout, stderr, files, error, script, info)
+
+    def _array_outcome(self, job: Job, job_id: str, state: str, files: dict, script: str, info: dict) -> Outcome:
+        """A job array's outcome: exit 0 when every task's command exited 0, else the first task's
+        that did not (a task without an exit code ended before its command did)."""
+        out, err, codes = [], [], {}
+        for task in job.array:
+            code = files.pop(f"exit_code-{task}.txt", b"").decode().strip()
+            codes[task] = int(code) if code.lstrip("-").isdigit() else None
+            out.append(files.pop(f"stdout-{task}.txt", b"").decode(errors="replace"))
+            err.append(files.pop(f"stderr-{task}.txt", b"").decode(errors="replace"))
+        info["tasks"] = {str(k): v for k, v in codes.items()}
+        bad = [k for k, v in codes.items() if v != 0]
+        error = None
+        if any(codes[k] is None for k in bad):
+            k = next(k for k in bad if codes[k] is None)
+            error = f"task {k} of job array {job_id} ended ({state}) before its command finished"
+        exit_code = 0 if not bad else (codes[bad[0]] if codes[bad[0]] is not None else self._exit_code(job_id))
+        return Outcome(exit_code, "".join(out), "".join(err), files, error, script, info)
 
     def _end_stale(self, job: Job) -> tuple[str | None, str | None]:
         """Cancel this campaign's jobs still in the queue (their comment carries the campaign's mark:
