@@ -69,6 +69,9 @@ def _dur(s: float) -> str:
 @click.option("--engine", help="Routing engine: hdor (a KNS: offline), or OpenSM's (minhop, updn, ftree, dfsssp, "
                                "nue, lash, torus-2QoS; a list for a fallback: hdor,nue) run on ibsim; opensm:hdor "
                                "runs hdor's C engine on ibsim too. Default: the run's or the plan's.")
+@click.option("--implementation", type=click.Choice(["c", "python"]), default="c", show_default=True,
+              help="hdor offline: its C core (libhdorcore.so, `make plugin`), or the Python reference (the same "
+                   "tables and declines, slower).")
 @click.option("--only", multiple=True, metavar="ID",
               help="Route only these: a cable ID (C0043), a device (S[0,1]), a cable by an end ('R[1,1] 3'); "
                    "A+B fail together. Repeatable.")
@@ -90,7 +93,7 @@ def _dur(s: float) -> str:
               help="Seconds OpenSM on ibsim may take per failure.")
 @click.option("--force", is_flag=True, help="Start OUT over, whatever it holds.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON (results.json's schema).")
-def run_cmd(source, out, plan, engine, only, pairs, seed, workers, inventory, chunks, sm, vls, top, timeout, force,
+def run_cmd(source, out, plan, engine, implementation, only, pairs, seed, workers, inventory, chunks, sm, vls, top, timeout, force,
             as_json):
     """Route every single failure of SOURCE (a `sim run` or `collect` directory, an ibnetdiscover file,
     or a plan) with the fabric's engine, measure each with verify's checks, rank them.
@@ -102,8 +105,8 @@ def run_cmd(source, out, plan, engine, only, pairs, seed, workers, inventory, ch
     VLs, load increase, extra hops.
 
     A host cable or an HCA only disconnects its host: counted, not routed. hdor on a KNS is routed
-    offline (today the Python reference); every other engine runs as in production, OpenSM on
-    ibsim, one per worker. Exit 0 when every failure was measured, 1 when one could not be.
+    offline by its C core (each failure's pass incremental); every other engine runs as in
+    production, OpenSM on ibsim, one per worker. Exit 0 when every failure was measured, 1 when one could not be.
     """
     from ibtool.whatif import failures as fsets
     from ibtool.whatif import job as jobs
@@ -123,7 +126,7 @@ def run_cmd(source, out, plan, engine, only, pairs, seed, workers, inventory, ch
     fset.hosts = single.hosts
     n = chunks or (16 if inventory else 4 * workers)
     job = run.prepare(src, out, engine, fset, n, sm, vls, timeout=timeout, force=force,
-                      sm_host=getattr(cables, "sm_host", None))
+                      sm_host=getattr(cables, "sm_host", None), implementation=implementation)
     left = len(job.failures) - run.count_done(out, job)
     say(f"{len(job.failures):,} failures ({job.how}), {job.chunks} chunks; {left:,} to route with "
         f"{run.engine_info(job)['name']} ({run.engine_info(job)['how']})")

@@ -7,13 +7,12 @@ and then each failure of a list, in order, and hands each result to a sink.
 
 Which engine routes which family (`pick`):
 
-* **hdor (a KNS)**: offline, the fabric loaded once and each failure routed against it. Today
-  `HdorReference`, the Python reference (routing/hdor_single.py: the degraded pass of docs/hdor.md
-  section 6 for one failure, byte-identical to the full pass). The C engine's core, once it runs
-  without OpenSM (the split of opensm_plugin/hdor.c into a core and front ends), is a second
-  Engine here with the same `run`: load the fabric once, route each failure set, hand back the
-  tables (or the decline with its HD code), SL2VL rows and path SLs. Nothing else in what-if
-  changes; `pick` chooses it when it is built.
+* **hdor (a KNS)**: offline, the fabric loaded once and each failure routed against it, by
+  `HdorC`: hdor's C core without OpenSM (libhdorcore.so through routing/hdor_c.py, the same code
+  the plugin runs in OpenSM), whose degraded pass for a failure is incremental (docs/plugin.md
+  "The degraded pass"); or, with `--implementation python`, `HdorReference`, the Python reference
+  (routing/hdor_single.py: the degraded pass of docs/hdor.md section 6 for one failure). Both give
+  the full degraded pass's tables, SL2VL rows and path SLs, byte for byte, or the same decline.
 * **every other engine** (minhop, updn, ftree, dfsssp, nue, lash, torus-2QoS, and hdor itself
   when asked for `--engine opensm:hdor`): `OpenSMOnIbsim`, as in production: one long-running
   OpenSM on ibsim per worker, each failure applied and repaired through ibsim's console and the
@@ -33,9 +32,10 @@ import numpy as np
 
 from ibtool import rundir
 from ibtool.errors import CheckFailed, InputError
-from ibtool.fabric import Fabric
+from ibtool.fabric import SWITCH, Fabric
 from ibtool.formats import ibnetdiscover, lft
 from ibtool.formats import pathrecord
+from ibtool.formats.pathrecord import PathSLTable
 from ibtool.formats import sl2vl as sl2vl_format
 from ibtool.whatif.failures import Failure
 
@@ -124,6 +124,70 @@ class HdorReference(Engine):
                 continue
             sink.routed(fl, Routed(one.table, kns.rows, one.changed, one.sl2vl, one.path_sls, set(one.dead_nodes),
                                    set(one.dead_links), one.vls, engine="hdor", seconds=time.process_time() - t0))
+
+
+class HdorC(Engine):
+    """hdor offline: the C core (routing/hdor_c.Engine), the fabric loaded once, the fault-free state
+    kept in C; each failure's degraded pass recomputes only what it touches."""
+
+    how = "offline: hdor's C core without OpenSM (libhdorcore.so), the fabric loaded once, each failure's pass incremental"
+
+    def __init__(self, fabric: Fabric, sm: int, vls: int = 8):
+        self.fabric, self.sm, self.vls, self.name = fabric, sm, vls, "hdor"
+        self.c = None
+
+    def _load(self) -> None:
+        from ibtool.hops import Pieces
+        from ibtool.routing import hdor_c
+        f = self.fabric
+        c = hdor_c.Engine(self.vls)
+        c.load(f)
+        try:
+            base = c.route(dump=False)
+        except hdor_c.Declined as e:  # not a KNS
+            raise InputError(f"hdor: not a complete KNS ({e.reason}): what-if routes failures of the complete "
+                             f"fabric (give the fabric before any failure, or its plan)") from None
+        self.tables = base.tables
+        del base  # the next pass writes over the engine's tables: nothing left to copy out
+        self.c = c
+        self.pieces = Pieces(f.num_nodes, f.link_a, f.link_b)
+        self.sw = np.flatnonzero(np.asarray(f.types) == SWITCH)
+        self.width = max((len(r) for r in self.tables.lft.values()), default=0)
+
+    def run(self, failures: list[Failure], sink) -> None:
+        from ibtool.routing import hdor_c
+        from ibtool.routing.hdor_single import DetourSLs
+        if self.c is None:  # once per process: the next chunk a process runs starts from here
+            self._load()
+        f, c = self.fabric, self.c
+        sink.fault_free(FaultFree(f, self.tables))
+        row_of = np.full(f.num_nodes, -1, dtype=np.int64)
+        for fl in failures:
+            t0 = time.process_time()
+            dn, dl = self.pieces.cut_off(set(fl.nodes), set(fl.links), self.sm)
+            ends = [(f.link_a[li], f.link_pa[li]) for li in fl.links]
+            try:
+                res = c.route_failures(fl.nodes, ends, self.sm, dump=False)
+            except hdor_c.Declined as e:
+                sink.routed(fl, Routed(dead_nodes=dn, dead_links=dl, engine=None,
+                                       declined={"code": f"HD{e.code:02X}", "reason": e.reason},
+                                       seconds=time.process_time() - t0))
+                continue
+            rows = self.sw[~np.isin(self.sw, list(dn))]
+            table = c.table_rows(rows, self.width)
+            row_of[:] = -1
+            row_of[rows] = np.arange(len(rows))
+            nodes, lids = res.changed
+            keep = row_of[nodes] >= 0
+            keys, sls, gone = res.detour_sls
+            # the engine's keys are dlid << 16 | slid; the reference's tables slid << 16 | dlid
+            table_sls = PathSLTable(keys & 0xFFFF, keys >> 16, sls, None)
+            undelivered = list(zip((gone & 0xFFFF).tolist(), (gone >> 16).tolist()))
+            routed = Routed(table, rows.tolist(), (row_of[nodes[keep]], lids[keep]), res.sl2vl,
+                            DetourSLs(table_sls, undelivered, None, None, []),  # lookups only: no expand()
+                            dn, dl, res.vls, engine="hdor", seconds=time.process_time() - t0)
+            del res  # nothing holds the pass: the next one writes over its tables without a copy
+            sink.routed(fl, routed)
 
 
 class OpenSMOnIbsim(Engine):

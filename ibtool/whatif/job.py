@@ -128,7 +128,7 @@ class Job:
     source: str
     plan: str | None
     engine: list[str]
-    offline: bool  # hdor offline (HdorReference), else OpenSM on ibsim
+    offline: bool  # hdor offline (HdorC, HdorReference), else OpenSM on ibsim
     sm: str
     failures: list[dict]
     hosts: dict
@@ -139,6 +139,7 @@ class Job:
     seed: int = 1
     timeout: float = 300.0
     digest: str = ""  # of the fabric read: a resumed job must read the same
+    implementation: str = "c"  # hdor offline: its C core, or the Python reference ("python")
 
     def to_dict(self) -> dict:
         return {"format": FORMAT, **{k: getattr(self, k) for k in self.__dataclass_fields__}}
@@ -152,7 +153,7 @@ class Job:
     def read(cls, out: Path) -> Job:
         d = read_tagged_json(Path(out) / FILE, FORMAT, "a what-if job")
         try:
-            return cls(**{k: d[k] for k in cls.__dataclass_fields__})
+            return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})  # a field added since: its default
         except (KeyError, TypeError) as e:
             raise InputError(f"malformed what-if job: {e}", path=str(Path(out) / FILE)) from None
 

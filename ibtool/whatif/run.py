@@ -34,7 +34,7 @@ from ibtool.plan import Plan
 from ibtool.whatif import failures as fsets
 from ibtool.whatif import job as jobs
 from ibtool.whatif import rank
-from ibtool.whatif.engines import HdorReference, OpenSMOnIbsim, Routed
+from ibtool.whatif.engines import HdorC, HdorReference, OpenSMOnIbsim, Routed
 
 CHUNKS = "chunks"
 IBTOOL = [sys.executable, "-m", "ibtool.cli.main"]
@@ -48,7 +48,7 @@ def chunk_path(out: Path, k: int, ext: str) -> Path:
 
 def prepare(src: jobs.Source, out: Path, engine: str | None, fset: fsets.Set, chunks: int, sm: str | None,
             vls: int = 8, permutations: int = 16, seed: int = 1, timeout: float = 300, force: bool = False,
-            sm_host: str | None = None) -> jobs.Job:
+            sm_host: str | None = None, implementation: str = "c") -> jobs.Job:
     """The job for OUT: a new one, or the one there when it is the same (a resumed run)."""
     from ibtool.sim.opensm_options import parse_engines
     engines = parse_engines(engine.removeprefix("opensm:")) if engine else (src.engines or None)
@@ -60,7 +60,7 @@ def prepare(src: jobs.Source, out: Path, engine: str | None, fset: fsets.Set, ch
     new = jobs.Job(str(Path(src.path).resolve()), str(Path(src.plan).resolve()) if src.plan else None, engines,
                    offline, src.fabric.names[smi], [jobs.failure_spec(src.fabric, f) for f in fset.failures],
                    fset.hosts, fset.how, max(1, min(chunks, len(fset.failures) or 1)), vls, permutations, seed,
-                   timeout, jobs.digest(src.fabric))
+                   timeout, jobs.digest(src.fabric), implementation if offline else "")
     out = Path(out)
     if (out / jobs.FILE).is_file():
         old = jobs.Job.read(out)
@@ -276,7 +276,7 @@ def cable_list(plan: Path | None):
 def _engine(job: jobs.Job, src: jobs.Source, work_dir: Path, sm: int):
     """The seam's choice (whatif.engines): hdor offline, every other engine OpenSM on ibsim."""
     if job.offline:
-        return HdorReference(src.fabric, sm, job.vls)
+        return (HdorC if job.implementation == "c" else HdorReference)(src.fabric, sm, job.vls)
     net, conf, hdor_conf = src.net, None, None
     p = Plan.at(src.plan) if src.plan is not None else None
     if p is not None and p.net.is_file():
@@ -290,7 +290,7 @@ def _engine(job: jobs.Job, src: jobs.Source, work_dir: Path, sm: int):
 
 def engine_info(job: jobs.Job) -> dict:
     if job.offline:
-        return {"name": "hdor", "how": HdorReference.how}
+        return {"name": "hdor", "how": (HdorC if job.implementation == "c" else HdorReference).how}
     return {"name": ",".join(job.engine), "how": OpenSMOnIbsim.how}
 
 
