@@ -41,8 +41,8 @@ int hdor_fabric_index(struct hdor_fabric *fab)
 	return 0;
 }
 
-/* the node there now with this GUID, or NULL */
-struct hdor_node *hdor_fabric_find(const struct hdor_fabric *fab, uint64_t guid)
+/* the node of the model with this GUID (there now or not), or NULL */
+struct hdor_node *hdor_fabric_node(const struct hdor_fabric *fab, uint64_t guid)
 {
 	uint32_t lo = 0, hi = fab->nn;
 
@@ -54,10 +54,17 @@ struct hdor_node *hdor_fabric_find(const struct hdor_fabric *fab, uint64_t guid)
 		else
 			hi = mid;
 	}
-	if (lo < fab->nn && fab->nodes[fab->by_guid[lo]].guid == guid &&
-	    hdor_node_here(&fab->nodes[fab->by_guid[lo]]))
+	if (lo < fab->nn && fab->nodes[fab->by_guid[lo]].guid == guid)
 		return &fab->nodes[fab->by_guid[lo]];
 	return NULL;
+}
+
+/* the node there now with this GUID, or NULL */
+struct hdor_node *hdor_fabric_find(const struct hdor_fabric *fab, uint64_t guid)
+{
+	struct hdor_node *x = hdor_fabric_node(fab, guid);
+
+	return hdor_node_here(x) ? x : NULL;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -294,6 +301,13 @@ int hdor_cmp_int(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+int hdor_cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
 /*
  * sorting helpers (qsort with a pass pointer via a file-static: the engine
  * runs under OpenSM's exclusive lock, one pass at a time)
@@ -335,12 +349,21 @@ int hdor_node_kind(const struct hdor_node *node)
  * doubled): 0, or -1 */
 int hdor_grow(void *pp, uint32_t n, uint32_t *cap, size_t sz)
 {
+	return hdor_reserve(pp, n + 1, cap, sz);
+}
+
+/* room for `need` elements of size sz in *pp (capacity *cap, doubled as
+ * needed): 0, or -1 out of memory (*pp unchanged) */
+int hdor_reserve(void *pp, uint32_t need, uint32_t *cap, size_t sz)
+{
 	void **p = pp, *np_;
 	uint32_t nc;
 
-	if (n < *cap)
+	if (need <= *cap)
 		return 0;
 	nc = *cap ? 2 * *cap : 256;
+	while (nc < need)
+		nc *= 2;
 	np_ = realloc(*p, (size_t)nc * sz);
 	if (!np_)
 		return -1;
@@ -428,6 +451,7 @@ void hdor_kns_free(hdor_kns_t *K)
 
 	if (!K)
 		return;
+	hdor_kept_free(K->kept);
 	if (K->desc)
 		for (i = 0; i < K->nn; i++)
 			free(K->desc[i]);
@@ -442,6 +466,19 @@ void hdor_kns_free(hdor_kns_t *K)
 		hdor_free_all(all, sizeof(all) / sizeof(all[0]));
 	}
 	free(K);
+}
+
+void hdor_kept_free(hdor_kept_t *k)
+{
+	if (!k)
+		return;
+	{
+		void *all[] = { k->tab,	 k->aff, k->krow, k->alid,
+				k->aoff, k->ab,	 k->gone };
+
+		hdor_free_all(all, sizeof(all) / sizeof(all[0]));
+	}
+	free(k);
 }
 
 void hdor_qos_free(hdor_qos_t *Q)
@@ -488,18 +525,18 @@ void hdor_deg_free(hdor_deg_t *D)
 		for (i = 0; i < (uint32_t)D->K->nrow; i++)
 			free(D->cnt[i]);
 	{
-		void *all[] = { D->cnt,	   D->ncnt,    D->capcnt, D->ig,
-				D->cur,	   D->ok,      D->onode,  D->oport,
-				D->tab,	   D->aff,     D->gof,	  D->glocal,
-				D->gdim,   D->gsoff,   D->gsw,	  D->gmoff,
-				D->gmem,   D->rgoff,   D->rgl,	  D->rgslot,
-				D->nd,	   D->fixlist, D->exitof, D->exitslot,
-				D->dist,   D->q,       D->cand,	  D->has,
-				D->lsw,	   D->alist,   D->seed,	  D->glist,
-				D->rlist,  D->gst,     D->rbits,  D->upoff,
-				D->uprow,  D->upx,     D->upport, D->amhead,
-				D->amtail, D->amw,     D->amslot, D->amnext,
-				D->swoff,  D->swnb };
+		void *all[] = { D->cnt,	    D->ncnt,   D->capcnt,   D->ig,
+				D->cur,	    D->ok,     D->onode,    D->oport,
+				D->clist,   D->gof,    D->glocal,   D->gdim,
+				D->gsoff,   D->gsw,    D->gmoff,    D->gmem,
+				D->rgoff,   D->rgl,    D->rgslot,   D->nd,
+				D->fixlist, D->exitof, D->exitslot, D->dist,
+				D->q,	    D->cand,   D->has,	    D->lsw,
+				D->alist,   D->seed,   D->glist,    D->rlist,
+				D->gst,	    D->rbits,  D->upoff,    D->uprow,
+				D->upx,	    D->upport, D->amhead,   D->amtail,
+				D->amw,	    D->amslot, D->amnext,   D->swoff,
+				D->swnb };
 
 		hdor_free_all(all, sizeof(all) / sizeof(all[0]));
 	}
@@ -564,10 +601,12 @@ int hdor_kns_index(hdor_kns_t *K)
 hdor_kns_t *hdor_kns_alloc(uint32_t nn, unsigned k, unsigned n, unsigned s,
 			   int origin)
 {
+	static uint64_t serials;
 	hdor_kns_t *K = hdor_calloc(1, sizeof(*K));
 
 	if (!K)
 		return NULL;
+	K->serial = __atomic_add_fetch(&serials, 1, __ATOMIC_RELAXED);
 	K->nn = nn;
 	K->k = k;
 	K->n = n;
