@@ -430,7 +430,7 @@ typedef struct hdor_deg {
 	uint32_t *ncnt, *capcnt;
 	/* per LID scratch: per base node, one line; and lists */
 	hnode_t *nd;
-	int *fixlist, *exitof, *dist, *q;
+	int *fixlist, *exitof, *dist, *q, qh, qt; /* switch_dist's search */
 	int *exitslot; /* the exit's member slot in its group, -1 */
 	/* the live switches and this LID's affected switches */
 	int *lsw, *alist, *seed;

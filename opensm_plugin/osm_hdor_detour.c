@@ -447,35 +447,42 @@ static hig_t *in_group(hdor_deg_t *D, int gi, int M)
 }
 
 /*
- * hops from every surviving switch to switch `target` over the working switch
- * links (D->dist by switch row, HDOR_INF when cut off; kept for the next call
- * with the same target)
+ * hops to switch `target` over the working switch links (D->dist by switch
+ * row, HDOR_INF when cut off), by a breadth-first search that goes only as
+ * far as switch x needs: x's distance d and every switch's of d - 1 or less
+ * are exact when it stops (those of d - 1 are set as the last of d - 2 are
+ * expanded); the search resumes there for the next call with that target
  */
-static void switch_dist(hdor_deg_t *D, int target)
+static void switch_dist(hdor_deg_t *D, int target, int x)
 {
 	const hdor_kns_t *K = D->K;
-	int qh = 0, qt = 0, r;
+	int rx = K->row[x], r;
 
-	if (D->dist_target == target)
-		return;
-	for (r = 0; r < K->nrow; r++)
-		D->dist[r] = HDOR_INF;
-	D->dist[K->row[target]] = 0;
-	D->q[qt++] = K->row[target];
-	while (qh < qt) {
-		int u = D->q[qh++], du = D->dist[u] + 1;
+	if (D->dist_target != target) {
+		for (r = 0; r < K->nrow; r++)
+			D->dist[r] = HDOR_INF;
+		D->dist[K->row[target]] = 0;
+		D->q[0] = K->row[target];
+		D->qh = 0;
+		D->qt = 1;
+		D->dist_target = target;
+	}
+	while (D->qh < D->qt) {
+		int u = D->q[D->qh], du = D->dist[u] + 1;
 		uint32_t a;
 
+		if (D->dist[rx] != HDOR_INF && du + 1 > D->dist[rx])
+			break;
+		D->qh++;
 		for (a = D->swoff[u]; a < D->swoff[u + 1]; a++) {
 			int y = D->swnb[a];
 
 			if (D->dist[y] == HDOR_INF) {
 				D->dist[y] = du;
-				D->q[qt++] = y;
+				D->q[D->qt++] = y;
 			}
 		}
 	}
-	D->dist_target = target;
 }
 
 /* the BFS rule: toward a neighbour switch one hop closer to `target` */
@@ -484,7 +491,7 @@ static void bfs_rule(hdor_deg_t *D, int target, int x)
 	const hdor_kns_t *K = D->K;
 	int r = K->row[x];
 	unsigned p;
-	switch_dist(D, target);
+	switch_dist(D, target, x);
 	memset(&D->cand[r], 0, sizeof(pmask_t));
 	D->has[r] = 0;
 	if (x == target) {
@@ -802,7 +809,7 @@ static int row_candidates(hdor_engine_t *ctx, hdor_deg_t *D, uint32_t lid,
 		int gi = D->nd[x].via;
 
 		if (!D->nd[x].done) {
-			switch_dist(D, T);
+			switch_dist(D, T, x);
 			if (D->dist[r] == HDOR_INF)
 				/* cut off from the destination: no entry */
 				return 0;
