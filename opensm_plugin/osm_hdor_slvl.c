@@ -333,6 +333,39 @@ static int sls_pair(hdor_engine_t *ctx, hdor_deg_t *D, struct sls *S,
 	return 0;
 }
 
+/* the pairs of dlid whose route changed, found by a look at every source: one
+ * byte of dlid's row of D->aff each */
+static int sls_lid_all(hdor_engine_t *ctx, hdor_deg_t *D, struct sls *S,
+		       uint32_t dlid)
+{
+	const uint8_t *arow = &D->aff[(size_t)dlid * D->K->nrow];
+	uint32_t i;
+
+	for (i = 0; i < S->nsrc; i++)
+		if (arow[S->srow[i]] != 1 && sls_pair(ctx, D, S, i, dlid))
+			return -1;
+	return 0;
+}
+
+/* the same pairs found by a look at every pair (opts.degraded_full): a scan
+ * of the 16.7 M pairs of KNS 16^3 */
+static int sls_all_pairs(hdor_engine_t *ctx, hdor_deg_t *D, struct sls *S)
+{
+	const hdor_kns_t *K = D->K;
+	uint32_t dlid;
+
+	for (dlid = 1; dlid < D->nl; dlid++) {
+		int dc = D->onode[dlid];
+
+		if (dc < 0 || K->type[dc] != N_CA ||
+		    !works(D, dc, D->oport[dlid]))
+			continue;
+		if (sls_lid_all(ctx, D, S, dlid))
+			return -1;
+	}
+	return 0;
+}
+
 /*
  * Only the pairs whose route changed are walked: a pair is one when its
  * source's switch has an affected entry for dlid -- one of the entries the
@@ -353,6 +386,12 @@ static int sls_affected_pairs(hdor_engine_t *ctx, hdor_deg_t *D, struct sls *S)
 		if (dc < 0 || K->type[dc] != N_CA ||
 		    !works(D, dc, D->oport[dlid]))
 			continue;
+		if ((k->aoff[a + 1] - k->aoff[a]) * 8 > S->nsrc) {
+			/* many: a look at every source is cheaper than a sort */
+			if (sls_lid_all(ctx, D, S, dlid))
+				return -1;
+			continue;
+		}
 		for (j = k->aoff[a]; j < k->aoff[a + 1]; j++) {
 			uint32_t r = (uint32_t)K->row[k->ab[j]];
 
@@ -363,28 +402,6 @@ static int sls_affected_pairs(hdor_engine_t *ctx, hdor_deg_t *D, struct sls *S)
 			qsort(S->cand, nc, sizeof(uint32_t), hdor_cmp_u32);
 		for (j = 0; j < nc; j++)
 			if (sls_pair(ctx, D, S, S->cand[j], dlid))
-				return -1;
-	}
-	return 0;
-}
-
-/* the same pairs found by a look at every pair (opts.degraded_full): one byte
- * of dlid's row of D->aff per pair, a scan of the 16.7 M pairs of KNS 16^3 */
-static int sls_all_pairs(hdor_engine_t *ctx, hdor_deg_t *D, struct sls *S)
-{
-	const hdor_kns_t *K = D->K;
-	uint32_t i, dlid;
-
-	for (dlid = 1; dlid < D->nl; dlid++) {
-		int dc = D->onode[dlid];
-		const uint8_t *arow = &D->aff[(size_t)dlid * K->nrow];
-
-		if (dc < 0 || K->type[dc] != N_CA ||
-		    !works(D, dc, D->oport[dlid]))
-			continue;
-		for (i = 0; i < S->nsrc; i++)
-			if (arow[S->srow[i]] != 1 &&
-			    sls_pair(ctx, D, S, i, dlid))
 				return -1;
 	}
 	return 0;
@@ -886,6 +903,22 @@ static int written_note(struct hdor_written *W, const hdor_deg_t *D,
 	return 0;
 }
 
+/* the entries undoing the last pass and writing this one touch (beyond an
+ * eighth of them all a whole write is cheaper) */
+static uint64_t written_work(const struct hdor_written *W, const hdor_deg_t *D,
+			     uint32_t nsw)
+{
+	const hdor_kept_t *k = D->K->kept;
+	uint64_t n = (uint64_t)W->nab + k->nab +
+		     (uint64_t)(W->ngone + k->ngone) * nsw;
+	uint32_t j, dead = W->ndead;
+
+	for (j = 0; j < D->K->nn; j++)
+		dead += D->K->type[j] == N_SWITCH && D->K->row[j] >= 0 &&
+			!D->cur[j];
+	return n + (uint64_t)dead * D->nl;
+}
+
 /*
  * The tables of a degraded pass into switches the front end keeps: when they
  * hold K's tables but at the last degraded pass's changes, those are undone
@@ -921,7 +954,8 @@ int hdor_deg_write_kept(hdor_engine_t *ctx, hdor_deg_t *D)
 		sw[nsw++] = (int)i;
 	}
 	if (!D->full && W->serial == K->serial && W->nmnode == K->nn &&
-	    !memcmp(W->mnode, mn, K->nn * sizeof(*mn))) {
+	    !memcmp(W->mnode, mn, K->nn * sizeof(*mn)) &&
+	    written_work(W, D, nsw) < (uint64_t)nsw * D->nl / 8) {
 		written_undo(W, K, sw, nsw);
 		written_apply(D, mn, sw, nsw);
 	} else {
