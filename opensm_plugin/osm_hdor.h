@@ -336,27 +336,6 @@ typedef struct hdor_kns {
 #define KR_HOLE 0x01
 #define KR_ROUTE 0x02
 
-/*
- * What the degraded passes against one KNS keep from pass to pass, so that a
- * pass costs what its failures touch (docs/plugin.md "The degraded pass"):
- * the new tables and the affected marks, equal to the fault-free tables and
- * to "not affected" but at the entries the last pass changed -- listed, and
- * restored at the start of the next -- and per LID what its fault-free row
- * holds (KR_*).
- */
-typedef struct hdor_kept {
-	uint8_t *tab; /* K->nlid * K->nrow: the new tables (DTAB) */
-	uint8_t *aff; /* K->nlid * K->nrow: 1 not affected, 2 affected */
-	uint8_t *krow; /* K->nlid: KR_* */
-	/* the last pass's affected entries: its LIDs ascending, each one's
-	 * switches (base nodes, CSR) */
-	uint32_t nalid, capalid, capaoff, *alid, *aoff;
-	uint32_t nab, capab;
-	int *ab;
-	/* the LIDs whose row holds no route now (no owner; a route before) */
-	uint32_t ngone, capgone, *gone;
-} hdor_kept_t;
-
 /* path SLs and SL2VL rows of a degraded pass, read by the SA hooks */
 typedef struct hdor_qos {
 	uint32_t npath;
@@ -387,6 +366,32 @@ typedef struct {
 	pmask_t m;
 	uint32_t cnt, np; /* LIDs that took m so far; |m| */
 } hcnt_t;
+
+/*
+ * What the degraded passes against one KNS keep from pass to pass, so that a
+ * pass costs what its failures touch (docs/plugin.md "The degraded pass"):
+ * the new tables and the affected marks, equal to the fault-free tables and
+ * to "not affected" but at the entries the last pass changed -- listed, and
+ * restored at the start of the next -- per LID what its fault-free row holds
+ * (KR_*), and the routes inside the groups no failure touches.
+ */
+typedef struct hdor_kept {
+	uint8_t *tab; /* K->nlid * K->nrow: the new tables (DTAB) */
+	uint8_t *aff; /* K->nlid * K->nrow: 1 not affected, 2 affected */
+	uint8_t *krow; /* K->nlid: KR_* */
+	/* the last pass's affected entries: its LIDs ascending, each one's
+	 * switches (base nodes, CSR) */
+	uint32_t nalid, capalid, capaoff, *alid, *aoff;
+	uint32_t nab, capab;
+	int *ab;
+	/* the LIDs whose row holds no route now (no owner; a route before) */
+	uint32_t ngone, capgone, *gone;
+	/* the routes inside each remembered group toward each member while it
+	 * is intact (no failure at its switches, their links): K->ng arrays of
+	 * kign[g] member slots, made when first needed */
+	hig_t **kig;
+	uint32_t *kign;
+} hdor_kept_t;
 
 /* a base node's per-LID scratch in the degraded pass: the search's key (bln,
  * bv), how it was reached (via, vslot, fdim), its fault-free length when
@@ -425,6 +430,7 @@ typedef struct hdor_deg {
 	int *rgl;
 	int *rgslot; /* the router's member slot in each of those */
 	hig_t **ig; /* per component, per member slot */
+	uint8_t *igkept; /* a component's ig is K->kept's (an intact group) */
 	/* spreading counters per switch row */
 	hcnt_t **cnt;
 	uint32_t *ncnt, *capcnt;
@@ -747,7 +753,8 @@ int hdor_replacements(hdor_engine_t *e, hdor_deg_t *D,
 int hdor_deg_match(hdor_engine_t *e, hdor_deg_t *D);
 int hdor_kept_start(hdor_engine_t *e, hdor_deg_t *D);
 int hdor_kept_note(hdor_deg_t *D, uint32_t lid);
-void hdor_kept_free(hdor_kept_t *k);
+void hdor_kept_free(hdor_kept_t *k, int ng);
+void hdor_hig_free(hig_t *h, uint32_t n);
 
 /* osm_hdor_detour.c: the degraded routes (docs section 6) */
 int hdor_deg_route(hdor_engine_t *e, hdor_deg_t *D);

@@ -994,6 +994,66 @@ static int deg_start(hdor_engine_t *ctx, hdor_deg_t *D)
 	return hdor_kept_start(ctx, D);
 }
 
+/* a component that is a remembered group intact: all its switches, every
+ * link at them working (seen from both ends) */
+static int group_intact(const hdor_deg_t *D, int c)
+{
+	const hdor_kns_t *K = D->K;
+	int g = K->grp[D->gsw[D->gsoff[c]]];
+	uint32_t i;
+	unsigned p;
+
+	if (D->gsoff[c + 1] - D->gsoff[c] != K->gsoff[g + 1] - K->gsoff[g])
+		return 0;
+	for (i = D->gsoff[c]; i < D->gsoff[c + 1]; i++) {
+		int x = D->gsw[i];
+
+		for (p = 1; p < K->np[x]; p++) {
+			int y = K->peer[K->poff[x] + p];
+
+			if (y >= 0 && (!works(D, x, p) ||
+				       !works(D, y, K->pport[K->poff[x] + p])))
+				return 0;
+		}
+	}
+	return 1;
+}
+
+/* the intact groups take their routes inside the group from K's kept ones
+ * (made at the first pass that needs them); 0, or -1 out of memory */
+static int deg_kept_groups(hdor_deg_t *D)
+{
+	const hdor_kns_t *K = D->K;
+	hdor_kept_t *k = K->kept;
+	int c, g;
+
+	D->igkept = hdor_calloc(D->ng + 1, 1);
+	if (!D->igkept)
+		return -1;
+	if (!k->kig) {
+		k->kig = hdor_calloc(K->ng + 1, sizeof(*k->kig));
+		k->kign = hdor_calloc(K->ng + 1, sizeof(*k->kign));
+		if (!k->kig || !k->kign)
+			return -1;
+	}
+	for (c = 0; c < D->ng; c++) {
+		uint32_t nm = D->gmoff[c + 1] - D->gmoff[c];
+
+		g = K->grp[D->gsw[D->gsoff[c]]];
+		if (!group_intact(D, c))
+			continue;
+		if (!k->kig[g]) {
+			k->kig[g] = hdor_calloc(nm, sizeof(hig_t));
+			if (!k->kig[g])
+				return -1;
+			k->kign[g] = nm;
+		}
+		D->ig[c] = k->kig[g];
+		D->igkept[c] = 1;
+	}
+	return 0;
+}
+
 /* each live switch's live switch neighbours (affected_lid), each switch's
  * neighbour switches over working links (switch_dist), and the seeds: the
  * live switches with a failed link */
@@ -1196,6 +1256,10 @@ int hdor_deg_route(hdor_engine_t *ctx, hdor_deg_t *D)
 	}
 	if (deg_start(ctx, D))
 		goto out;
+	if (deg_kept_groups(D)) {
+		hdor_decline(ctx, "out of memory");
+		goto out;
+	}
 	deg_neighbours(D);
 	hdor_ph_mark(ctx, PH_STRUCT);
 	if (deg_lids(ctx, D, heap))

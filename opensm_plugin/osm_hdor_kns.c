@@ -746,7 +746,7 @@ static hdor_kept_t *kept_make(hdor_kns_t *K)
 	k->krow = hdor_calloc(K->nlid, 1);
 	if (!k->tab || !k->aff || !k->krow ||
 	    hdor_reserve(&k->aoff, 1, &k->capaoff, sizeof(uint32_t))) {
-		hdor_kept_free(k);
+		hdor_kept_free(k, K->ng);
 		return NULL;
 	}
 	k->aoff[0] = 0;
@@ -803,7 +803,7 @@ int hdor_kept_start(hdor_engine_t *ctx, hdor_deg_t *D)
 
 	if (k && D->full) {
 		/* made afresh, as every pass did before */
-		hdor_kept_free(k);
+		hdor_kept_free(k, K->ng);
 		K->kept = k = NULL;
 	}
 	if (!k && !(k = kept_make(K)))

@@ -451,7 +451,7 @@ void hdor_kns_free(hdor_kns_t *K)
 
 	if (!K)
 		return;
-	hdor_kept_free(K->kept);
+	hdor_kept_free(K->kept, K->ng);
 	if (K->desc)
 		for (i = 0; i < K->nn; i++)
 			free(K->desc[i]);
@@ -468,10 +468,16 @@ void hdor_kns_free(hdor_kns_t *K)
 	free(K);
 }
 
-void hdor_kept_free(hdor_kept_t *k)
+void hdor_kept_free(hdor_kept_t *k, int ng)
 {
+	int g;
+
 	if (!k)
 		return;
+	for (g = 0; k->kig && g < ng; g++)
+		hdor_hig_free(k->kig[g], k->kign[g]);
+	free(k->kig);
+	free(k->kign);
 	{
 		void *all[] = { k->tab,	 k->aff, k->krow, k->alid,
 				k->aoff, k->ab,	 k->gone };
@@ -494,24 +500,29 @@ void hdor_qos_free(hdor_qos_t *Q)
 	free(Q);
 }
 
-static void deg_free_groups(hdor_deg_t *D)
+/* a group's routes toward its n members, and the array */
+void hdor_hig_free(hig_t *h, uint32_t n)
 {
 	uint32_t i;
+
+	for (i = 0; h && i < n; i++) {
+		free(h[i].cost);
+		free(h[i].cm);
+		free(h[i].icost);
+		free(h[i].im);
+	}
+	free(h);
+}
+
+static void deg_free_groups(hdor_deg_t *D)
+{
 	int g;
 
 	if (!D->ig)
 		return;
-	for (g = 0; g < D->ng; g++) {
-		if (!D->ig[g])
-			continue;
-		for (i = 0; i < D->gmoff[g + 1] - D->gmoff[g]; i++) {
-			free(D->ig[g][i].cost);
-			free(D->ig[g][i].cm);
-			free(D->ig[g][i].icost);
-			free(D->ig[g][i].im);
-		}
-		free(D->ig[g]);
-	}
+	for (g = 0; g < D->ng; g++)
+		if (!D->igkept || !D->igkept[g])
+			hdor_hig_free(D->ig[g], D->gmoff[g + 1] - D->gmoff[g]);
 }
 
 void hdor_deg_free(hdor_deg_t *D)
@@ -525,18 +536,18 @@ void hdor_deg_free(hdor_deg_t *D)
 		for (i = 0; i < (uint32_t)D->K->nrow; i++)
 			free(D->cnt[i]);
 	{
-		void *all[] = { D->cnt,	    D->ncnt,   D->capcnt,   D->ig,
-				D->cur,	    D->ok,     D->onode,    D->oport,
-				D->clist,   D->gof,    D->glocal,   D->gdim,
-				D->gsoff,   D->gsw,    D->gmoff,    D->gmem,
-				D->rgoff,   D->rgl,    D->rgslot,   D->nd,
-				D->fixlist, D->exitof, D->exitslot, D->dist,
-				D->q,	    D->cand,   D->has,	    D->lsw,
-				D->alist,   D->seed,   D->glist,    D->rlist,
-				D->gst,	    D->rbits,  D->upoff,    D->uprow,
-				D->upx,	    D->upport, D->amhead,   D->amtail,
-				D->amw,	    D->amslot, D->amnext,   D->swoff,
-				D->swnb };
+		void *all[] = { D->igkept, D->cnt,     D->ncnt,	  D->capcnt,
+				D->ig,	   D->cur,     D->ok,	  D->onode,
+				D->oport,  D->clist,   D->gof,	  D->glocal,
+				D->gdim,   D->gsoff,   D->gsw,	  D->gmoff,
+				D->gmem,   D->rgoff,   D->rgl,	  D->rgslot,
+				D->nd,	   D->fixlist, D->exitof, D->exitslot,
+				D->dist,   D->q,       D->cand,	  D->has,
+				D->lsw,	   D->alist,   D->seed,	  D->glist,
+				D->rlist,  D->gst,     D->rbits,  D->upoff,
+				D->uprow,  D->upx,     D->upport, D->amhead,
+				D->amtail, D->amw,     D->amslot, D->amnext,
+				D->swoff,  D->swnb };
 
 		hdor_free_all(all, sizeof(all) / sizeof(all[0]));
 	}
