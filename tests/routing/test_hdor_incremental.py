@@ -214,3 +214,28 @@ def test_changed_entries_are_the_entries_that_differ():
                 for lid in np.nonzero(t.lft[g] != base.lft[g][:len(t.lft[g])])[0].tolist():
                     assert (x, lid) in listed or lid in gone, (nodes, links, x, lid)
             assert all(f.types[x] == SWITCH for x in r.changed[0].tolist())
+
+
+def test_results_held_keep_their_own_tables_and_dump_false():
+    """A result still held when the next failure set is routed keeps its tables (copied out of the
+    engine then), and one dropped costs nothing; `dump=False` gives the same tables, SL2VL rows and
+    SLs without a coordinates dump."""
+    f = kns_with_lids(4, 2, 2)
+    sets = failures(f, every=9)
+    with hdor_c.Engine() as e:
+        e.load(f)
+        e.route()
+        held = [e.route_failures(nodes, links) for nodes, links in sets]  # each read after the last pass
+        lean = e.route_failures(*sets[0], dump=False)
+        assert lean.dump_lines == [] and lean.role == ["hca"] * f.num_nodes
+        assert (tables_of(lean), lean.sl2vl) == (tables_of(held[0]), held[0].sl2vl)
+        assert [a.tobytes() for a in lean.detour_sls] == [a.tobytes() for a in held[0].detour_sls]
+    for (nodes, links), r in zip(sets, held):
+        with hdor_c.Engine() as fresh:
+            fresh.load(f)
+            fresh.route()
+            assert digests(r) == digests(fresh.route_failures(nodes, links)), (nodes, links)
+
+
+def tables_of(r) -> dict:
+    return {g: row.tobytes() for g, row in r.tables.lft.items()}
