@@ -564,6 +564,9 @@ typedef struct hdor_engine {
 	hdor_qos_t *qos;
 	hdor_qos_t *qos_old; /* the previous one: SA threads may read it */
 	struct hdor_written written; /* with opts.tables_kept */
+	/* per node of the model: its base node found at the last pass */
+	int *bidx;
+	uint32_t nbidx;
 	unsigned long passes;
 	struct timespec deg_t0; /* start of a degraded pass */
 	int code; /* HD_* of reason */

@@ -36,6 +36,9 @@ void hdor_engine_release(hdor_engine_t *ctx)
 	hdor_qos_free(ctx->qos_old);
 	ctx->qos_old = NULL;
 	hdor_written_free(&ctx->written);
+	free(ctx->bidx);
+	ctx->bidx = NULL;
+	ctx->nbidx = 0;
 }
 
 void hdor_tables_forget(hdor_engine_t *ctx)

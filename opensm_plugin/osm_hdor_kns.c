@@ -423,6 +423,36 @@ out : {
 /* ------------------------------------------------------------------------ */
 /* The fabric compared with the KNS hdor knows                              */
 
+/*
+ * the base node of device x of now (K->ident), or -1: the one found for it at
+ * the last pass when it is the same (the model's nodes are in the same place
+ * from pass to pass offline), else a search by GUID
+ */
+static int base_of(hdor_engine_t *ctx, const hdor_kns_t *K,
+		   const struct hdor_node *x)
+{
+	const struct hdor_fabric *fab = ctx->fab;
+	uint32_t i = (uint32_t)(x - fab->nodes);
+	int b;
+
+	if (ctx->nbidx != fab->nn) {
+		free(ctx->bidx);
+		ctx->bidx = malloc((fab->nn + 1) * sizeof(*ctx->bidx));
+		ctx->nbidx = ctx->bidx ? fab->nn : 0;
+		for (b = 0; b < (int)ctx->nbidx; b++)
+			ctx->bidx[b] = -1;
+	}
+	if (i < ctx->nbidx) {
+		b = ctx->bidx[i];
+		if (b >= 0 && (uint32_t)b < K->nn && K->ident[b] == x->guid)
+			return b;
+	}
+	b = hdor_kns_find(K, x->guid);
+	if (i < ctx->nbidx)
+		ctx->bidx[i] = b;
+	return b;
+}
+
 /* the base node a device x of now would replace: every cable of x goes to a
  * device of K, on the port the missing one's went to; -1 none, -2 not yet
  * (next to a device not placed) */
@@ -547,7 +577,7 @@ static int match_nodes(hdor_engine_t *ctx, hdor_deg_t *D)
 
 		if (!hdor_node_here(node))
 			continue;
-		b = hdor_kns_find(K, node->guid);
+		b = base_of(ctx, K, node);
 		kind = hdor_node_kind(node);
 		if (b >= 0 && kind != K->type[b]) {
 			free(unknown);
@@ -604,9 +634,10 @@ static int match_links(hdor_engine_t *ctx, hdor_deg_t *D)
 
 			if (!r)
 				continue;
-			rb = hdor_kns_find(K, r->guid);
+			/* the remembered peer, if it is r (GUIDs are unique) */
+			rb = kpeer(K, (int)i, p);
 			rp = node->ports[p].peer_port;
-			if (rb >= 0 && kpeer(K, (int)i, p) == rb &&
+			if (rb >= 0 && K->ident[rb] == r->guid &&
 			    K->pport[K->poff[i] + p] == rp) {
 				D->ok[K->poff[i] + p] = 1;
 				continue;
@@ -671,7 +702,7 @@ static int match_lids(hdor_engine_t *ctx, hdor_deg_t *D)
 
 		if (!hdor_node_here(node))
 			continue;
-		b = hdor_kns_find(K, node->guid);
+		b = base_of(ctx, K, node);
 		for (lid = lp->lid; lp->lid && lid <= hi; lid++) {
 			if (b < 0 || lid >= K->nlid || K->lnode[lid] != b ||
 			    K->lport[lid] != pn) {
