@@ -217,8 +217,8 @@ def _single_failures(f, cables: int, nodes: int):
     sws = [x for x in range(f.num_nodes) if role[x] == "switch"]
     rts = [x for x in range(f.num_nodes) if role[x] == "router"]
     out = [("cable", (), ((f.link_a[li], f.link_pa[li]),)) for li in rs[:: max(1, len(rs) // cables)][:cables]]
-    out += [("switch", (x,), ()) for x in sws[:: max(1, len(sws) // nodes)][:nodes]]
-    out += [("router", (x,), ()) for x in rts[1:: max(1, len(rts) // nodes)][:nodes]]
+    out += [("switch", (x,), ()) for x in sws[:: max(1, len(sws) // max(nodes, 1))][:nodes]]
+    out += [("router", (x,), ()) for x in rts[1:: max(1, len(rts) // max(nodes, 1))][:nodes]]
     return out, rs
 
 
