@@ -18,7 +18,7 @@ Python reference (`--implementation python`) on the same discovery, in the same 
     39) in the same run: KNS 16^3 (`--quick`: 8^3) loaded once in each engine, then router-switch
     cables (`--cables`), indirect switches and routers (`--nodes` each) failed one at a time, what
     the SM's HCA no longer reaches going too, each routed by both: the engine's time (the C call
-    hdor_off_route) and its phases (the summary line), the tables of the two compared; what-if's
+    hdor_off_route: wall, and its thread's CPU, which the machine's load does not inflate) and its phases (the summary line), the tables of the two compared; what-if's
     `route_failures` end to end; the fault-free pass (the complete KNS routed again) beside it; 1 %
     of the cables down at once (issue 28's degraded pass against the fault-free one); and memory:
     the process's RSS after the 10th and the last of `--long` failures routed one after another.
@@ -198,9 +198,10 @@ class _Timed:
         if nodes or links:
             lib.hdor_off_fail(h, 0xFFFFFFFF if sm is None else sm, len(nn), nn.ctypes.data_as(c._U32), len(ln),
                               ln.ctypes.data_as(c._U32), lp.ctypes.data_as(c._U8))
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), time.thread_time()
         rc = lib.hdor_off_route(h, None)
         dt = time.perf_counter() - t
+        self.cpu = time.thread_time() - cpu  # the pass is one thread: its CPU, whatever the load
         lib.hdor_off_repair(h)
         return dt, rc
 
@@ -251,29 +252,35 @@ def part_c(quick: bool, cables: int = 100, nodes: int = 20, long: int = 1000) ->
         if rca == 0:
             assert np.array_equal(inc.table(), full.table()), (kind, nodes_, links)
             same += 1
-        d = per.setdefault(kind, {"incremental_ms": [], "full_ms": [], "phases_incremental": [], "phases_full": []})
+        d = per.setdefault(kind, {"incremental_ms": [], "full_ms": [], "incremental_cpu_ms": [], "full_cpu_ms": [],
+                                  "phases_incremental": [], "phases_full": []})
         d["incremental_ms"].append(round(1e3 * a, 2))
         d["full_ms"].append(round(1e3 * b, 2))
+        d["incremental_cpu_ms"].append(round(1e3 * inc.cpu, 2))
+        d["full_cpu_ms"].append(round(1e3 * full.cpu, 2))
         d["phases_incremental"].append(pa)
         d["phases_full"].append(pb)
     row["tables_identical"] = same
     for kind, d in per.items():
         d["median_incremental_ms"] = _median(d["incremental_ms"])
         d["median_full_ms"] = _median(d["full_ms"])
+        d["median_incremental_cpu_ms"] = _median(d["incremental_cpu_ms"])
+        d["median_full_cpu_ms"] = _median(d["full_cpu_ms"])
+        d["median_ratio_cpu"] = _median([y / x for x, y in zip(d["incremental_cpu_ms"], d["full_cpu_ms"]) if x])
         for which in ("incremental", "full"):
             ph = d.pop(f"phases_{which}")
             d[f"median_phases_{which}"] = {name: _median([p.get(name, 0) for p in ph]) for name in ph[0]}
     row["single"] = per
     # what-if's call end to end (the result objects, the dump or not), on the cables
-    with_dump, no_dump = [], []
+    ends = {None: ([], []), False: ([], [])}  # dump (a temporary file, none): (wall, CPU) per call
     for kind, nodes_, links in sets[:cables]:
-        t = time.perf_counter()
-        inc.e.route_failures(nodes_, links, sm=sm)
-        with_dump.append(round(1e3 * (time.perf_counter() - t), 1))
-        t = time.perf_counter()
-        inc.e.route_failures(nodes_, links, sm=sm, dump=False)
-        no_dump.append(round(1e3 * (time.perf_counter() - t), 1))
-    row["route_failures_ms"] = {"median": _median(with_dump), "median_dump_false": _median(no_dump)}
+        for dump in ends:
+            t, cpu = time.perf_counter(), time.thread_time()
+            inc.e.route_failures(nodes_, links, sm=sm, dump=dump)
+            ends[dump][0].append(round(1e3 * (time.perf_counter() - t), 1))
+            ends[dump][1].append(round(1e3 * (time.thread_time() - cpu), 1))
+    row["route_failures_ms"] = {"median": _median(ends[None][0]), "median_dump_false": _median(ends[False][0]),
+                                "median_cpu": _median(ends[None][1]), "median_cpu_dump_false": _median(ends[False][1])}
     # 1 % of the router-switch cables down at once (issue 28's degraded pass), seed 0
     pick = random.Random(0).sample(rs, max(1, len(rs) // 100))
     ends = tuple((f.link_a[li], f.link_pa[li]) for li in pick)
