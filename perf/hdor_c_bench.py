@@ -315,7 +315,7 @@ def loop(quick: bool, n: int, full: bool) -> None:
         e.once(nodes_, links)
 
 
-def main(out: Path, quick: bool = False, reps: int = 3, parts: str = "a,b", cables: int = 100) -> list[dict]:
+def main(out: Path, quick: bool = False, reps: int = 3, parts: str = "a,b,c", cables: int = 100) -> list[dict]:
     out.mkdir(parents=True, exist_ok=True)
     rows = []
     if "a" in parts:
