@@ -33,6 +33,8 @@ struct hdor_off {
 	uint32_t stride, top_seen, nsw;
 	uint32_t *paths;
 	uint8_t *node_flags, *port_flags; /* saved by hdor_off_fail */
+	/* hdor_off_changed's */
+	uint32_t *chg_node, *chg_lid, capchg_node, capchg_lid;
 	uint32_t nports;
 	int failed;
 	char *log;
@@ -83,11 +85,15 @@ EXPORT hdor_off_t *hdor_off_new(unsigned vls)
 	hdor_engine_init(&h->e, off_log, h);
 	h->e.opts.vls_limit = vls;
 	h->e.opts.qos = 1;
+	/* the tables stay from pass to pass: a degraded pass writes what
+	 * changes */
+	h->e.opts.tables_kept = 1;
 	return h;
 }
 
 static void fabric_free(struct hdor_off *h)
 {
+	hdor_tables_forget(&h->e);
 	void *all[] = { h->fab.nodes,  h->fab.lports, h->fab.by_guid, h->m,
 			h->ports,      h->descs,      h->lft,	      h->paths,
 			h->node_flags, h->port_flags };
@@ -109,6 +115,8 @@ EXPORT void hdor_off_free(hdor_off_t *h)
 		return;
 	hdor_engine_release(&h->e);
 	fabric_free(h);
+	free(h->chg_node);
+	free(h->chg_lid);
 	free(h->log);
 	free(h);
 }
@@ -236,8 +244,10 @@ static int tables(struct hdor_off *h)
 		h->nsw += h->fab.nodes[h->m[u]].type == HDOR_NODE_SWITCH;
 	h->lft = malloc((size_t)h->nsw * h->stride + 1);
 	h->paths = calloc((size_t)h->nsw * 256 + 1, sizeof(*h->paths));
+	hdor_tables_forget(&h->e);
 	if (!h->lft || !h->paths)
 		return -1;
+	memset(h->lft, HDOR_NO_PATH, (size_t)h->nsw * h->stride);
 	for (u = 0; u < h->nn; u++) {
 		struct hdor_node *x = &h->fab.nodes[h->m[u]];
 
@@ -297,6 +307,11 @@ EXPORT int hdor_off_lids(hdor_off_t *h, uint32_t np, const uint32_t *node,
 	h->lft = NULL;
 	h->paths = NULL;
 	return tables(h) ? fail(h, "out of memory") : 0;
+}
+
+EXPORT void hdor_off_incremental(hdor_off_t *h, int on)
+{
+	h->e.opts.degraded_full = !on;
 }
 
 EXPORT int hdor_off_description(hdor_off_t *h, const char *path)
@@ -425,9 +440,7 @@ EXPORT int hdor_off_route(hdor_off_t *h, const char *dump_path)
 		h->log[0] = '\0';
 	snprintf(h->e.opts.dump_path, sizeof(h->e.opts.dump_path), "%s",
 		 dump_path ? dump_path : "");
-	/* as OpenSM prepares them before every pass */
-	memset(h->lft, HDOR_NO_PATH, (size_t)h->nsw * h->stride);
-	memset(h->paths, 0, (size_t)h->nsw * 256 * sizeof(*h->paths));
+	/* (the tables are not prepared here: opts.tables_kept) */
 	rc = hdor_prepare(&h->e, &h->fab);
 	if (rc < 0)
 		return h->e.code == HD_NOMEM ? -2 : -1;
@@ -762,6 +775,11 @@ EXPORT int hdor_off_write_lft(const hdor_off_t *h, int fd,
 	return 0;
 }
 
+EXPORT const uint32_t *hdor_off_paths(const hdor_off_t *h)
+{
+	return h->paths;
+}
+
 EXPORT int hdor_off_here(const hdor_off_t *h, uint8_t *out)
 {
 	uint32_t u;
@@ -793,4 +811,30 @@ EXPORT uint32_t hdor_off_sl2vl(const hdor_off_t *h, const uint64_t **guid,
 	*io = Q ? Q->rkey : NULL;
 	*vl = Q ? &Q->rvl[0][0] : NULL;
 	return Q ? Q->nrow : 0;
+}
+
+EXPORT uint32_t hdor_off_changed(hdor_off_t *h, const uint32_t **node,
+				 const uint32_t **lid)
+{
+	const struct hdor_written *W = &h->e.written;
+	uint32_t a, j, n = 0;
+
+	*node = *lid = NULL;
+	if (h->e.last_kind != HDOR_PASS_DEGRADED || !W->serial ||
+	    hdor_reserve(&h->chg_node, W->nab, &h->capchg_node,
+			 sizeof(uint32_t)) ||
+	    hdor_reserve(&h->chg_lid, W->nab, &h->capchg_lid, sizeof(uint32_t)))
+		return 0;
+	for (a = 0; a < W->nalid; a++)
+		for (j = W->aoff[a]; j < W->aoff[a + 1]; j++) {
+			const struct hdor_node *x = W->mnode[W->ab[j]];
+
+			if (!x)
+				continue;
+			h->chg_node[n] = (uint32_t)(uintptr_t)x->priv;
+			h->chg_lid[n++] = W->alid[a];
+		}
+	*node = h->chg_node;
+	*lid = h->chg_lid;
+	return n;
 }

@@ -46,6 +46,10 @@ int hdor_off_links(hdor_off_t *h, uint32_t nl, const uint32_t *a,
 int hdor_off_lids(hdor_off_t *h, uint32_t np, const uint32_t *node,
 		  const uint8_t *port, const uint16_t *lid, const uint8_t *lmc,
 		  const uint64_t *port_guid);
+/* on (the default): a degraded pass recomputes only what its failures touch
+ * against the state kept from the passes before; 0: it looks at every LID and
+ * every pair and writes whole tables (the same results, slower: to compare) */
+void hdor_off_incremental(hdor_off_t *h, int on);
 /* a description (hdor.conf) the engine reads at its first pass, "" none */
 int hdor_off_description(hdor_off_t *h, const char *path);
 
@@ -76,6 +80,9 @@ const uint8_t *hdor_off_lft(const hdor_off_t *h, uint32_t *stride);
  * (lid_guid, 0: none) -- written to the open file fd; 0, or -1 (errno) */
 int hdor_off_write_lft(const hdor_off_t *h, int fd, const uint64_t *lid_guid,
 		       uint32_t nlid);
+/* the LIDs each switch's table sends through each of its ports (as OpenSM's
+ * port profiles count them): 256 per switch, in the order of hdor_off_lft */
+const uint32_t *hdor_off_paths(const hdor_off_t *h);
 /* which nodes are there (1) or failed or cut off (0), in the caller's order */
 int hdor_off_here(const hdor_off_t *h, uint8_t *out);
 /* a degraded pass's path SLs: the pairs (key dlid << 16 | slid) with an SL
@@ -86,5 +93,11 @@ uint32_t hdor_off_path_sls(const hdor_off_t *h, const uint64_t **key,
 /* its SL2VL rows: switch GUID, in << 8 | out, 16 VLs each */
 uint32_t hdor_off_sl2vl(const hdor_off_t *h, const uint64_t **guid,
 			const uint64_t **io, const uint8_t **vl);
+/* the entries a degraded pass recomputed (its affected entries: every other
+ * entry of a switch there is the fault-free table's, or 255 for a LID whose
+ * port is gone): switch (the caller's node index) and LID, by LID; 0 after
+ * any other pass */
+uint32_t hdor_off_changed(hdor_off_t *h, const uint32_t **node,
+			  const uint32_t **lid);
 
 #endif /* HDOR_OFFLINE_H */

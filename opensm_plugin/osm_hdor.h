@@ -131,6 +131,8 @@ static inline struct hdor_node *hdor_cable(const struct hdor_node *x,
 int hdor_fabric_index(struct hdor_fabric *fab);
 struct hdor_node *hdor_fabric_find(const struct hdor_fabric *fab,
 				   uint64_t guid);
+struct hdor_node *hdor_fabric_node(const struct hdor_fabric *fab,
+				   uint64_t guid);
 
 /* ------------------------------------------------------------------------ */
 /* Messages: errors are logged "ERR HDxx: ...", a decline as one INFO line   */
@@ -324,9 +326,15 @@ typedef struct hdor_kns {
 				 * NULL when read from a file */
 	int origin; /* K_* : where it comes from */
 	int replaced; /* some node's ident is not its GUID */
+	uint64_t serial; /* this KNS among those the process knew (1, 2, ...) */
+	struct hdor_kept *kept; /* what its degraded passes keep, NULL */
 } hdor_kns_t;
 
 #define KLFT(K, r, lid) ((K)->lft[(size_t)(lid) * (K)->nrow + (r)])
+
+/* per LID of the fault-free tables: some switch has no route, some has one */
+#define KR_HOLE 0x01
+#define KR_ROUTE 0x02
 
 /* path SLs and SL2VL rows of a degraded pass, read by the SA hooks */
 typedef struct hdor_qos {
@@ -359,6 +367,32 @@ typedef struct {
 	uint32_t cnt, np; /* LIDs that took m so far; |m| */
 } hcnt_t;
 
+/*
+ * What the degraded passes against one KNS keep from pass to pass, so that a
+ * pass costs what its failures touch (docs/plugin.md "The degraded pass"):
+ * the new tables and the affected marks, equal to the fault-free tables and
+ * to "not affected" but at the entries the last pass changed -- listed, and
+ * restored at the start of the next -- per LID what its fault-free row holds
+ * (KR_*), and the routes inside the groups no failure touches.
+ */
+typedef struct hdor_kept {
+	uint8_t *tab; /* K->nlid * K->nrow: the new tables (DTAB) */
+	uint8_t *aff; /* K->nlid * K->nrow: 1 not affected, 2 affected */
+	uint8_t *krow; /* K->nlid: KR_* */
+	/* the last pass's affected entries: its LIDs ascending, each one's
+	 * switches (base nodes, CSR) */
+	uint32_t nalid, capalid, capaoff, *alid, *aoff;
+	uint32_t nab, capab;
+	int *ab;
+	/* the LIDs whose row holds no route now (no owner; a route before) */
+	uint32_t ngone, capgone, *gone;
+	/* the routes inside each remembered group toward each member while it
+	 * is intact (no failure at its switches, their links): K->ng arrays of
+	 * kign[g] member slots, made when first needed */
+	hig_t **kig;
+	uint32_t *kign;
+} hdor_kept_t;
+
 /* a base node's per-LID scratch in the degraded pass: the search's key (bln,
  * bv), how it was reached (via, vslot, fdim), its fault-free length when
  * fixed (fixln), the memo of its fault-free route (ffs: the LID it is for;
@@ -378,8 +412,12 @@ typedef struct hdor_deg {
 	int *onode; /* current LID owners (base node, port), -1 */
 	uint8_t *oport;
 	uint32_t nowned;
-	uint8_t *tab; /* nl * K->nrow: the new tables (DTAB) */
-	uint8_t *aff; /* nl * K->nrow: 0 unknown, 1 no, 2 affected */
+	/* K->kept's: the new tables (DTAB), and whether each entry is affected
+	 * (1 no, 2 yes), by LID (K->nlid * K->nrow; LIDs from nl on unused) */
+	uint8_t *tab, *aff;
+	/* the owned LIDs that may have an affected entry, ascending */
+	uint32_t *clist, nclist;
+	int full; /* opts.degraded_full */
 	/* groups: components of the remembered groups' surviving switches */
 	int ng;
 	int *gof, *glocal; /* base node -> component, local index */
@@ -392,12 +430,13 @@ typedef struct hdor_deg {
 	int *rgl;
 	int *rgslot; /* the router's member slot in each of those */
 	hig_t **ig; /* per component, per member slot */
+	uint8_t *igkept; /* a component's ig is K->kept's (an intact group) */
 	/* spreading counters per switch row */
 	hcnt_t **cnt;
 	uint32_t *ncnt, *capcnt;
 	/* per LID scratch: per base node, one line; and lists */
 	hnode_t *nd;
-	int *fixlist, *exitof, *dist, *q;
+	int *fixlist, *exitof, *dist, *q, qh, qt; /* switch_dist's search */
 	int *exitslot; /* the exit's member slot in its group, -1 */
 	/* the live switches and this LID's affected switches */
 	int *lsw, *alist, *seed;
@@ -483,6 +522,34 @@ struct hdor_opts {
 	unsigned vls_limit; /* VLs the ports offer at most (0: VLCap) */
 	int qos; /* OpenSM programs hdor's SL2VL tables */
 	int use_ucast_cache;
+	/*
+	 * the front end keeps its switches' tables from pass to pass and does
+	 * not prepare them (the offline front end): a degraded pass writes only
+	 * what differs from the last one, a complete pass prepares them first;
+	 * 0 (OpenSM): every pass writes whole tables into prepared ones
+	 */
+	int tables_kept;
+	/* a degraded pass looks at every LID and every pair and writes whole
+	 * tables, as before it was incremental (to compare the two) */
+	int degraded_full;
+};
+
+/*
+ * With tables_kept: what the model's switches hold -- the tables of KNS
+ * `serial` as a pass with nothing failed would write them, but at the
+ * entries listed (a degraded pass's changes, as in hdor_kept_t; and the rows
+ * of its dead switches); serial 0: unknown
+ */
+struct hdor_written {
+	uint64_t serial;
+	const struct hdor_node **mnode; /* per base node: the switch written */
+	uint32_t nmnode;
+	uint32_t nalid, capalid, capaoff, *alid, *aoff;
+	uint32_t nab, capab;
+	int *ab;
+	uint32_t ngone, capgone, *gone;
+	uint32_t ndead, capdead;
+	int *dead;
 };
 
 typedef struct hdor_engine {
@@ -496,6 +563,10 @@ typedef struct hdor_engine {
 	/* path SLs and SL2VL of the last degraded pass */
 	hdor_qos_t *qos;
 	hdor_qos_t *qos_old; /* the previous one: SA threads may read it */
+	struct hdor_written written; /* with opts.tables_kept */
+	/* per node of the model: its base node found at the last pass */
+	int *bidx;
+	uint32_t nbidx;
 	unsigned long passes;
 	struct timespec deg_t0; /* start of a degraded pass */
 	int code; /* HD_* of reason */
@@ -542,6 +613,9 @@ int hdor_hop_matrices(hdor_engine_t *e, int want,
 		      const struct hdor_hop_sink *sink);
 /* the prepared pass's tables into the model's switches; 0, or -1 */
 int hdor_tables(hdor_engine_t *e);
+/* with opts.tables_kept: the front end's tables were replaced (their content
+ * is unknown to the engine) */
+void hdor_tables_forget(hdor_engine_t *e);
 uint8_t hdor_path_sl(hdor_engine_t *e, uint8_t hint, uint16_t slid,
 		     uint16_t dlid);
 int hdor_sl2vl_on(hdor_engine_t *e);
@@ -596,6 +670,7 @@ int hdor_hget(const hdor_pass_t *P, const struct hdor_node *node);
 void hdor_pass_free(hdor_pass_t *P);
 int hdor_cmp_u64(uint64_t a, uint64_t b);
 int hdor_cmp_int(const void *a, const void *b);
+int hdor_cmp_u32(const void *a, const void *b);
 int hdor_cmp_u64p(const void *a, const void *b);
 extern const hdor_pass_t *hdor_sort_pass;
 int hdor_cmp_router_guid(const void *a, const void *b);
@@ -604,6 +679,7 @@ int hdor_cmp_sw_guid(const void *a, const void *b);
 int hdor_cmp_ca_guid(const void *a, const void *b);
 int hdor_intern_set(hdor_pass_t *P, int w, const pmask_t *m);
 int hdor_grow(void *pp, uint32_t n, uint32_t *cap, size_t sz);
+int hdor_reserve(void *pp, uint32_t need, uint32_t *cap, size_t sz);
 int hdor_find_u64(const uint64_t *a, uint32_t n, uint64_t key);
 void hdor_kns_free(hdor_kns_t *K);
 void hdor_qos_free(hdor_qos_t *Q);
@@ -678,6 +754,10 @@ int hdor_replacements(hdor_engine_t *e, hdor_deg_t *D,
 		      const struct hdor_node **unknown, uint32_t nu,
 		      int strict);
 int hdor_deg_match(hdor_engine_t *e, hdor_deg_t *D);
+int hdor_kept_start(hdor_engine_t *e, hdor_deg_t *D);
+int hdor_kept_note(hdor_deg_t *D, uint32_t lid);
+void hdor_kept_free(hdor_kept_t *k, int ng);
+void hdor_hig_free(hig_t *h, uint32_t n);
 
 /* osm_hdor_detour.c: the degraded routes (docs section 6) */
 int hdor_deg_route(hdor_engine_t *e, hdor_deg_t *D);
@@ -688,6 +768,9 @@ int hdor_deg_sls(hdor_engine_t *e, hdor_deg_t *D);
 unsigned hdor_ports_vlcap(hdor_engine_t *e, const hdor_deg_t *D);
 int hdor_write_dump_degraded(hdor_engine_t *e, hdor_deg_t *D);
 void hdor_deg_write_tables(hdor_deg_t *D);
+int hdor_deg_write_kept(hdor_engine_t *e, hdor_deg_t *D);
+void hdor_prepare_tables(const struct hdor_fabric *fab);
+void hdor_written_free(struct hdor_written *W);
 void hdor_qos_publish(hdor_engine_t *e, hdor_qos_t *Q);
 
 /* osm_hdor_conf.c: a KNS from elsewhere, the file format */

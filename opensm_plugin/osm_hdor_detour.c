@@ -227,7 +227,7 @@ static int affected_lid(hdor_deg_t *D, uint32_t lid)
 {
 	const hdor_kns_t *K = D->K;
 	uint8_t *arow = &D->aff[(size_t)lid * K->nrow];
-	const uint8_t *trow = lid < K->nlid ? &KLFT(K, 0, lid) : NULL;
+	const uint8_t *trow = &KLFT(K, 0, lid);
 	uint32_t j, qh;
 #define HDOR_AFF(b)                          \
 	do {                                 \
@@ -235,15 +235,15 @@ static int affected_lid(hdor_deg_t *D, uint32_t lid)
 		D->alist[D->nalist++] = (b); \
 	} while (0)
 	D->nalist = 0;
-	if (!trow || memchr(trow, HDOR_NO_PATH, K->nrow)) {
+	if (D->K->kept->krow[lid] & KR_HOLE) {
 		/* owned now, no fault-free entry: affected */
 		for (j = 0; j < D->nlsw; j++)
-			if (!trow || trow[K->row[D->lsw[j]]] == HDOR_NO_PATH)
+			if (trow[K->row[D->lsw[j]]] == HDOR_NO_PATH)
 				HDOR_AFF(D->lsw[j]);
 	}
 	for (j = 0; j < D->nseed; j++) {
 		int b = D->seed[j];
-		uint8_t port = trow ? trow[K->row[b]] : HDOR_NO_PATH;
+		uint8_t port = trow[K->row[b]];
 		if (port != 0 && port != HDOR_NO_PATH && !works(D, b, port) &&
 		    arow[K->row[b]] != 2)
 			HDOR_AFF(b);
@@ -447,33 +447,42 @@ static hig_t *in_group(hdor_deg_t *D, int gi, int M)
 }
 
 /*
- * hops from every surviving switch to switch `target` over the working switch
- * links (D->dist, HDOR_INF when cut off; kept for the next call with the same
- * target)
+ * hops to switch `target` over the working switch links (D->dist by switch
+ * row, HDOR_INF when cut off), by a breadth-first search that goes only as
+ * far as switch x needs: x's distance d and every switch's of d - 1 or less
+ * are exact when it stops (those of d - 1 are set as the last of d - 2 are
+ * expanded); the search resumes there for the next call with that target
  */
-static void switch_dist(hdor_deg_t *D, int target)
+static void switch_dist(hdor_deg_t *D, int target, int x)
 {
 	const hdor_kns_t *K = D->K;
-	int qh = 0, qt = 0;
-	uint32_t i;
-	if (D->dist_target == target)
-		return;
-	for (i = 0; i < K->nn; i++)
-		D->dist[i] = HDOR_INF;
-	D->dist[target] = 0;
-	D->q[qt++] = target;
-	while (qh < qt) {
-		int u = D->q[qh++];
+	int rx = K->row[x], r;
+
+	if (D->dist_target != target) {
+		for (r = 0; r < K->nrow; r++)
+			D->dist[r] = HDOR_INF;
+		D->dist[K->row[target]] = 0;
+		D->q[0] = K->row[target];
+		D->qh = 0;
+		D->qt = 1;
+		D->dist_target = target;
+	}
+	while (D->qh < D->qt) {
+		int u = D->q[D->qh], du = D->dist[u] + 1;
 		uint32_t a;
+
+		if (D->dist[rx] != HDOR_INF && du + 1 > D->dist[rx])
+			break;
+		D->qh++;
 		for (a = D->swoff[u]; a < D->swoff[u + 1]; a++) {
 			int y = D->swnb[a];
+
 			if (D->dist[y] == HDOR_INF) {
-				D->dist[y] = D->dist[u] + 1;
-				D->q[qt++] = y;
+				D->dist[y] = du;
+				D->q[D->qt++] = y;
 			}
 		}
 	}
-	D->dist_target = target;
 }
 
 /* the BFS rule: toward a neighbour switch one hop closer to `target` */
@@ -482,7 +491,7 @@ static void bfs_rule(hdor_deg_t *D, int target, int x)
 	const hdor_kns_t *K = D->K;
 	int r = K->row[x];
 	unsigned p;
-	switch_dist(D, target);
+	switch_dist(D, target, x);
 	memset(&D->cand[r], 0, sizeof(pmask_t));
 	D->has[r] = 0;
 	if (x == target) {
@@ -490,12 +499,12 @@ static void bfs_rule(hdor_deg_t *D, int target, int x)
 		D->has[r] = 1;
 		return;
 	}
-	if (D->dist[x] == HDOR_INF)
+	if (D->dist[r] == HDOR_INF)
 		return;
 	for (p = 1; p < K->np[x]; p++) {
 		int y = K->peer[K->poff[x] + p];
 		if (y >= 0 && K->type[y] == N_SWITCH && works(D, x, p) &&
-		    D->dist[y] == D->dist[x] - 1)
+		    D->dist[K->row[y]] == D->dist[r] - 1)
 			mask_set(&D->cand[r], p);
 	}
 	D->has[r] = !mask_empty(&D->cand[r]);
@@ -800,8 +809,8 @@ static int row_candidates(hdor_engine_t *ctx, hdor_deg_t *D, uint32_t lid,
 		int gi = D->nd[x].via;
 
 		if (!D->nd[x].done) {
-			switch_dist(D, T);
-			if (D->dist[x] == HDOR_INF)
+			switch_dist(D, T, x);
+			if (D->dist[r] == HDOR_INF)
 				/* cut off from the destination: no entry */
 				return 0;
 			return hdor_declinec(
@@ -929,13 +938,12 @@ static int deg_alloc(hdor_deg_t *D)
 	const hdor_kns_t *K = D->K;
 	uint32_t nn = K->nn;
 
-	D->tab = malloc((size_t)K->nrow * D->nl);
-	D->aff = malloc((size_t)K->nrow * D->nl);
+	D->clist = hdor_calloc(D->nl, sizeof(uint32_t));
 	D->nd = aligned_alloc(64, (size_t)(nn + 1) * sizeof(hnode_t));
 	D->fixlist = hdor_calloc(nn, sizeof(int));
 	D->exitof = hdor_calloc(D->ng + 1, sizeof(int));
 	D->exitslot = hdor_calloc(D->ng + 1, sizeof(int));
-	D->dist = hdor_calloc(nn, sizeof(int));
+	D->dist = hdor_calloc(K->nrow, sizeof(int));
 	D->q = hdor_calloc(nn, sizeof(int));
 	D->cand = hdor_calloc(K->nrow, sizeof(pmask_t));
 	D->has = hdor_calloc(K->nrow, 1);
@@ -955,45 +963,95 @@ static int deg_alloc(hdor_deg_t *D)
 	D->amslot = hdor_calloc(D->rgoff[nn] + 1, sizeof(int));
 	D->amnext = hdor_calloc(D->rgoff[nn] + 1, sizeof(int));
 	D->upoff = hdor_calloc(nn + 1, sizeof(uint32_t));
-	D->swoff = hdor_calloc(nn + 1, sizeof(uint32_t));
+	D->swoff = hdor_calloc((size_t)K->nrow + 1, sizeof(uint32_t));
 	D->swnb = hdor_calloc(K->poff[nn] + 1, sizeof(int));
 	D->uprow = hdor_calloc(K->poff[nn] + 1, sizeof(uint32_t));
 	D->upx = hdor_calloc(K->poff[nn] + 1, sizeof(int));
 	D->upport = hdor_calloc(K->poff[nn] + 1, 1);
-	if (!D->tab || !D->aff || !D->nd || !D->exitof || !D->exitslot ||
-	    !D->fixlist || !D->dist || !D->q || !D->cand || !D->has ||
-	    !D->cnt || !D->ncnt || !D->capcnt || !D->lsw || !D->alist ||
-	    !D->seed || !D->glist || !D->gst || !D->rlist || !D->rbits ||
-	    !D->amhead || !D->amtail || !D->amw || !D->amslot || !D->amnext ||
-	    !D->upoff || !D->uprow || !D->upx || !D->upport || !D->swoff ||
-	    !D->swnb)
+	if (!D->clist || !D->nd || !D->exitof || !D->exitslot || !D->fixlist ||
+	    !D->dist || !D->q || !D->cand || !D->has || !D->cnt || !D->ncnt ||
+	    !D->capcnt || !D->lsw || !D->alist || !D->seed || !D->glist ||
+	    !D->gst || !D->rlist || !D->rbits || !D->amhead || !D->amtail ||
+	    !D->amw || !D->amslot || !D->amnext || !D->upoff || !D->uprow ||
+	    !D->upx || !D->upport || !D->swoff || !D->swnb)
 		return -1;
 	return 0;
 }
 
-/* the start: the fault-free tables (the same layout: one LID's row at a
- * time), LIDs without an owner now without an entry; every entry of a live
- * switch not affected (1), a dead switch's unknown (0) */
-static void deg_start(hdor_deg_t *D)
+/* the start: the fault-free tables, LIDs without an owner now without an
+ * entry, every entry not affected (K's kept buffers: hdor_kept_start; a dead
+ * switch's entries are never read) */
+static int deg_start(hdor_engine_t *ctx, hdor_deg_t *D)
 {
 	const hdor_kns_t *K = D->K;
-	uint32_t nn = K->nn, lid, i;
+	uint32_t nn = K->nn, i;
 
 	memset(D->nd, 0, (size_t)(nn + 1) * sizeof(hnode_t));
 	D->dist_target = -1;
 	for (i = 0; i < nn; i++)
 		if (D->cur[i] && K->type[i] == N_SWITCH)
 			D->lsw[D->nlsw++] = (int)i;
-	for (lid = 0; lid < D->nl; lid++)
-		if (D->onode[lid] >= 0 && lid < K->nlid)
-			memcpy(&DTAB(D, 0, lid), &KLFT(K, 0, lid), K->nrow);
-		else
-			memset(&DTAB(D, 0, lid), HDOR_NO_PATH, K->nrow);
-	memset(D->aff, 1, (size_t)K->nrow * D->nl);
-	for (i = 0; i < nn; i++)
-		if (!D->cur[i] && K->type[i] == N_SWITCH && K->row[i] >= 0)
-			for (lid = 0; lid < D->nl; lid++)
-				D->aff[(size_t)lid * K->nrow + K->row[i]] = 0;
+	return hdor_kept_start(ctx, D);
+}
+
+/* a component that is a remembered group intact: all its switches, every
+ * link at them working (seen from both ends) */
+static int group_intact(const hdor_deg_t *D, int c)
+{
+	const hdor_kns_t *K = D->K;
+	int g = K->grp[D->gsw[D->gsoff[c]]];
+	uint32_t i;
+	unsigned p;
+
+	if (D->gsoff[c + 1] - D->gsoff[c] != K->gsoff[g + 1] - K->gsoff[g])
+		return 0;
+	for (i = D->gsoff[c]; i < D->gsoff[c + 1]; i++) {
+		int x = D->gsw[i];
+
+		for (p = 1; p < K->np[x]; p++) {
+			int y = K->peer[K->poff[x] + p];
+
+			if (y >= 0 && (!works(D, x, p) ||
+				       !works(D, y, K->pport[K->poff[x] + p])))
+				return 0;
+		}
+	}
+	return 1;
+}
+
+/* the intact groups take their routes inside the group from K's kept ones
+ * (made at the first pass that needs them); 0, or -1 out of memory */
+static int deg_kept_groups(hdor_deg_t *D)
+{
+	const hdor_kns_t *K = D->K;
+	hdor_kept_t *k = K->kept;
+	int c, g;
+
+	D->igkept = hdor_calloc(D->ng + 1, 1);
+	if (!D->igkept)
+		return -1;
+	if (!k->kig) {
+		k->kig = hdor_calloc(K->ng + 1, sizeof(*k->kig));
+		k->kign = hdor_calloc(K->ng + 1, sizeof(*k->kign));
+		if (!k->kig || !k->kign)
+			return -1;
+	}
+	for (c = 0; c < D->ng; c++) {
+		uint32_t nm = D->gmoff[c + 1] - D->gmoff[c];
+
+		g = K->grp[D->gsw[D->gsoff[c]]];
+		if (!group_intact(D, c))
+			continue;
+		if (!k->kig[g]) {
+			k->kig[g] = hdor_calloc(nm, sizeof(hig_t));
+			if (!k->kig[g])
+				return -1;
+			k->kign[g] = nm;
+		}
+		D->ig[c] = k->kig[g];
+		D->igkept[c] = 1;
+	}
+	return 0;
 }
 
 /* each live switch's live switch neighbours (affected_lid), each switch's
@@ -1021,17 +1079,20 @@ static void deg_neighbours(hdor_deg_t *D)
 		}
 	}
 	D->upoff[nn] = m;
+	/* (by switch row: the rows ascend with the base nodes, kns_remember) */
 	for (i = 0, m = 0; i < nn; i++) {
-		D->swoff[i] = m;
-		for (p = 1; K->type[i] == N_SWITCH && p < K->np[i]; p++) {
+		if (K->type[i] != N_SWITCH || K->row[i] < 0)
+			continue;
+		D->swoff[K->row[i]] = m;
+		for (p = 1; p < K->np[i]; p++) {
 			int y = K->peer[K->poff[i] + p];
 
 			if (y >= 0 && K->type[y] == N_SWITCH &&
 			    works(D, (int)i, p))
-				D->swnb[m++] = y;
+				D->swnb[m++] = K->row[y];
 		}
+		D->swoff[K->row[i] + 1] = m;
 	}
-	D->swoff[nn] = m;
 	for (i = 0; i < D->nlsw; i++) {
 		int b = D->lsw[i];
 
@@ -1043,16 +1104,73 @@ static void deg_neighbours(hdor_deg_t *D)
 	}
 }
 
-/* every owned LID: its affected entries, their new routes */
+/* a seed's columns of the fault-free tables are read one by one (a miss
+ * each); with more seeds than this every owned LID is looked at instead */
+#define HDOR_SEED_COLUMNS 64
+
+/*
+ * The owned LIDs that may have an affected entry (D->clist, ascending): those
+ * whose fault-free row has a switch without a route, and those a seed's
+ * fault-free entry sends over a link that failed -- the start of every
+ * affected route (affected_lid).  Work proportional to the seeds, not to the
+ * LIDs times the switches.  0, or -1 out of memory.
+ */
+static int lid_candidates(hdor_deg_t *D)
+{
+	const hdor_kns_t *K = D->K;
+	const uint8_t *krow = K->kept->krow;
+	uint32_t lid, j, w, nw = D->nl / 64 + 1;
+	uint64_t *bits = hdor_calloc(nw, sizeof(uint64_t));
+	pmask_t bad;
+	unsigned p;
+
+	if (!bits)
+		return -1;
+	for (lid = 1; lid < D->nl; lid++)
+		if (D->full || D->nseed > HDOR_SEED_COLUMNS ||
+		    (krow[lid] & KR_HOLE))
+			bits[lid >> 6] |= 1ULL << (lid & 63);
+	for (j = 0; j < D->nseed && D->nseed <= HDOR_SEED_COLUMNS; j++) {
+		int b = D->seed[j];
+		const uint8_t *col = &KLFT(K, K->row[b], 0);
+
+		memset(&bad, 0, sizeof(bad));
+		for (p = 1; p < HDOR_NO_PATH; p++)
+			if (!works(D, b, p))
+				mask_set(&bad, p);
+		for (lid = 1; lid < D->nl; lid++) {
+			uint8_t port = col[(size_t)lid * K->nrow];
+
+			if (bad.m[port >> 6] >> (port & 63) & 1)
+				bits[lid >> 6] |= 1ULL << (lid & 63);
+		}
+	}
+	D->nclist = 0;
+	for (w = 0; w < nw; w++)
+		while (bits[w]) {
+			lid = w * 64 + (uint32_t)__builtin_ctzll(bits[w]);
+			bits[w] &= bits[w] - 1;
+			if (D->onode[lid] >= 0)
+				D->clist[D->nclist++] = lid;
+		}
+	free(bits);
+	return 0;
+}
+
+/* every owned LID that may have one: its affected entries (noted in K's kept
+ * buffers), their new routes */
 static int deg_lids(hdor_engine_t *ctx, hdor_deg_t *D, hheap_t *heap)
 {
 	const hdor_kns_t *K = D->K;
-	uint32_t lid, i, j;
+	uint32_t lid, i, j, c;
 
-	for (lid = 1; lid < D->nl; lid++) {
-		if (D->onode[lid] < 0)
-			continue;
+	if (lid_candidates(D))
+		return hdor_decline(ctx, "out of memory");
+	for (c = 0; c < D->nclist; c++) {
+		lid = D->clist[c];
 		affected_lid(D, lid);
+		if (D->nalist && hdor_kept_note(D, lid))
+			return hdor_decline(ctx, "out of memory");
 		for (j = 0; j < D->nalist; j++) {
 			i = (uint32_t)D->alist[j];
 			DTAB(D, K->row[i], lid) = HDOR_NO_PATH;
@@ -1126,6 +1244,7 @@ int hdor_deg_route(hdor_engine_t *ctx, hdor_deg_t *D)
 	hheap_t *heap = NULL;
 	int ret = -1;
 
+	D->full = ctx->opts.degraded_full;
 	if (deg_structure(ctx, D))
 		return -1;
 	/* each group relaxes each member once: pushes <= memberships + fixed
@@ -1135,7 +1254,12 @@ int hdor_deg_route(hdor_engine_t *ctx, hdor_deg_t *D)
 		hdor_decline(ctx, "out of memory");
 		goto out;
 	}
-	deg_start(D);
+	if (deg_start(ctx, D))
+		goto out;
+	if (deg_kept_groups(D)) {
+		hdor_decline(ctx, "out of memory");
+		goto out;
+	}
 	deg_neighbours(D);
 	hdor_ph_mark(ctx, PH_STRUCT);
 	if (deg_lids(ctx, D, heap))

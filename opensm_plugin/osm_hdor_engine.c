@@ -35,6 +35,15 @@ void hdor_engine_release(hdor_engine_t *ctx)
 	ctx->qos = NULL;
 	hdor_qos_free(ctx->qos_old);
 	ctx->qos_old = NULL;
+	hdor_written_free(&ctx->written);
+	free(ctx->bidx);
+	ctx->bidx = NULL;
+	ctx->nbidx = 0;
+}
+
+void hdor_tables_forget(hdor_engine_t *ctx)
+{
+	ctx->written.serial = 0;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -522,7 +531,10 @@ static int degraded_tables(hdor_engine_t *ctx)
 
 	ctx->deg = NULL;
 	hdor_ph_lap(ctx, PH_OSM);
-	hdor_deg_write_tables(D);
+	if (ctx->opts.tables_kept)
+		hdor_deg_write_kept(ctx, D);
+	else
+		hdor_deg_write_tables(D);
 	hdor_ph_mark(ctx, PH_LFT);
 	hdor_qos_publish(ctx, failed ? D->qos : NULL);
 	if (failed)
@@ -581,6 +593,11 @@ int hdor_tables(hdor_engine_t *ctx)
 	P = ctx->pass;
 	ctx->pass = NULL;
 	hdor_ph_lap(ctx, PH_OSM);
+	if (ctx->opts.tables_kept) {
+		/* (what they hold is not K's: it is made from them below) */
+		hdor_prepare_tables(ctx->fab);
+		hdor_tables_forget(ctx);
+	}
 	hdor_route_all(P);
 	hdor_ph_mark(ctx, PH_LFT);
 	if (ctx->opts.dump_path[0] && hdor_write_dump(ctx, P))

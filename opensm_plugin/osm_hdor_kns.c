@@ -423,6 +423,36 @@ out : {
 /* ------------------------------------------------------------------------ */
 /* The fabric compared with the KNS hdor knows                              */
 
+/*
+ * the base node of device x of now (K->ident), or -1: the one found for it at
+ * the last pass when it is the same (the model's nodes are in the same place
+ * from pass to pass offline), else a search by GUID
+ */
+static int base_of(hdor_engine_t *ctx, const hdor_kns_t *K,
+		   const struct hdor_node *x)
+{
+	const struct hdor_fabric *fab = ctx->fab;
+	uint32_t i = (uint32_t)(x - fab->nodes);
+	int b;
+
+	if (ctx->nbidx != fab->nn) {
+		free(ctx->bidx);
+		ctx->bidx = malloc((fab->nn + 1) * sizeof(*ctx->bidx));
+		ctx->nbidx = ctx->bidx ? fab->nn : 0;
+		for (b = 0; b < (int)ctx->nbidx; b++)
+			ctx->bidx[b] = -1;
+	}
+	if (i < ctx->nbidx) {
+		b = ctx->bidx[i];
+		if (b >= 0 && (uint32_t)b < K->nn && K->ident[b] == x->guid)
+			return b;
+	}
+	b = hdor_kns_find(K, x->guid);
+	if (i < ctx->nbidx)
+		ctx->bidx[i] = b;
+	return b;
+}
+
 /* the base node a device x of now would replace: every cable of x goes to a
  * device of K, on the port the missing one's went to; -1 none, -2 not yet
  * (next to a device not placed) */
@@ -547,7 +577,7 @@ static int match_nodes(hdor_engine_t *ctx, hdor_deg_t *D)
 
 		if (!hdor_node_here(node))
 			continue;
-		b = hdor_kns_find(K, node->guid);
+		b = base_of(ctx, K, node);
 		kind = hdor_node_kind(node);
 		if (b >= 0 && kind != K->type[b]) {
 			free(unknown);
@@ -604,9 +634,10 @@ static int match_links(hdor_engine_t *ctx, hdor_deg_t *D)
 
 			if (!r)
 				continue;
-			rb = hdor_kns_find(K, r->guid);
+			/* the remembered peer, if it is r (GUIDs are unique) */
+			rb = kpeer(K, (int)i, p);
 			rp = node->ports[p].peer_port;
-			if (rb >= 0 && kpeer(K, (int)i, p) == rb &&
+			if (rb >= 0 && K->ident[rb] == r->guid &&
 			    K->pport[K->poff[i] + p] == rp) {
 				D->ok[K->poff[i] + p] = 1;
 				continue;
@@ -671,7 +702,7 @@ static int match_lids(hdor_engine_t *ctx, hdor_deg_t *D)
 
 		if (!hdor_node_here(node))
 			continue;
-		b = hdor_kns_find(K, node->guid);
+		b = base_of(ctx, K, node);
 		for (lid = lp->lid; lp->lid && lid <= hi; lid++) {
 			if (b < 0 || lid >= K->nlid || K->lnode[lid] != b ||
 			    K->lport[lid] != pn) {
@@ -725,4 +756,121 @@ int hdor_deg_match(hdor_engine_t *ctx, hdor_deg_t *D)
 	if (match_lids(ctx, D))
 		return 2;
 	return dead ? 1 : 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* What the degraded passes against K keep from pass to pass                */
+
+/* K's kept buffers, first made: the fault-free tables, nothing affected, what
+ * each LID's row holds (one scan of the tables, once per KNS) */
+static hdor_kept_t *kept_make(hdor_kns_t *K)
+{
+	size_t sz = (size_t)K->nlid * K->nrow;
+	hdor_kept_t *k = hdor_calloc(1, sizeof(*k));
+	uint32_t lid;
+	int r;
+
+	if (!k)
+		return NULL;
+	k->tab = malloc(sz + 1);
+	k->aff = malloc(sz + 1);
+	k->krow = hdor_calloc(K->nlid, 1);
+	if (!k->tab || !k->aff || !k->krow ||
+	    hdor_reserve(&k->aoff, 1, &k->capaoff, sizeof(uint32_t))) {
+		hdor_kept_free(k, K->ng);
+		return NULL;
+	}
+	k->aoff[0] = 0;
+	memcpy(k->tab, K->lft, sz);
+	memset(k->aff, 1, sz);
+	for (lid = 0; lid < K->nlid; lid++) {
+		const uint8_t *row = &KLFT(K, 0, lid);
+		unsigned hole = 0, route = 0;
+
+		for (r = 0; r < K->nrow; r++) {
+			hole |= row[r] == HDOR_NO_PATH;
+			route |= row[r] != HDOR_NO_PATH;
+		}
+		k->krow[lid] = (uint8_t)((hole ? KR_HOLE : 0) |
+					 (route ? KR_ROUTE : 0));
+	}
+	K->kept = k;
+	return k;
+}
+
+/* the last pass's changes undone: its affected entries, its rows of LIDs
+ * without an owner */
+static void kept_restore(const hdor_kns_t *K, hdor_kept_t *k)
+{
+	uint32_t a, j;
+
+	for (a = 0; a < k->nalid; a++) {
+		size_t at = (size_t)k->alid[a] * K->nrow;
+
+		for (j = k->aoff[a]; j < k->aoff[a + 1]; j++) {
+			size_t i = at + (size_t)K->row[k->ab[j]];
+
+			k->tab[i] = K->lft[i];
+			k->aff[i] = 1;
+		}
+	}
+	for (a = 0; a < k->ngone; a++)
+		memcpy(&k->tab[(size_t)k->gone[a] * K->nrow],
+		       &KLFT(K, 0, k->gone[a]), K->nrow);
+	k->nalid = k->nab = k->ngone = 0;
+}
+
+/*
+ * the start of a degraded pass: D->tab the fault-free tables, every entry
+ * not affected (D->aff 1), but the rows of LIDs without an owner now, which
+ * hold no route -- K's kept buffers, the last pass's changes undone (the
+ * first pass against K makes them); 0, or -1 (declined)
+ */
+int hdor_kept_start(hdor_engine_t *ctx, hdor_deg_t *D)
+{
+	hdor_kns_t *K = D->K;
+	hdor_kept_t *k = K->kept;
+	uint32_t lid;
+
+	if (k && D->full) {
+		/* made afresh, as every pass did before */
+		hdor_kept_free(k, K->ng);
+		K->kept = k = NULL;
+	}
+	if (!k && !(k = kept_make(K)))
+		return hdor_decline(ctx, "out of memory");
+	kept_restore(K, k);
+	for (lid = 0; lid < K->nlid; lid++) {
+		if ((lid < D->nl && D->onode[lid] >= 0) ||
+		    !(k->krow[lid] & KR_ROUTE))
+			continue;
+		if (hdor_grow(&k->gone, k->ngone, &k->capgone,
+			      sizeof(*k->gone)))
+			return hdor_decline(ctx, "out of memory");
+		k->gone[k->ngone++] = lid;
+		memset(&k->tab[(size_t)lid * K->nrow], HDOR_NO_PATH, K->nrow);
+	}
+	D->tab = k->tab;
+	D->aff = k->aff;
+	return 0;
+}
+
+/* the affected entries of `lid` (D->alist) noted, to be undone at the next
+ * pass (and written by difference); 0, or -1 out of memory */
+int hdor_kept_note(hdor_deg_t *D, uint32_t lid)
+{
+	hdor_kept_t *k = D->K->kept;
+	uint32_t j;
+
+	if (hdor_reserve(&k->alid, k->nalid + 1, &k->capalid,
+			 sizeof(uint32_t)) ||
+	    hdor_reserve(&k->aoff, k->nalid + 2, &k->capaoff,
+			 sizeof(uint32_t)) ||
+	    hdor_reserve(&k->ab, k->nab + D->nalist, &k->capab, sizeof(int)))
+		return -1;
+	for (j = 0; j < D->nalist; j++)
+		k->ab[k->nab++] = D->alist[j];
+	k->alid[k->nalid++] = lid;
+	k->aoff[k->nalid] = k->nab;
+	return 0;
 }

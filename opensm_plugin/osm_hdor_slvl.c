@@ -175,6 +175,8 @@ static int cmp_row(const void *a, const void *b)
 struct sls {
 	hmap_t map;
 	uint32_t *src, *srow, nsrc, cap;
+	/* the sources at each switch row (CSR), a LID's candidates */
+	uint32_t *roff, *rsrc, *cand;
 	hhop_t hops[HDOR_MAX_HOPS], hops0[HDOR_MAX_HOPS];
 	int most;
 	double sum;
@@ -186,7 +188,7 @@ static void sls_sources(hdor_deg_t *D, struct sls *S)
 {
 	const hdor_kns_t *K = D->K;
 	hdor_qos_t *Q = D->qos;
-	uint32_t dlid;
+	uint32_t dlid, i;
 
 	for (dlid = 1; dlid < D->nl; dlid++)
 		Q->base[dlid] =
@@ -205,12 +207,22 @@ static void sls_sources(hdor_deg_t *D, struct sls *S)
 		    (dlid != 1 && D->onode[dlid - 1] == c &&
 		     D->oport[dlid - 1] == D->oport[dlid]))
 			continue;
+		/* (a KNS cables every CA port to a router) */
 		x = kpeer(K, c, D->oport[dlid]);
-		S->srow[S->nsrc] = K->type[x] == N_SWITCH ?
-					   (uint32_t)K->row[x] :
-					   UINT32_MAX;
+		if (K->type[x] != N_SWITCH)
+			continue;
+		S->srow[S->nsrc] = (uint32_t)K->row[x];
 		S->src[S->nsrc++] = dlid;
 	}
+	for (i = 0; i < S->nsrc; i++)
+		S->roff[S->srow[i] + 1]++;
+	for (i = 0; i < (uint32_t)K->nrow; i++)
+		S->roff[i + 1] += S->roff[i];
+	for (i = 0; i < S->nsrc; i++)
+		S->rsrc[S->roff[S->srow[i]]++] = i;
+	for (i = (uint32_t)K->nrow; i > 0; i--)
+		S->roff[i] = S->roff[i - 1];
+	S->roff[0] = 0;
 }
 
 /*
@@ -321,6 +333,80 @@ static int sls_pair(hdor_engine_t *ctx, hdor_deg_t *D, struct sls *S,
 	return 0;
 }
 
+/* the pairs of dlid whose route changed, found by a look at every source: one
+ * byte of dlid's row of D->aff each */
+static int sls_lid_all(hdor_engine_t *ctx, hdor_deg_t *D, struct sls *S,
+		       uint32_t dlid)
+{
+	const uint8_t *arow = &D->aff[(size_t)dlid * D->K->nrow];
+	uint32_t i;
+
+	for (i = 0; i < S->nsrc; i++)
+		if (arow[S->srow[i]] != 1 && sls_pair(ctx, D, S, i, dlid))
+			return -1;
+	return 0;
+}
+
+/* the same pairs found by a look at every pair (opts.degraded_full): a scan
+ * of the 16.7 M pairs of KNS 16^3 */
+static int sls_all_pairs(hdor_engine_t *ctx, hdor_deg_t *D, struct sls *S)
+{
+	const hdor_kns_t *K = D->K;
+	uint32_t dlid;
+
+	for (dlid = 1; dlid < D->nl; dlid++) {
+		int dc = D->onode[dlid];
+
+		if (dc < 0 || K->type[dc] != N_CA ||
+		    !works(D, dc, D->oport[dlid]))
+			continue;
+		if (sls_lid_all(ctx, D, S, dlid))
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * Only the pairs whose route changed are walked: a pair is one when its
+ * source's switch has an affected entry for dlid -- one of the entries the
+ * affected entries phase noted, LID by LID (K->kept): the sources at those
+ * switches, ascending.  Every other pair keeps its fault-free route and SL 0.
+ * 0, or -1 (declined)
+ */
+static int sls_affected_pairs(hdor_engine_t *ctx, hdor_deg_t *D, struct sls *S)
+{
+	const hdor_kns_t *K = D->K;
+	const hdor_kept_t *k = K->kept;
+	uint32_t a, i, j, dlid;
+
+	for (a = 0; a < k->nalid; a++) {
+		int dc = D->onode[dlid = k->alid[a]];
+		uint32_t nc = 0;
+
+		if (dc < 0 || K->type[dc] != N_CA ||
+		    !works(D, dc, D->oport[dlid]))
+			continue;
+		if ((k->aoff[a + 1] - k->aoff[a]) * 8 > S->nsrc) {
+			/* many: a look at every source is cheaper than a sort */
+			if (sls_lid_all(ctx, D, S, dlid))
+				return -1;
+			continue;
+		}
+		for (j = k->aoff[a]; j < k->aoff[a + 1]; j++) {
+			uint32_t r = (uint32_t)K->row[k->ab[j]];
+
+			for (i = S->roff[r]; i < S->roff[r + 1]; i++)
+				S->cand[nc++] = S->rsrc[i];
+		}
+		if (nc > 1)
+			qsort(S->cand, nc, sizeof(uint32_t), hdor_cmp_u32);
+		for (j = 0; j < nc; j++)
+			if (sls_pair(ctx, D, S, S->cand[j], dlid))
+				return -1;
+	}
+	return 0;
+}
+
 /* SL2VL rows: (switch, in, out) -> VL per SL; entries never set are VL 0 */
 static int sls_rows(hdor_deg_t *D, struct sls *S)
 {
@@ -385,7 +471,6 @@ int hdor_deg_sls(hdor_engine_t *ctx, hdor_deg_t *D)
 	const hdor_kns_t *K = D->K;
 	hdor_qos_t *Q = hdor_calloc(1, sizeof(*Q));
 	struct sls *S = hdor_calloc(1, sizeof(*S));
-	uint32_t dlid, i;
 	int ret = -1;
 
 	D->qos = Q;
@@ -393,33 +478,16 @@ int hdor_deg_sls(hdor_engine_t *ctx, hdor_deg_t *D)
 		goto oom;
 	S->src = hdor_calloc(D->nl, sizeof(uint32_t));
 	S->srow = hdor_calloc(D->nl, sizeof(uint32_t));
+	S->roff = hdor_calloc((size_t)K->nrow + 1, sizeof(uint32_t));
+	S->rsrc = hdor_calloc(D->nl, sizeof(uint32_t));
+	S->cand = hdor_calloc(D->nl, sizeof(uint32_t));
 	Q->nl = D->nl;
 	Q->base = hdor_calloc(D->nl, sizeof(uint16_t));
-	if (!S->src || !S->srow || !Q->base)
+	if (!S->src || !S->srow || !S->roff || !S->rsrc || !S->cand || !Q->base)
 		goto oom;
 	sls_sources(D, S);
-	/*
-	 * Only the pairs whose route changed are walked: a pair is one when its
-	 * source's switch has an affected entry for dlid (D->aff, complete for
-	 * the live switches after the affected entries phase).  The test per
-	 * pair reads one byte of dlid's row of D->aff, in the cache: the 16.7 M
-	 * pairs of KNS 16^3 cost a scan, the walks follow the failures.
-	 */
-	for (dlid = 1; dlid < D->nl; dlid++) {
-		int dc = D->onode[dlid];
-		const uint8_t *arow = &D->aff[(size_t)dlid * K->nrow];
-
-		if (dc < 0 || K->type[dc] != N_CA ||
-		    !works(D, dc, D->oport[dlid]))
-			continue;
-		for (i = 0; i < S->nsrc; i++) {
-			/* the fault-free route, intact: SL 0 */
-			if (S->srow[i] != UINT32_MAX && arow[S->srow[i]] == 1)
-				continue;
-			if (sls_pair(ctx, D, S, i, dlid))
-				goto out;
-		}
-	}
+	if (D->full ? sls_all_pairs(ctx, D, S) : sls_affected_pairs(ctx, D, S))
+		goto out;
 	D->extra_mean = D->detoured ? S->sum / D->detoured : 0.0;
 	D->vls = (unsigned)S->most + 1;
 	if (sls_rows(D, S))
@@ -431,9 +499,10 @@ oom:
 	hdor_decline(ctx, "out of memory");
 out:
 	if (S) {
-		free(S->src);
-		free(S->srow);
-		free(S->map.slot);
+		void *all[] = { S->src,	 S->srow, S->roff,
+				S->rsrc, S->cand, S->map.slot };
+
+		hdor_free_all(all, sizeof(all) / sizeof(all[0]));
 	}
 	free(S);
 	return ret;
@@ -698,6 +767,205 @@ void hdor_deg_write_tables(hdor_deg_t *D)
 	}
 	free(sw);
 	free(top);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Tables the front end keeps (opts.tables_kept): written by difference     */
+
+/* every switch's table without a route and no LID through a port, as OpenSM
+ * prepares them before a pass */
+void hdor_prepare_tables(const struct hdor_fabric *fab)
+{
+	uint32_t i;
+
+	for (i = 0; i < fab->nn; i++) {
+		const struct hdor_node *x = &fab->nodes[i];
+
+		if (x->type != HDOR_NODE_SWITCH || !x->lft)
+			continue;
+		memset(x->lft, HDOR_NO_PATH, (size_t)x->top + 1);
+		if (x->paths)
+			memset(x->paths, 0, x->np * sizeof(*x->paths));
+	}
+}
+
+void hdor_written_free(struct hdor_written *W)
+{
+	void *all[] = { W->mnode, W->alid, W->aoff, W->ab, W->gone, W->dead };
+
+	hdor_free_all(all, sizeof(all) / sizeof(all[0]));
+	memset(W, 0, sizeof(*W));
+}
+
+/* entry lid of switch x becomes v, its LIDs per port with it */
+static inline void put(const struct hdor_node *x, uint32_t lid, uint8_t v)
+{
+	uint8_t old = x->lft[lid];
+
+	if (old == v || lid > x->top)
+		return;
+	if (old < x->np)
+		x->paths[old]--;
+	if (v < x->np)
+		x->paths[v]++;
+	x->lft[lid] = v;
+}
+
+/* what a pass with nothing failed writes at (b, lid) */
+static inline uint8_t base_entry(const hdor_kns_t *K, int b, uint32_t lid)
+{
+	return lid && lid < K->nlid ? KLFT(K, K->row[b], lid) : HDOR_NO_PATH;
+}
+
+/* the last degraded pass's changes undone: the tables of K as a pass with
+ * nothing failed writes them */
+static void written_undo(const struct hdor_written *W, const hdor_kns_t *K,
+			 const int *sw, uint32_t nsw)
+{
+	const struct hdor_node *const *mn = W->mnode;
+	uint32_t a, j, lid;
+
+	for (a = 0; a < W->nalid; a++)
+		for (j = W->aoff[a]; j < W->aoff[a + 1]; j++)
+			if (mn[W->ab[j]])
+				put(mn[W->ab[j]], W->alid[a],
+				    base_entry(K, W->ab[j], W->alid[a]));
+	for (a = 0; a < W->ngone; a++)
+		for (j = 0; j < nsw; j++)
+			if (mn[sw[j]] && W->gone[a])
+				put(mn[sw[j]], W->gone[a],
+				    base_entry(K, sw[j], W->gone[a]));
+	for (a = 0; a < W->ndead; a++)
+		for (lid = 1; lid <= mn[W->dead[a]]->top; lid++)
+			put(mn[W->dead[a]], lid,
+			    base_entry(K, W->dead[a], lid));
+}
+
+/* this pass's changes written: its affected entries, its LIDs without an
+ * owner, its dead switches */
+static void written_apply(const hdor_deg_t *D, const struct hdor_node **mn,
+			  const int *sw, uint32_t nsw)
+{
+	const hdor_kns_t *K = D->K;
+	const hdor_kept_t *k = K->kept;
+	uint32_t a, j, lid;
+
+	for (a = 0; a < k->nalid; a++)
+		for (j = k->aoff[a]; j < k->aoff[a + 1]; j++)
+			if (D->cur[k->ab[j]] && mn[k->ab[j]])
+				put(mn[k->ab[j]], k->alid[a],
+				    DTAB(D, K->row[k->ab[j]], k->alid[a]));
+	for (a = 0; a < k->ngone; a++)
+		for (j = 0; j < nsw; j++)
+			if (D->cur[sw[j]] && mn[sw[j]] && k->gone[a])
+				put(mn[sw[j]], k->gone[a], HDOR_NO_PATH);
+	for (j = 0; j < nsw; j++)
+		if (!D->cur[sw[j]] && mn[sw[j]])
+			for (lid = 1; lid <= mn[sw[j]]->top; lid++)
+				put(mn[sw[j]], lid, HDOR_NO_PATH);
+}
+
+/* what the model's switches hold now: K's tables but at this pass's changes
+ * (copied from K->kept); 0, or -1 out of memory (then unknown) */
+static int written_note(struct hdor_written *W, const hdor_deg_t *D,
+			const struct hdor_node **mn, const int *sw,
+			uint32_t nsw)
+{
+	const hdor_kept_t *k = D->K->kept;
+	uint32_t j;
+
+	free(W->mnode);
+	W->mnode = mn;
+	W->nmnode = D->K->nn;
+	W->nalid = W->nab = W->ngone = W->ndead = 0;
+	W->serial = 0;
+	if (hdor_reserve(&W->alid, k->nalid, &W->capalid, sizeof(uint32_t)) ||
+	    hdor_reserve(&W->aoff, k->nalid + 1, &W->capaoff,
+			 sizeof(uint32_t)) ||
+	    hdor_reserve(&W->ab, k->nab, &W->capab, sizeof(int)) ||
+	    hdor_reserve(&W->gone, k->ngone, &W->capgone, sizeof(uint32_t)))
+		return -1;
+	memcpy(W->alid, k->alid, k->nalid * sizeof(uint32_t));
+	memcpy(W->aoff, k->aoff, (k->nalid + 1) * sizeof(uint32_t));
+	memcpy(W->ab, k->ab, k->nab * sizeof(int));
+	memcpy(W->gone, k->gone, k->ngone * sizeof(uint32_t));
+	W->nalid = k->nalid;
+	W->nab = k->nab;
+	W->ngone = k->ngone;
+	for (j = 0; j < nsw; j++) {
+		if (D->cur[sw[j]] || !mn[sw[j]])
+			continue;
+		if (hdor_grow(&W->dead, W->ndead, &W->capdead, sizeof(int)))
+			return -1;
+		W->dead[W->ndead++] = sw[j];
+	}
+	W->serial = D->K->serial;
+	return 0;
+}
+
+/* the entries undoing the last pass and writing this one touch (beyond an
+ * eighth of them all a whole write is cheaper) */
+static uint64_t written_work(const struct hdor_written *W, const hdor_deg_t *D,
+			     uint32_t nsw)
+{
+	const hdor_kept_t *k = D->K->kept;
+	uint64_t n = (uint64_t)W->nab + k->nab +
+		     (uint64_t)(W->ngone + k->ngone) * nsw;
+	uint32_t j, dead = W->ndead;
+
+	for (j = 0; j < D->K->nn; j++)
+		dead += D->K->type[j] == N_SWITCH && D->K->row[j] >= 0 &&
+			!D->cur[j];
+	return n + (uint64_t)dead * D->nl;
+}
+
+/*
+ * The tables of a degraded pass into switches the front end keeps: when they
+ * hold K's tables but at the last degraded pass's changes, those are undone
+ * and this pass's written -- the entries a failure touches, not every entry
+ * of every switch; else they are prepared and written whole.  The same tables
+ * and LIDs per port as hdor_deg_write_tables into prepared ones.  0, or -1 out
+ * of memory (then written whole).
+ */
+int hdor_deg_write_kept(hdor_engine_t *ctx, hdor_deg_t *D)
+{
+	struct hdor_written *W = &ctx->written;
+	const hdor_kns_t *K = D->K;
+	const struct hdor_node **mn = hdor_calloc(K->nn, sizeof(*mn));
+	int *sw = hdor_calloc(K->nn, sizeof(int)), ret = 0;
+	uint32_t i, nsw = 0;
+
+	if (!mn || !sw) {
+		free(mn);
+		free(sw);
+		W->serial = 0;
+		hdor_prepare_tables(ctx->fab);
+		hdor_deg_write_tables(D);
+		return -1;
+	}
+	for (i = 0; i < K->nn; i++) {
+		const struct hdor_node *x;
+
+		if (K->type[i] != N_SWITCH || K->row[i] < 0)
+			continue;
+		x = D->cur[i] ? D->cur[i] :
+				hdor_fabric_node(ctx->fab, K->ident[i]);
+		mn[i] = x && x->lft && x->type == HDOR_NODE_SWITCH ? x : NULL;
+		sw[nsw++] = (int)i;
+	}
+	if (!D->full && W->serial == K->serial && W->nmnode == K->nn &&
+	    !memcmp(W->mnode, mn, K->nn * sizeof(*mn)) &&
+	    written_work(W, D, nsw) < (uint64_t)nsw * D->nl / 8) {
+		written_undo(W, K, sw, nsw);
+		written_apply(D, mn, sw, nsw);
+	} else {
+		hdor_prepare_tables(ctx->fab);
+		hdor_deg_write_tables(D);
+	}
+	if (written_note(W, D, mn, sw, nsw))
+		ret = -1;
+	free(sw);
+	return ret;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -41,8 +41,8 @@ int hdor_fabric_index(struct hdor_fabric *fab)
 	return 0;
 }
 
-/* the node there now with this GUID, or NULL */
-struct hdor_node *hdor_fabric_find(const struct hdor_fabric *fab, uint64_t guid)
+/* the node of the model with this GUID (there now or not), or NULL */
+struct hdor_node *hdor_fabric_node(const struct hdor_fabric *fab, uint64_t guid)
 {
 	uint32_t lo = 0, hi = fab->nn;
 
@@ -54,10 +54,17 @@ struct hdor_node *hdor_fabric_find(const struct hdor_fabric *fab, uint64_t guid)
 		else
 			hi = mid;
 	}
-	if (lo < fab->nn && fab->nodes[fab->by_guid[lo]].guid == guid &&
-	    hdor_node_here(&fab->nodes[fab->by_guid[lo]]))
+	if (lo < fab->nn && fab->nodes[fab->by_guid[lo]].guid == guid)
 		return &fab->nodes[fab->by_guid[lo]];
 	return NULL;
+}
+
+/* the node there now with this GUID, or NULL */
+struct hdor_node *hdor_fabric_find(const struct hdor_fabric *fab, uint64_t guid)
+{
+	struct hdor_node *x = hdor_fabric_node(fab, guid);
+
+	return hdor_node_here(x) ? x : NULL;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -294,6 +301,13 @@ int hdor_cmp_int(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+int hdor_cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
 /*
  * sorting helpers (qsort with a pass pointer via a file-static: the engine
  * runs under OpenSM's exclusive lock, one pass at a time)
@@ -335,12 +349,21 @@ int hdor_node_kind(const struct hdor_node *node)
  * doubled): 0, or -1 */
 int hdor_grow(void *pp, uint32_t n, uint32_t *cap, size_t sz)
 {
+	return hdor_reserve(pp, n + 1, cap, sz);
+}
+
+/* room for `need` elements of size sz in *pp (capacity *cap, doubled as
+ * needed): 0, or -1 out of memory (*pp unchanged) */
+int hdor_reserve(void *pp, uint32_t need, uint32_t *cap, size_t sz)
+{
 	void **p = pp, *np_;
 	uint32_t nc;
 
-	if (n < *cap)
+	if (need <= *cap)
 		return 0;
 	nc = *cap ? 2 * *cap : 256;
+	while (nc < need)
+		nc *= 2;
 	np_ = realloc(*p, (size_t)nc * sz);
 	if (!np_)
 		return -1;
@@ -428,6 +451,7 @@ void hdor_kns_free(hdor_kns_t *K)
 
 	if (!K)
 		return;
+	hdor_kept_free(K->kept, K->ng);
 	if (K->desc)
 		for (i = 0; i < K->nn; i++)
 			free(K->desc[i]);
@@ -444,6 +468,25 @@ void hdor_kns_free(hdor_kns_t *K)
 	free(K);
 }
 
+void hdor_kept_free(hdor_kept_t *k, int ng)
+{
+	int g;
+
+	if (!k)
+		return;
+	for (g = 0; k->kig && g < ng; g++)
+		hdor_hig_free(k->kig[g], k->kign[g]);
+	free(k->kig);
+	free(k->kign);
+	{
+		void *all[] = { k->tab,	 k->aff, k->krow, k->alid,
+				k->aoff, k->ab,	 k->gone };
+
+		hdor_free_all(all, sizeof(all) / sizeof(all[0]));
+	}
+	free(k);
+}
+
 void hdor_qos_free(hdor_qos_t *Q)
 {
 	if (!Q)
@@ -457,24 +500,29 @@ void hdor_qos_free(hdor_qos_t *Q)
 	free(Q);
 }
 
-static void deg_free_groups(hdor_deg_t *D)
+/* a group's routes toward its n members, and the array */
+void hdor_hig_free(hig_t *h, uint32_t n)
 {
 	uint32_t i;
+
+	for (i = 0; h && i < n; i++) {
+		free(h[i].cost);
+		free(h[i].cm);
+		free(h[i].icost);
+		free(h[i].im);
+	}
+	free(h);
+}
+
+static void deg_free_groups(hdor_deg_t *D)
+{
 	int g;
 
 	if (!D->ig)
 		return;
-	for (g = 0; g < D->ng; g++) {
-		if (!D->ig[g])
-			continue;
-		for (i = 0; i < D->gmoff[g + 1] - D->gmoff[g]; i++) {
-			free(D->ig[g][i].cost);
-			free(D->ig[g][i].cm);
-			free(D->ig[g][i].icost);
-			free(D->ig[g][i].im);
-		}
-		free(D->ig[g]);
-	}
+	for (g = 0; g < D->ng; g++)
+		if (!D->igkept || !D->igkept[g])
+			hdor_hig_free(D->ig[g], D->gmoff[g + 1] - D->gmoff[g]);
 }
 
 void hdor_deg_free(hdor_deg_t *D)
@@ -488,9 +536,9 @@ void hdor_deg_free(hdor_deg_t *D)
 		for (i = 0; i < (uint32_t)D->K->nrow; i++)
 			free(D->cnt[i]);
 	{
-		void *all[] = { D->cnt,	   D->ncnt,    D->capcnt, D->ig,
-				D->cur,	   D->ok,      D->onode,  D->oport,
-				D->tab,	   D->aff,     D->gof,	  D->glocal,
+		void *all[] = { D->igkept, D->cnt,     D->ncnt,	  D->capcnt,
+				D->ig,	   D->cur,     D->ok,	  D->onode,
+				D->oport,  D->clist,   D->gof,	  D->glocal,
 				D->gdim,   D->gsoff,   D->gsw,	  D->gmoff,
 				D->gmem,   D->rgoff,   D->rgl,	  D->rgslot,
 				D->nd,	   D->fixlist, D->exitof, D->exitslot,
@@ -564,10 +612,12 @@ int hdor_kns_index(hdor_kns_t *K)
 hdor_kns_t *hdor_kns_alloc(uint32_t nn, unsigned k, unsigned n, unsigned s,
 			   int origin)
 {
+	static uint64_t serials;
 	hdor_kns_t *K = hdor_calloc(1, sizeof(*K));
 
 	if (!K)
 		return NULL;
+	K->serial = __atomic_add_fetch(&serials, 1, __ATOMIC_RELAXED);
 	K->nn = nn;
 	K->k = k;
 	K->n = n;

@@ -13,7 +13,18 @@ Python reference (`--implementation python`) on the same discovery, in the same 
     (`route_failures`: no parsing, no reloading): seconds per failure set, against the Python
     reference's degraded pass (`hdor.compute(..., baseline=...)`) of the same failure.
 
-    .venv/bin/python perf/hdor_c_bench.py OUT [--quick] [--reps 3] [--only a,b]
+(c) The degraded pass for one failure, incremental (issue 39), against the full degraded pass (every
+    LID and pair looked at, tables written whole: `Engine(incremental=False)`, the pass before issue
+    39) in the same run: KNS 16^3 (`--quick`: 8^3) loaded once in each engine, then router-switch
+    cables (`--cables`), indirect switches and routers (`--nodes` each) failed one at a time, what
+    the SM's HCA no longer reaches going too, each routed by both: the engine's time (the C call
+    hdor_off_route: wall, and its thread's CPU, which the machine's load does not inflate) and its phases (the summary line), the tables of the two compared; what-if's
+    `route_failures` end to end; the fault-free pass (the complete KNS routed again) beside it; 1 %
+    of the cables down at once (issue 28's degraded pass against the fault-free one); and memory:
+    the process's RSS after the 10th and the last of `--long` failures routed one after another.
+    `--loop N [--full]` is one process doing the load and N cable failures, for farm-bench.
+
+    .venv/bin/python perf/hdor_c_bench.py OUT [--quick] [--reps 3] [--only a,b,c] [--cables 100]
 """
 
 from __future__ import annotations
@@ -153,13 +164,166 @@ def _without(f, li):
     return g
 
 
-def main(out: Path, quick: bool = False, reps: int = 3, parts: str = "a,b") -> list[dict]:
+def _rss_mib() -> float:
+    return int(next(ln.split()[1] for ln in open("/proc/self/status") if ln.startswith("VmRSS"))) / 1024
+
+
+def _phases(log: str) -> dict:
+    """The phases of the engine's summary line (docs/plugin.md "Log lines"), in ms, and its total."""
+    line = next((ln for ln in log.splitlines() if "hdor: routed" in ln), "")
+    out = {name.strip(): int(us) / 1000 for name, us in re.findall(r"([a-zA-Z'/ -]+?) (\d+) us", line)}
+    m = re.search(r"LIDs, (\d+) us \(pass", line)
+    if m:
+        out["total"] = int(m.group(1)) / 1000
+    return out
+
+
+class _Timed:
+    """An engine whose C pass is timed: a failure set masked, routed (no dump), repaired."""
+
+    def __init__(self, f, incremental: bool):
+        import numpy as np
+
+        from ibtool.routing import hdor_c
+        self.np, self.c = np, hdor_c
+        self.f, self.e = f, hdor_c.Engine(incremental=incremental)
+        self.e.load(f)
+        self.e.route(dump=False)
+
+    def once(self, nodes=(), links=(), sm=None) -> tuple[float, int]:
+        np, c, lib, h = self.np, self.c, self.e._lib, self.e._h
+        nn = np.asarray(nodes, dtype=np.uint32)
+        ln = np.asarray([x for x, _ in links], dtype=np.uint32)
+        lp = np.asarray([p for _, p in links], dtype=np.uint8)
+        if nodes or links:
+            lib.hdor_off_fail(h, 0xFFFFFFFF if sm is None else sm, len(nn), nn.ctypes.data_as(c._U32), len(ln),
+                              ln.ctypes.data_as(c._U32), lp.ctypes.data_as(c._U8))
+        t, cpu = time.perf_counter(), time.thread_time()
+        rc = lib.hdor_off_route(h, None)
+        dt = time.perf_counter() - t
+        self.cpu = time.thread_time() - cpu  # the pass is one thread: its CPU, whatever the load
+        lib.hdor_off_repair(h)
+        return dt, rc
+
+    def table(self):
+        stride = self.c.ctypes.c_uint32(0)
+        p = self.e._lib.hdor_off_lft(self.e._h, self.c.ctypes.byref(stride))
+        nsw = sum(1 for t in self.f.types if t == 2)
+        return self.np.ctypeslib.as_array(p, shape=(nsw * stride.value,))
+
+
+def _single_failures(f, cables: int, nodes: int):
+    role = f.roles
+    rs = [li for li in range(f.num_links) if {role[f.link_a[li]], role[f.link_b[li]]} == {"router", "switch"}]
+    sws = [x for x in range(f.num_nodes) if role[x] == "switch"]
+    rts = [x for x in range(f.num_nodes) if role[x] == "router"]
+    out = [("cable", (), ((f.link_a[li], f.link_pa[li]),)) for li in rs[:: max(1, len(rs) // cables)][:cables]]
+    out += [("switch", (x,), ()) for x in sws[:: max(1, len(sws) // max(nodes, 1))][:nodes]]
+    out += [("router", (x,), ()) for x in rts[1:: max(1, len(rts) // max(nodes, 1))][:nodes]]
+    return out, rs
+
+
+def _median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2] if xs else None
+
+
+def part_c(quick: bool, cables: int = 100, nodes: int = 20, long: int = 1000) -> dict:
+    import random
+
+    import numpy as np
+    k = 8 if quick else 16
+    f = kns(k, 3)
+    assign_lids(f)
+    sm = max(x for x in range(f.num_nodes) if f.roles[x] == "hca")
+    sets, rs = _single_failures(f, cables, nodes)
+    row = {"fabric": f"KNS {k}-ary 3-direct", "load_before": load(), "sets": len(sets)}
+    inc, full = _Timed(f, True), _Timed(f, False)
+    # the fault-free pass: the complete KNS routed again (a re-sweep with nothing failed)
+    row["fault_free_ms"] = [round(1e3 * inc.once()[0], 1) for _ in range(5)]
+    per = {}
+    same = 0
+    for kind, nodes_, links in sets:
+        a, rca = inc.once(nodes_, links, sm)
+        pa = _phases(inc.e.log)
+        b, rcb = full.once(nodes_, links, sm)
+        pb = _phases(full.e.log)
+        assert rca == rcb, (kind, nodes_, links)
+        if rca == 0:
+            assert np.array_equal(inc.table(), full.table()), (kind, nodes_, links)
+            same += 1
+        d = per.setdefault(kind, {"incremental_ms": [], "full_ms": [], "incremental_cpu_ms": [], "full_cpu_ms": [],
+                                  "phases_incremental": [], "phases_full": []})
+        d["incremental_ms"].append(round(1e3 * a, 2))
+        d["full_ms"].append(round(1e3 * b, 2))
+        d["incremental_cpu_ms"].append(round(1e3 * inc.cpu, 2))
+        d["full_cpu_ms"].append(round(1e3 * full.cpu, 2))
+        d["phases_incremental"].append(pa)
+        d["phases_full"].append(pb)
+    row["tables_identical"] = same
+    for kind, d in per.items():
+        d["median_incremental_ms"] = _median(d["incremental_ms"])
+        d["median_full_ms"] = _median(d["full_ms"])
+        d["median_incremental_cpu_ms"] = _median(d["incremental_cpu_ms"])
+        d["median_full_cpu_ms"] = _median(d["full_cpu_ms"])
+        d["median_ratio_cpu"] = _median([y / x for x, y in zip(d["incremental_cpu_ms"], d["full_cpu_ms"]) if x])
+        for which in ("incremental", "full"):
+            ph = d.pop(f"phases_{which}")
+            d[f"median_phases_{which}"] = {name: _median([p.get(name, 0) for p in ph]) for name in ph[0]}
+    row["single"] = per
+    # what-if's call end to end (the result objects, the dump or not), on the cables
+    ends = {None: ([], []), False: ([], [])}  # dump (a temporary file, none): (wall, CPU) per call
+    for kind, nodes_, links in sets[:cables]:
+        for dump in ends:
+            t, cpu = time.perf_counter(), time.thread_time()
+            inc.e.route_failures(nodes_, links, sm=sm, dump=dump)
+            ends[dump][0].append(round(1e3 * (time.perf_counter() - t), 1))
+            ends[dump][1].append(round(1e3 * (time.thread_time() - cpu), 1))
+    row["route_failures_ms"] = {"median": _median(ends[None][0]), "median_dump_false": _median(ends[False][0]),
+                                "median_cpu": _median(ends[None][1]), "median_cpu_dump_false": _median(ends[False][1])}
+    # 1 % of the router-switch cables down at once (issue 28's degraded pass), seed 0
+    pick = random.Random(0).sample(rs, max(1, len(rs) // 100))
+    ends = tuple((f.link_a[li], f.link_pa[li]) for li in pick)
+    row["one_percent"] = {"cables": len(pick)}
+    for name, e in (("incremental", inc), ("full", full)):
+        ts = [e.once((), ends)[0] for _ in range(3)]
+        row["one_percent"][f"{name}_ms"] = [round(1e3 * t, 1) for t in ts]
+        row["one_percent"][f"phases_{name}"] = _phases(e.e.log)
+    row["one_percent"]["fault_free_ms"] = [round(1e3 * full.once()[0], 1) for _ in range(3)]
+    del full
+    # memory: one failure after another, the RSS after the 10th and after the last
+    rss = {}
+    for i in range(long):
+        li = rs[(i * 7919) % len(rs)]
+        inc.once((), ((f.link_a[li], f.link_pa[li]),), sm)
+        if i + 1 in (10, 100, long):
+            rss[i + 1] = round(_rss_mib(), 1)
+    row["rss_mib_after"] = rss
+    row["load_after"] = load()
+    print(json.dumps(row), flush=True)
+    return row
+
+
+def loop(quick: bool, n: int, full: bool) -> None:
+    """One process: KNS 16^3 (8^3) loaded and routed, then n single cable failures (farm-bench)."""
+    k = 8 if quick else 16
+    f = kns(k, 3)
+    assign_lids(f)
+    sets, _ = _single_failures(f, n, 0)
+    e = _Timed(f, not full)
+    for _, nodes_, links in sets[:n]:
+        e.once(nodes_, links)
+
+
+def main(out: Path, quick: bool = False, reps: int = 3, parts: str = "a,b,c", cables: int = 100) -> list[dict]:
     out.mkdir(parents=True, exist_ok=True)
     rows = []
     if "a" in parts:
         rows.append({"part": "a", **part_a(out, quick, reps)})
     if "b" in parts:
         rows.append({"part": "b", **part_b(out, quick)})
+    if "c" in parts:
+        rows.append({"part": "c", **part_c(quick, cables)})
     (out / "hdor_c.json").write_text(json.dumps(rows, indent=1))
     return rows
 
@@ -169,6 +333,12 @@ if __name__ == "__main__":
     ap.add_argument("out", type=Path)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--only", default="a,b")
+    ap.add_argument("--only", default="a,b,c")
+    ap.add_argument("--cables", type=int, default=100)
+    ap.add_argument("--loop", type=int, default=0, help="only load and route N cable failures (farm-bench)")
+    ap.add_argument("--full", action="store_true", help="with --loop: the full degraded pass")
     a = ap.parse_args()
-    main(a.out, a.quick, a.reps, a.only)
+    if a.loop:
+        loop(a.quick, a.loop, a.full)
+    else:
+        main(a.out, a.quick, a.reps, a.only, a.cables)

@@ -27,6 +27,7 @@ import sys
 import time
 from pathlib import Path
 
+import trees_bench
 from measure import measure
 
 from ibtool.formats import ibnetdiscover

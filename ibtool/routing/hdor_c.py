@@ -23,6 +23,7 @@ import ctypes.util
 import os
 import re
 import tempfile
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -104,6 +105,9 @@ def _load():
         "hdor_off_path_sls": (ctypes.c_uint32, [h, ctypes.POINTER(_U64), ctypes.POINTER(_U8),
                                                 ctypes.POINTER(_U64), _U32]),
         "hdor_off_sl2vl": (ctypes.c_uint32, [h, ctypes.POINTER(_U64), ctypes.POINTER(_U64), ctypes.POINTER(_U8)]),
+        "hdor_off_changed": (ctypes.c_uint32, [h, ctypes.POINTER(_U32), ctypes.POINTER(_U32)]),
+        "hdor_off_incremental": (None, [h, ctypes.c_int]),
+        "hdor_off_paths": (_U32, [h]),
     }
     for name, (res, args) in sig.items():
         fn = getattr(lib, name)
@@ -119,29 +123,31 @@ def _ptr(a: np.ndarray, t):
 @dataclass
 class CResult:
     """What a pass of the C engine gives, with the names of the Python reference's HdorResult
-    where they mean the same (ibtool.routing.hdor_result)."""
+    where they mean the same (ibtool.routing.hdor_result). The roles, coordinates and spread are
+    read from the coordinates dump when first asked (none with `route_failures(dump=False)`)."""
     k: int
     n: int
     s: int
     dump_lines: list[str]
-    role: list[str]
-    dim: dict[int, int]
-    coords: dict[int, tuple]
-    spread: dict[tuple[int, int], dict[int, int]]
-    routers: list[int] = field(default_factory=list)
-    switches: list[int] = field(default_factory=list)
-    hcas: list[int] = field(default_factory=list)
     lids: int = 0
     vls: int = 1
-    sl2vl: SL2VL | None = None
     faults: dict = field(default_factory=dict)
     extra_hops: dict = field(default_factory=dict)
     degraded: bool = False
     log: str = ""
+    # a degraded pass's pairs with an SL above 0 (keys dlid << 16 | source base LID, their SLs) and
+    # the keys of the pairs not delivered: every other pair has SL 0 (path_sls spells them all out)
+    detour_sls: tuple | None = None
+    _fabric: Fabric | None = field(default=None, repr=False)
+    _parsed: dict | None = field(default=None, repr=False)
     _tables: Tables | None = field(default=None, repr=False)
     _make_tables: object = field(default=None, repr=False)
+    _raw: tuple | None = field(default=None, repr=False)  # the engine's tables copied out, their stride
+    _sl2vl: SL2VL | None = field(default=None, repr=False)
+    _make_sl2vl: object = field(default=None, repr=False)
     _path_sls: PathSLs | None = field(default=None, repr=False)
     _make_path_sls: object = field(default=None, repr=False)
+    _changed: tuple | None = field(default=None, repr=False)
 
     @property
     def path_sls(self) -> PathSLs | None:
@@ -156,11 +162,62 @@ class CResult:
         """Every switch's table (read from the engine when first asked: the command line writes
         the LFT file from C and never needs them)."""
         if self._tables is None:
-            self._tables, self._make_tables = self._make_tables(), None
+            self._tables, self._make_tables, self._raw = self._make_tables(self._raw), None, None
         return self._tables
+
+    @property
+    def sl2vl(self) -> SL2VL | None:
+        """A degraded pass's SL2VL rows (built when first asked)."""
+        if self._sl2vl is None and self._make_sl2vl is not None:
+            self._sl2vl, self._make_sl2vl = self._make_sl2vl(), None
+        return self._sl2vl
+
+    @property
+    def changed(self) -> tuple[np.ndarray, np.ndarray]:
+        """The entries a degraded pass recomputed (its affected entries, docs/hdor.md section 6):
+        (switch node indices, LIDs), by LID then node. Every other entry of a switch that is there
+        is the fault-free table's, or 255 for a LID whose port is gone; empty after a complete
+        pass."""
+        return self._changed if self._changed is not None else (np.zeros(0, np.uint32), np.zeros(0, np.uint32))
+
+    def _dump(self) -> dict:
+        if self._parsed is None:
+            self._parsed = _parse_dump(self.dump_lines, self._fabric)
+        return self._parsed
+
+    role = property(lambda self: self._dump()["role"], doc="every node's role word (hca when not listed)")
+    dim = property(lambda self: self._dump()["dim"], doc="indirect switch -> its dimension")
+    coords = property(lambda self: self._dump()["coords"], doc="node -> its coordinates in the dump")
+    spread = property(lambda self: self._dump()["spread"], doc="(router, dim) -> {port: LIDs}")
+    routers = property(lambda self: self._dump()["routers"])
+    switches = property(lambda self: self._dump()["switches"])
+    hcas = property(lambda self: self._dump()["hcas"])
 
     def spread_summary(self) -> dict:
         return spread_summary(self.spread)
+
+
+def _parse_dump(lines: list[str], f: Fabric) -> dict:
+    """The roles, dimensions, coordinates and spread lines of a coordinates dump (docs/hdor.md
+    section 5), by the fabric's node indices."""
+    out = {"role": ["hca"] * f.num_nodes, "dim": {}, "coords": {}, "spread": {}, "routers": [], "switches": [],
+           "hcas": []}
+    by_guid = {g: i for i, g in enumerate(f.guids)}
+    for ln in lines[1:]:
+        m = _NODE.match(ln)
+        if m:
+            x = by_guid[int(m.group(2), 16)]
+            out["role"][x] = m.group(1)
+            out["coords"][x] = tuple(int(v) for v in m.group(4).split(",")) if m.group(4) else ()
+            out[m.group(1) + "s" if m.group(1) != "switch" else "switches"].append(x)
+            if m.group(3) is not None:
+                out["dim"][x] = int(m.group(3))
+            continue
+        m = _SPREAD.match(ln)
+        if m:
+            out["spread"][(by_guid[int(m.group(1), 16)], int(m.group(2)))] = {
+                int(p): int(c) for p, c in (x.split(":") for x in m.group(3).split(","))}
+    return out
 
 
 _NODE = re.compile(r'^(router|switch|hca) +0x([0-9a-f]{16}) (?:dim=(\d+) )?\[([0-9,]*)\] ')
@@ -170,22 +227,31 @@ _SIGHT = re.compile(r"identified at first sight: (\d+) router\(s\), (\d+) indire
 
 
 class Engine:
-    """One C engine (it remembers the KNS across passes) and the fabric it routes."""
+    """One C engine (it remembers the KNS across passes) and the fabric it routes. incremental=False:
+    each degraded pass looks at every LID and pair and writes whole tables, as before issue 39 (the
+    same results, slower: tests compare the two)."""
 
-    def __init__(self, vls: int = 8):
+    def __init__(self, vls: int = 8, incremental: bool = True):
         self._lib = _load()
         self._h = self._lib.hdor_off_new(vls)
         if not self._h:
             raise MemoryError("hdor_off_new")
+        self._lib.hdor_off_incremental(self._h, int(incremental))
         self.fabric: Fabric | None = None
         self._down: set = set()  # the cable ends of route_failures
-        self._last: CResult | None = None  # the last pass's result
+        self._last = None  # a weak reference to the last pass's result
 
     def _settle(self) -> None:
-        """The last result's tables read out before the engine's are written over."""
-        if self._last is not None:
-            self._last.tables
-            self._last = None
+        """The last result's tables copied out before the engine's are written over (unless nothing
+        holds that result any more), as one block: the Tables are built when first asked."""
+        last = self._last() if self._last is not None else None
+        if last is not None and last._tables is None and last._raw is None:
+            stride = ctypes.c_uint32(0)
+            p = self._lib.hdor_off_lft(self._h, ctypes.byref(stride))
+            nsw = int(np.count_nonzero(np.asarray(self.fabric.types) == SWITCH))
+            last._raw = (np.ctypeslib.as_array(p, shape=(nsw * stride.value,)).copy(), stride.value) \
+                if p and nsw else (np.zeros(0, np.uint8), 0)
+        self._last = None
 
     def close(self) -> None:
         self._settle()
@@ -244,9 +310,15 @@ class Engine:
         """A description (hdor.conf) the engine reads at its next pass."""
         self._lib.hdor_off_description(self._h, str(path or "").encode())
 
-    def route(self, dump: Path | None = None, baseline: Fabric | None = None) -> CResult:
-        """One pass over the loaded fabric (raises Declined with the engine's code and reason)."""
+    def route(self, dump: Path | None | bool = None, baseline: Fabric | None = None) -> CResult:
+        """One pass over the loaded fabric (raises Declined with the engine's code and reason).
+        dump: where the coordinates dump goes (None: a temporary file, read back); False: none is
+        written (the result has no dump lines, roles, coordinates or spread)."""
         self._settle()
+        if dump is False:
+            rc = self._lib.hdor_off_route(self._h, None)
+            self._declined(rc)
+            return self._result([], baseline)
         own = dump is None
         tmp = None
         if own:
@@ -255,22 +327,28 @@ class Engine:
             dump = Path(tmp.name)
         try:
             rc = self._lib.hdor_off_route(self._h, str(dump).encode())
-            self._check(rc, "route")
-            if rc < 0:
-                code = ctypes.c_int(0)
-                reason = self._lib.hdor_off_reason(self._h, ctypes.byref(code)).decode(errors="replace")
-                cls = _DeclinedKNS if code.value in KNS_DECLINES else Declined
-                raise cls(reason, code.value)
+            self._declined(rc)
             lines = dump.read_text().splitlines()
         finally:
             if tmp is not None:
                 os.unlink(tmp.name)
         return self._result(lines, baseline)
 
-    def route_failures(self, nodes=(), links=(), sm: int | None = None, dump: Path | None = None) -> CResult:
+    def _declined(self, rc: int) -> None:
+        self._check(rc, "route")
+        if rc < 0:
+            code = ctypes.c_int(0)
+            reason = self._lib.hdor_off_reason(self._h, ctypes.byref(code)).decode(errors="replace")
+            cls = _DeclinedKNS if code.value in KNS_DECLINES else Declined
+            raise cls(reason, code.value)
+
+    def route_failures(self, nodes=(), links=(), sm: int | None = None, dump: Path | None | bool = None) -> CResult:
         """What-if: the loaded fabric with `nodes` and `links` ((node, port) of either end) failed,
         routed against the KNS the engine remembers; what the SM's node (`sm`) no longer reaches
-        goes too. The fabric is repaired after."""
+        goes too. The fabric is repaired after. The pass recomputes only what the failures touch
+        (docs/plugin.md, "The degraded pass"); `dump=False` skips the coordinates dump (the roles
+        and coordinates are the fault-free pass's for the nodes still there), and the result's
+        `changed` lists the entries recomputed."""
         nn = np.asarray(list(nodes), dtype=np.uint32)
         ln = np.asarray([x for x, _ in links], dtype=np.uint32)
         lp = np.asarray([p for _, p in links], dtype=np.uint8)
@@ -309,30 +387,15 @@ class Engine:
         self._lib.hdor_off_summary(self._h, out, ctypes.byref(mean))
         kind, k, n, s, _switches, lids, vls, _cap, dead_links, dead_nodes, detoured, xmax, _maxsl = list(out)
         here = self._here()  # as it is now: route_failures repairs the fabric after this pass
-        res = CResult(k=k, n=n, s=s, dump_lines=lines, role=["hca"] * f.num_nodes, dim={}, coords={}, spread={},
-                      lids=lids, vls=vls, log=self.log, _make_tables=lambda: self._tables(here))
-        self._last = res
-        by_guid = {g: i for i, g in enumerate(f.guids)}
-        for ln in lines[1:]:
-            m = _NODE.match(ln)
-            if m:
-                x = by_guid[int(m.group(2), 16)]
-                c = tuple(int(v) for v in m.group(4).split(",")) if m.group(4) else ()
-                res.role[x] = m.group(1)
-                res.coords[x] = c
-                (res.routers if m.group(1) == "router" else res.switches if m.group(1) == "switch"
-                 else res.hcas).append(x)
-                if m.group(3) is not None:
-                    res.dim[x] = int(m.group(3))
-                continue
-            m = _SPREAD.match(ln)
-            if m:
-                res.spread[(by_guid[int(m.group(1), 16)], int(m.group(2)))] = {
-                    int(p): int(c) for p, c in (x.split(":") for x in m.group(3).split(","))}
+        res = CResult(k=k, n=n, s=s, dump_lines=lines, lids=lids, vls=vls, log=self.log, _fabric=f,
+                      _make_tables=lambda raw: self._tables(f, here, raw))
+        self._last = weakref.ref(res)
         res.degraded = kind == 2
         if dead_links or dead_nodes:
-            res.sl2vl = self._sl2vl()
-            res._make_path_sls = self._path_sls(here)
+            res._make_sl2vl = self._sl2vl()
+            res.detour_sls = self._detour_sls()
+            res._make_path_sls = self._path_sls(here, res.detour_sls)
+            res._changed = self._changed()
             res.extra_hops = {"detoured": detoured, "max": xmax, "mean": round(mean.value, 3)}
             res.faults = _faults(baseline, f) if baseline is not None else {
                 "nodes": [f"{dead_nodes} node(s)"] if dead_nodes else [],
@@ -348,51 +411,78 @@ class Engine:
         self._lib.hdor_off_here(self._h, _ptr(here, _U8))
         return here
 
-    def _tables(self, here: np.ndarray) -> Tables:
-        f = self.fabric
-        stride = ctypes.c_uint32(0)
-        p = self._lib.hdor_off_lft(self._h, ctypes.byref(stride))
+    def _tables(self, f: Fabric, here: np.ndarray, raw: tuple | None = None) -> Tables:
+        """The tables of fabric f from the engine's buffer, or from `raw`: a copy of it and its
+        stride (_settle)."""
+        if raw is None:
+            stride = ctypes.c_uint32(0)
+            p = self._lib.hdor_off_lft(self._h, ctypes.byref(stride))
+            nsw = sum(1 for x in range(f.num_nodes) if f.types[x] == SWITCH)
+            raw = (np.ctypeslib.as_array(p, shape=(nsw * stride.value,)) if p and nsw else np.zeros(0, np.uint8),
+                   stride.value)
+        buf, stride = raw
         sw = [x for x in range(f.num_nodes) if f.types[x] == SWITCH]
         t = Tables()
-        if not sw or not p:
+        if not sw or not len(buf):
             return t
         # the rows as long as the reference's: the highest LID a port there owns, + 1
         owned = [lid + (1 << lmc) - 1 for (x, _), (lid, lmc) in f.port_lids.items() if here[x]]
-        width = min(max(owned, default=0) + 1, stride.value)
-        m = np.ctypeslib.as_array(p, shape=(len(sw) * stride.value,)).reshape(len(sw), stride.value)[:, :width].copy()
+        width = min(max(owned, default=0) + 1, stride)
+        m = buf.reshape(len(sw), stride)[:, :width].copy()
         for r, x in enumerate(sw):
             if here[x]:  # (not failed, nor cut off from the SM)
                 t.lft[f.guids[x]] = m[r]
                 t.names[f.guids[x]] = f.names[x]
         return t
 
-    def _sl2vl(self) -> SL2VL:
+    def _sl2vl(self):
+        """What makes this pass's SL2VL rows (copied now: the next pass replaces them)."""
         g, io, vl = _U64(), _U64(), _U8()
         n = self._lib.hdor_off_sl2vl(self._h, ctypes.byref(g), ctypes.byref(io), ctypes.byref(vl))
-        out = SL2VL()
-        out.path = "hdor (C engine)"
         if not n:
-            return out
-        ga = np.ctypeslib.as_array(g, shape=(n,))
-        ia = np.ctypeslib.as_array(io, shape=(n,))
-        va = np.ctypeslib.as_array(vl, shape=(n * 16,)).reshape(n, 16)
-        for i in range(n):
-            out.setdefault(int(ga[i]), {})[(int(ia[i]) >> 8, int(ia[i]) & 0xFF)] = tuple(int(v) for v in va[i])
-            out.kind[int(ga[i])] = "Switch"
-        return out
+            return lambda: _sl2vl_rows([], [], [])
+        ga = np.ctypeslib.as_array(g, shape=(n,)).tolist()
+        ia = np.ctypeslib.as_array(io, shape=(n,)).tolist()
+        va = np.ctypeslib.as_array(vl, shape=(n * 16,)).reshape(n, 16).copy()
+        return lambda: _sl2vl_rows(ga, ia, va.tolist())
 
-    def _path_sls(self, here: np.ndarray):
-        """What makes every CA-to-CA pair's SL (source base LID, destination LID) as the reference
-        lists them -- the pairs of linked CA ports but a port's own, less those not delivered --
-        from this pass's pairs with an SL above 0 (copied now: the next pass replaces them)."""
-        f, down = self.fabric, set(self._down)
+    def _changed(self) -> tuple[np.ndarray, np.ndarray]:
+        node, lid = _U32(), _U32()
+        n = self._lib.hdor_off_changed(self._h, ctypes.byref(node), ctypes.byref(lid))
+        if not n:
+            return np.zeros(0, np.uint32), np.zeros(0, np.uint32)
+        return (np.ctypeslib.as_array(node, shape=(n,)).copy(), np.ctypeslib.as_array(lid, shape=(n,)).copy())
+
+    def _detour_sls(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """This pass's pairs with an SL above 0 (keys dlid << 16 | source base LID, ascending, and
+        their SLs) and the pairs not delivered (keys), copied: the next pass replaces them."""
         key, sl, lost, nlost = _U64(), _U8(), _U64(), ctypes.c_uint32(0)
         n = self._lib.hdor_off_path_sls(self._h, ctypes.byref(key), ctypes.byref(sl), ctypes.byref(lost),
                                         ctypes.byref(nlost))
         keys = np.ctypeslib.as_array(key, shape=(n,)).copy() if n else np.zeros(0, np.uint64)
         sls = np.ctypeslib.as_array(sl, shape=(n,)).copy() if n else np.zeros(0, np.uint8)
-        gone = set(np.ctypeslib.as_array(lost, shape=(nlost.value,)).tolist()) if nlost.value else set()
-        return lambda: _all_path_sls(f, here, down, keys, sls, gone)
+        gone = np.ctypeslib.as_array(lost, shape=(nlost.value,)).copy() if nlost.value else np.zeros(0, np.uint64)
+        return keys, sls, gone
+
+    def _path_sls(self, here: np.ndarray, detour: tuple):
+        """What makes every CA-to-CA pair's SL (source base LID, destination LID) as the reference
+        lists them -- the pairs of linked CA ports but a port's own, less those not delivered --
+        from this pass's pairs with an SL above 0."""
+        f, down = self.fabric, set(self._down)
+        keys, sls, gone = detour
+        return lambda: _all_path_sls(f, here, down, keys, sls, set(gone.tolist()))
+
+
+def _sl2vl_rows(guids: list[int], ios: list[int], vls: list[list[int]]) -> SL2VL:
+    out = SL2VL()
+    out.path = "hdor (C engine)"
+    for guid, key, row in zip(guids, ios, vls):
+        t = out.get(guid)
+        if t is None:
+            t = out[guid] = {}
+            out.kind[guid] = "Switch"
+        t[(key >> 8, key & 0xFF)] = tuple(row)
+    return out
 
 
 def _all_path_sls(f: Fabric, here, down: set, keys, sls, gone: set) -> PathSLs:
