@@ -362,6 +362,20 @@ class Engine:
             self._lib.hdor_off_repair(self._h)
             self._down = set()
 
+    def table_rows(self, nodes: np.ndarray, width: int) -> np.ndarray:
+        """The last pass's table rows of switch `nodes` (node indices of the loaded fabric), `width`
+        LIDs each (255 past the engine's own width): read straight from the engine's buffer, for a
+        loop over failure sets that wants a matrix, not the Tables of `CResult.tables`."""
+        stride = ctypes.c_uint32(0)
+        p = self._lib.hdor_off_lft(self._h, ctypes.byref(stride))
+        sw = np.flatnonzero(np.asarray(self.fabric.types) == SWITCH)
+        out = np.full((len(nodes), width), 255, dtype=np.uint8)
+        if p and len(sw) and stride.value:
+            buf = np.ctypeslib.as_array(p, shape=(len(sw) * stride.value,)).reshape(len(sw), stride.value)
+            w = min(width, stride.value)
+            out[:, :w] = buf[np.searchsorted(sw, nodes), :w]
+        return out
+
     def write_lft(self, path: Path, port_guids: dict[int, int]) -> None:
         """The last pass's tables as OpenSM's file engine reads them, byte for byte what
         formats.lft.write_file_engine writes of them (in C: 43 M lines on KNS 16^3)."""
