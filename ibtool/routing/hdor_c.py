@@ -362,18 +362,21 @@ class Engine:
             self._lib.hdor_off_repair(self._h)
             self._down = set()
 
-    def table_rows(self, nodes: np.ndarray, width: int) -> np.ndarray:
-        """The last pass's table rows of switch `nodes` (node indices of the loaded fabric), `width`
-        LIDs each (255 past the engine's own width): read straight from the engine's buffer, for a
-        loop over failure sets that wants a matrix, not the Tables of `CResult.tables`."""
+    def matrix(self, width: int) -> np.ndarray:
+        """The last pass's tables as one matrix, a row per switch of the loaded fabric by node index
+        (a failed switch's row as the engine left it), `width` LIDs: a view of the engine's buffer,
+        valid until the next pass, when the buffer is that wide (else a copy, 255 past its width).
+        For a loop over failure sets that reads the tables, not `CResult.tables`' dict of rows."""
         stride = ctypes.c_uint32(0)
         p = self._lib.hdor_off_lft(self._h, ctypes.byref(stride))
-        sw = np.flatnonzero(np.asarray(self.fabric.types) == SWITCH)
-        out = np.full((len(nodes), width), 255, dtype=np.uint8)
-        if p and len(sw) and stride.value:
-            buf = np.ctypeslib.as_array(p, shape=(len(sw) * stride.value,)).reshape(len(sw), stride.value)
-            w = min(width, stride.value)
-            out[:, :w] = buf[np.searchsorted(sw, nodes), :w]
+        nsw = int(np.count_nonzero(np.asarray(self.fabric.types) == SWITCH))
+        if not p or not nsw or not stride.value:
+            return np.full((nsw, width), 255, dtype=np.uint8)
+        buf = np.ctypeslib.as_array(p, shape=(nsw * stride.value,)).reshape(nsw, stride.value)
+        if stride.value >= width:
+            return buf[:, :width]
+        out = np.full((nsw, width), 255, dtype=np.uint8)
+        out[:, :stride.value] = buf
         return out
 
     def write_lft(self, path: Path, port_guids: dict[int, int]) -> None:
@@ -454,11 +457,11 @@ class Engine:
         g, io, vl = _U64(), _U64(), _U8()
         n = self._lib.hdor_off_sl2vl(self._h, ctypes.byref(g), ctypes.byref(io), ctypes.byref(vl))
         if not n:
-            return lambda: _sl2vl_rows([], [], [])
-        ga = np.ctypeslib.as_array(g, shape=(n,)).tolist()
-        ia = np.ctypeslib.as_array(io, shape=(n,)).tolist()
+            return lambda: _sl2vl_rows(np.zeros(0, np.uint64), np.zeros(0, np.uint64), np.zeros((0, 16), np.uint8))
+        ga = np.ctypeslib.as_array(g, shape=(n,)).copy()
+        ia = np.ctypeslib.as_array(io, shape=(n,)).copy()
         va = np.ctypeslib.as_array(vl, shape=(n * 16,)).reshape(n, 16).copy()
-        return lambda: _sl2vl_rows(ga, ia, va.tolist())
+        return lambda: _sl2vl_rows(ga, ia, va)
 
     def _changed(self) -> tuple[np.ndarray, np.ndarray]:
         node, lid = _U32(), _U32()
@@ -487,15 +490,24 @@ class Engine:
         return lambda: _all_path_sls(f, here, down, keys, sls, set(gone.tolist()))
 
 
-def _sl2vl_rows(guids: list[int], ios: list[int], vls: list[list[int]]) -> SL2VL:
+def _sl2vl_rows(guids: np.ndarray, ios: np.ndarray, vls: np.ndarray) -> SL2VL:
+    """The rows (switch GUID, input << 8 | output port, 16 VLs) as an SL2VL. A pass programs
+    thousands of rows of a few distinct contents: each content becomes one tuple, shared."""
     out = SL2VL()
     out.path = "hdor (C engine)"
-    for guid, key, row in zip(guids, ios, vls):
+    if not len(guids):
+        return out
+    raw, contents = np.ascontiguousarray(vls, dtype=np.uint8).tobytes(), {}
+    for j, (guid, key) in enumerate(zip(guids.tolist(), ios.tolist())):
+        b = raw[16 * j:16 * j + 16]
+        row = contents.get(b)
+        if row is None:
+            row = contents[b] = tuple(b)
         t = out.get(guid)
         if t is None:
             t = out[guid] = {}
             out.kind[guid] = "Switch"
-        t[(key >> 8, key & 0xFF)] = tuple(row)
+        t[(key >> 8, key & 0xFF)] = row
     return out
 
 

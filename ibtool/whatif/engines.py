@@ -162,6 +162,7 @@ class HdorC(Engine):
         f, c = self.fabric, self.c
         sink.fault_free(FaultFree(f, self.tables))
         row_of = np.full(f.num_nodes, -1, dtype=np.int64)
+        row_of[self.sw] = np.arange(len(self.sw))
         for fl in failures:
             t0 = time.process_time()
             dn, dl = self.pieces.cut_off(set(fl.nodes), set(fl.links), self.sm)
@@ -173,17 +174,15 @@ class HdorC(Engine):
                                        declined={"code": f"HD{e.code:02X}", "reason": e.reason},
                                        seconds=time.process_time() - t0))
                 continue
-            rows = self.sw[~np.isin(self.sw, list(dn))]
-            table = c.table_rows(rows, self.width)
-            row_of[:] = -1
-            row_of[rows] = np.arange(len(rows))
+            # the engine's buffer itself, read by the sink before the next pass writes over it;
+            # rows in the bound's order (switches by node index), a failed switch's never read
+            table = c.matrix(self.width)
             nodes, lids = res.changed
-            keep = row_of[nodes] >= 0
             keys, sls, gone = res.detour_sls
             # the engine's keys are dlid << 16 | slid; the reference's tables slid << 16 | dlid
             table_sls = PathSLTable(keys & 0xFFFF, keys >> 16, sls, None)
             undelivered = list(zip((gone & 0xFFFF).tolist(), (gone >> 16).tolist()))
-            routed = Routed(table, rows.tolist(), (row_of[nodes[keep]], lids[keep]), res.sl2vl,
+            routed = Routed(table, None, (row_of[nodes], lids), res.sl2vl,
                             DetourSLs(table_sls, undelivered, None, None, []),  # lookups only: no expand()
                             dn, dl, res.vls, engine="hdor", seconds=time.process_time() - t0)
             del res  # nothing holds the pass: the next one writes over its tables without a copy
