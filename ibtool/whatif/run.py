@@ -88,6 +88,13 @@ def prepare(src: jobs.Source, out: Path, engine: str | None, fset: fsets.Set, ch
             raise InputError(f"--engine hdor: not a complete KNS ({e.reason}): what-if fails the elements of the "
                              f"complete fabric (give the fabric before any failure, or its plan; another family: "
                              f"its own engine, run on ibsim)", path=str(src.path)) from None
+        if implementation == "c":  # before any worker starts: the library is there and loads
+            from ibtool.routing import hdor_c
+            try:
+                hdor_c.Engine(vls).close()
+            except EnvironmentProblem as e:
+                raise EnvironmentProblem(f"{e}; or --implementation python (the reference: the same rows, "
+                                         f"slower)") from None
     try:
         (out / CHUNKS).mkdir(parents=True, exist_ok=True)
     except OSError as e:

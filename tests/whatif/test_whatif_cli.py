@@ -1,8 +1,11 @@
 """`ibtool whatif` on bad input: one line naming the file or the parameter, exit 2, nothing
 started, no traceback; and --help teaches with examples."""
 
+import os
+import subprocess
+
 import pytest
-from support import ibtool
+from support import IBTOOL, ROOT, ibtool
 
 
 @pytest.fixture(scope="module")
@@ -54,3 +57,18 @@ def test_help_teaches():
     r = ibtool("whatif", "run", "--help", check=0)
     for opt in ("--only", "--pairs", "--workers", "--slurm", "--chunks", "--sm", "--json"):
         assert opt in r.stdout
+
+
+def test_without_the_c_core(plans, tmp_path):
+    """hdor offline needs libhdorcore.so: without it one line saying how to build it or what else to
+    use, exit 3 (the environment), nothing started; --implementation python still routes."""
+    env = {**os.environ, "IBTOOL_HDOR_CORE": str(tmp_path / "libhdorcore.so")}
+    r = subprocess.run([*IBTOOL, "whatif", "run", plans / "kns", "--out", tmp_path / "wi", "--only", "S[0,0]"],
+                       capture_output=True, text=True, cwd=ROOT, env=env)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 3 and len(lines) == 1 and "--implementation python" in lines[0], r.stderr
+    assert not (tmp_path / "wi" / "chunks").exists()
+    r = subprocess.run([*IBTOOL, "whatif", "run", plans / "kns", "--out", tmp_path / "wi", "--only", "S[0,0]",
+                        "--implementation", "python", "--top", "0"], capture_output=True, text=True, cwd=ROOT,
+                       env=env)
+    assert r.returncode == 0 and (tmp_path / "wi" / "results.json").is_file(), r.stderr
