@@ -48,14 +48,14 @@ def _load() -> float:
     return float(open("/proc/loadavg").read().split()[0])
 
 
-def whole(out: Path, k: int, workers: int = 2, only: list[str] | None = None, tag: str = "") -> dict:
-    """`ibtool whatif run` of KNS k^3 (every single failure, or `only`), measured."""
+def whole(out: Path, k: int, workers: int = 2, kind: str | None = None, tag: str = "") -> dict:
+    """`ibtool whatif run` of KNS k^3 (every single failure, or every one of `kind`), measured."""
     plan = _plan(out, k)
     wi = out / f"whatif-{k}{tag}"
     argv = [*IBTOOL, "whatif", "run", plan, "--out", wi, "--workers", str(workers), "--chunks", str(8 * workers),
             "--force", "--top", "0"]
-    for x in only or ():
-        argv += ["--only", x]
+    if kind:
+        argv += ["--kind", kind]
     load0 = _load()
     r = measure(argv, cwd=ROOT, timeout=6 * 3600)
     t = json.loads((wi / "timings.json").read_text()) if (wi / "timings.json").is_file() else {}
@@ -107,7 +107,7 @@ def main(out: Path, quick: bool = False, only: str | None = None) -> list[dict]:
         f = kns(k_b, 3)
         cables = [f"{f.names[f.link_a[li]]} {f.link_pa[li]}" for li in range(f.num_links)
                   if {f.roles[f.link_a[li]], f.roles[f.link_b[li]]} == {"router", "switch"}]
-        b = whole(out, k_b, only=cables, tag="-cables")
+        b = whole(out, k_b, kind="cable", tag="-cables")
         b["every_cable"] = len(cables)
         rows.append({"section": "b", **b})
     if only in (None, "c"):

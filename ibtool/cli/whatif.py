@@ -25,6 +25,7 @@ def group():
       ibtool whatif run plan --out wi --workers 2          # a plan (KNS: hdor, offline), two worker processes
       ibtool whatif run run --out wi --only C0043 S[0,1]   # a chosen few, by cable ID or device
       ibtool whatif run run --out wi --pairs 200 --seed 1  # 200 random double failures
+      ibtool whatif run plan --out wi --kind cable         # every cable, no switch or router
       ibtool whatif run run --out wi --slurm inventory.yaml --chunks 64   # a Slurm job array
       ibtool whatif report wi --top 20                      # the ranking again (and --html)
     """
@@ -75,6 +76,9 @@ def _dur(s: float) -> str:
 @click.option("--only", multiple=True, metavar="ID",
               help="Route only these: a cable ID (C0043), a device (S[0,1]), a cable by an end ('R[1,1] 3'); "
                    "A+B fail together. Repeatable.")
+@click.option("--kind", "kinds", multiple=True, type=click.Choice(["cable", "switch", "router"]),
+              help="Only the single failures of this kind: cable (switch-switch and router-switch), switch, router. "
+                   "Repeatable; with --pairs, the pairs are drawn from them.")
 @click.option("--pairs", type=click.IntRange(min=1), help="N random double failures instead of every single one.")
 @click.option("--seed", default=1, show_default=True, type=int, help="Seed of --pairs.")
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 256),
@@ -93,8 +97,8 @@ def _dur(s: float) -> str:
               help="Seconds OpenSM on ibsim may take per failure.")
 @click.option("--force", is_flag=True, help="Start OUT over, whatever it holds.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON (results.json's schema).")
-def run_cmd(source, out, plan, engine, implementation, only, pairs, seed, workers, inventory, chunks, sm, vls, top, timeout, force,
-            as_json):
+def run_cmd(source, out, plan, engine, implementation, only, kinds, pairs, seed, workers, inventory, chunks, sm, vls,
+            top, timeout, force, as_json):
     """Route every single failure of SOURCE (a `sim run` or `collect` directory, an ibnetdiscover file,
     or a plan) with the fabric's engine, measure each with verify's checks, rank them.
 
@@ -115,10 +119,14 @@ def run_cmd(source, out, plan, engine, implementation, only, pairs, seed, worker
         raise InputError("give --workers or --slurm, not both")
     if only and pairs:
         raise InputError("give --only or --pairs, not both")
+    if only and kinds:
+        raise InputError("give --only or --kind, not both")
     say = (lambda m: None) if as_json else (lambda m: click.echo(f"  {m}", err=True))
     src = jobs.source(source, plan)
     cables = run.cable_list(src.plan)
     single = fsets.singles(src.fabric, cables)
+    if kinds:
+        single = fsets.of_kinds(single, list(kinds))
     fset = fsets.chosen(src.fabric, list(only), cables) if only else (
         fsets.pairs(single, pairs, seed) if pairs else single)
     if not fset.failures:

@@ -81,6 +81,16 @@ def singles(fabric: Fabric, cables: dict | None = None) -> Set:
     return Set(out, {"host_cables": host_cables, "hcas": len(hcas)}, "every single failure")
 
 
+KINDS = ("cable", "switch", "router")
+
+
+def of_kinds(single: Set, kinds: list[str]) -> Set:
+    """--kind: only the single failures of these kinds (cable, switch, router)."""
+    out = [fl for fl in single.failures if fl.kind in kinds]
+    names = {"cable": "cable", "switch": "switch", "router": "router"}
+    return Set(out, single.hosts, "every single " + " and ".join(names[k] for k in KINDS if k in kinds))
+
+
 def pairs(single: Set, n: int, seed: int) -> Set:
     """`n` distinct random pairs of single failures (cables, switches, routers), from `seed`."""
     fs = single.failures
@@ -113,6 +123,9 @@ def chosen(fabric: Fabric, specs: list[str], cables: dict | None = None) -> Set:
         c = cable(f, li, cables)
         by_id[c.id] = (li, c)
     names = {n: i for i, n in enumerate(f.names)}
+    at = {}  # (node, port) -> its link
+    for li in range(f.num_links):
+        at[(f.link_a[li], f.link_pa[li])] = at[(f.link_b[li], f.link_pb[li])] = li
     out = []
     for spec in specs:
         parts = []
@@ -121,9 +134,7 @@ def chosen(fabric: Fabric, specs: list[str], cables: dict | None = None) -> Set:
             if one in by_id:
                 li, c = by_id[one]
             elif name in names and port.isdigit() and f.peer(names[name], int(port)) is not None:
-                x = names[name]
-                li = next(li for li in range(f.num_links) if (f.link_a[li], f.link_pa[li]) == (x, int(port))
-                          or (f.link_b[li], f.link_pb[li]) == (x, int(port)))
+                li = at[(names[name], int(port))]
                 c = cable(f, li, cables)
             elif one in names and f.types[names[one]] == SWITCH:
                 parts.append(device(f, names[one]))

@@ -24,6 +24,7 @@ def plans(tmp_path_factory):
     (["run", "{d}/kns", "--out", "{t}/wi", "--only", "H[1,1] 1"], "a host cable only disconnects its own host"),
     (["run", "{d}/kns", "--out", "{t}/wi", "--pairs", "100000"], "--pairs 100000: the fabric has"),
     (["run", "{d}/kns", "--out", "{t}/wi", "--workers", "2", "--slurm", "{d}/inv.yaml"], "give --workers or --slurm"),
+    (["run", "{d}/kns", "--out", "{t}/wi", "--kind", "cable", "--only", "S[0,0]"], "give --only or --kind"),
     (["run", "{d}/ft", "--out", "{t}/wi", "--engine", "hdor"], "--engine hdor: not a complete KNS"),
     (["run", "{d}/kns", "--out", "{t}/wi", "--engine", "nosuch"], "unknown routing engine 'nosuch'"),
     (["run", "{d}/kns", "--out", "{d}/junk.txt"], "a regular file, not a directory"),
@@ -72,3 +73,20 @@ def test_without_the_c_core(plans, tmp_path):
                         "--implementation", "python", "--top", "0"], capture_output=True, text=True, cwd=ROOT,
                        env=env)
     assert r.returncode == 0 and (tmp_path / "wi" / "results.json").is_file(), r.stderr
+
+
+def test_kind_and_only_by_port(plans, tmp_path):
+    """--kind cable: every switch-switch cable and nothing else; --only 'DEVICE PORT' names the same
+    cable as its ID does."""
+    import json
+    r = ibtool("whatif", "run", plans / "kns", "--out", tmp_path / "c", "--kind", "cable", "--json", check=0)
+    res = json.loads(r.stdout)
+    kinds = {row["kind"] for row in res["rows"]}
+    assert kinds == {"cable"} and res["failures"]["how"] == "every single cable", res["failures"]
+    both = ibtool("whatif", "run", plans / "kns", "--out", tmp_path / "sr", "--kind", "switch", "--kind", "router",
+                  "--json", check=0)
+    assert {row["kind"] for row in json.loads(both.stdout)["rows"]} == {"switch", "router"}
+    one = res["rows"][-1]
+    (a, pa), (b, pb) = one["parts"][0]["ends"]
+    r = ibtool("whatif", "run", plans / "kns", "--out", tmp_path / "o", "--only", f"{b} {pb}", "--json", check=0)
+    assert json.loads(r.stdout)["rows"][0]["id"] == one["id"]
