@@ -1,5 +1,6 @@
 """Helpers shared by the test modules (import as `from support import ...`; tests/ is on sys.path)."""
 
+import json
 import os
 import shlex
 import subprocess
@@ -76,6 +77,18 @@ def invoke_in_process(args: list[str], env: dict | None) -> subprocess.Completed
         stderr += "".join(traceback.format_exception(r.exception))
         code = 1
     return subprocess.CompletedProcess([*IBTOOL, *args], code, r.stdout, stderr)
+
+
+def failed_campaign(camp: Path, run_id: str = "current--hpcc--linear--r1") -> Path:
+    """A campaign directory of one HPCC run that failed, as `ibtool bench run` leaves it (for the
+    commands that read campaigns, without running a benchmark)."""
+    (camp / "runs" / run_id).mkdir(parents=True)
+    (camp / "campaign.json").write_text(json.dumps({"benchmarks": ["hpcc"], "mappings": ["linear"],
+                                                    "engines": ["current"], "repeat": 1, "seed": 1, "runs": []}))
+    (camp / "runs" / run_id / "run.json").write_text(json.dumps(
+        {"run_id": run_id, "engine": "current", "benchmark": "hpcc", "type": "hpcc",
+         "mapping": {"policy": "linear"}, "repeat": 1, "status": "failed", "reasons": ["x"]}))
+    return camp
 
 
 def ibtool(*args, env=None, check=None, timeout=600):

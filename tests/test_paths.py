@@ -14,7 +14,6 @@ accepting it when they parse their options. Every input option refuses a FIFO no
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import stat
@@ -22,7 +21,7 @@ from pathlib import Path
 
 import click
 import pytest
-from support import FIXTURES, SMALL, ibtool
+from support import FIXTURES, SMALL, failed_campaign, ibtool
 
 from ibtool.cli import InPath, OutPath
 from ibtool.cli.main import cli
@@ -72,12 +71,7 @@ def made(tmp_path_factory):
     ibtool("analyze", d / "plan", "--layout", "default", "--bisection", "none", "--save-layout", d / "layout.json",
            check=0)
     camp = d / "campaign"
-    (camp / "runs/current--hpcc--linear--r1").mkdir(parents=True)
-    (camp / "campaign.json").write_text(json.dumps({"benchmarks": ["hpcc"], "mappings": ["linear"],
-                                                    "engines": ["current"], "repeat": 1, "seed": 1, "runs": []}))
-    (camp / "runs/current--hpcc--linear--r1/run.json").write_text(json.dumps(
-        {"run_id": "current--hpcc--linear--r1", "engine": "current", "benchmark": "hpcc", "type": "hpcc",
-         "mapping": {"policy": "linear"}, "repeat": 1, "status": "failed", "reasons": ["x"]}))
+    failed_campaign(camp)
     (d / "inv.yaml").write_text("hosts: [{name: a, slots: 2}]\nrunner: local\n")
     ibtool("whatif", "run", d / "plan", "--only", "S[0,0]", "--out", d / "whatif", check=0)  # for `whatif report`
     # a watcher's store of one real captured round (fixtures/watch), for `watch report`

@@ -81,6 +81,11 @@ class Routed:
     seconds: float = 0.0  # the engine's time for this failure
 
 
+def _not_complete(reason: str) -> InputError:
+    return InputError(f"hdor: not a complete KNS ({reason}): what-if routes failures of the complete fabric "
+                      f"(give the fabric before any failure, or its plan)")
+
+
 class Engine:
     """The seam (see the module docstring). `name`: the routing engine(s); `how`: how it runs."""
 
@@ -107,8 +112,7 @@ class HdorReference(Engine):
             try:
                 base = hdor.compute(self.fabric, first_sight=False)
             except CheckFailed as e:  # hdor's refusal (not a KNS)
-                raise InputError(f"hdor: not a complete KNS ({e.reason}): what-if routes failures of the complete "
-                                 f"fabric (give the fabric before any failure, or its plan)") from None
+                raise _not_complete(e.reason) from None
             self.kns, self.tables = Loaded(self.fabric, base, self.vls), base.tables
         kns = self.kns
         sink.fault_free(FaultFree(self.fabric, self.tables))
@@ -145,8 +149,7 @@ class HdorC(Engine):
         try:
             base = c.route(dump=False)
         except hdor_c.Declined as e:  # not a KNS
-            raise InputError(f"hdor: not a complete KNS ({e.reason}): what-if routes failures of the complete "
-                             f"fabric (give the fabric before any failure, or its plan)") from None
+            raise _not_complete(e.reason) from None
         self.tables = base.tables
         del base  # the next pass writes over the engine's tables: nothing left to copy out
         self.c = c

@@ -87,8 +87,7 @@ KINDS = ("cable", "switch", "router")
 def of_kinds(single: Set, kinds: list[str]) -> Set:
     """--kind: only the single failures of these kinds (cable, switch, router)."""
     out = [fl for fl in single.failures if fl.kind in kinds]
-    names = {"cable": "cable", "switch": "switch", "router": "router"}
-    return Set(out, single.hosts, "every single " + " and ".join(names[k] for k in KINDS if k in kinds))
+    return Set(out, single.hosts, "every single " + " and ".join(k for k in KINDS if k in kinds))
 
 
 def pairs(single: Set, n: int, seed: int) -> Set:

@@ -283,7 +283,7 @@ def cable_list(plan: Path | None):
 def _engine(job: jobs.Job, src: jobs.Source, work_dir: Path, sm: int):
     """The seam's choice (whatif.engines): hdor offline, every other engine OpenSM on ibsim."""
     if job.offline:
-        return (HdorC if job.implementation == "c" else HdorReference)(src.fabric, sm, job.vls)
+        return _offline(job)(src.fabric, sm, job.vls)
     net, conf, hdor_conf = src.net, None, None
     p = Plan.at(src.plan) if src.plan is not None else None
     if p is not None and p.net.is_file():
@@ -295,9 +295,14 @@ def _engine(job: jobs.Job, src: jobs.Source, work_dir: Path, sm: int):
     return OpenSMOnIbsim(src.fabric, net, job.engine, work_dir, conf, hdor_conf, job.timeout, settle=job.timeout)
 
 
+def _offline(job: jobs.Job) -> type:
+    """hdor offline: its C core, or (`--implementation python`) the Python reference."""
+    return HdorReference if job.implementation == "python" else HdorC
+
+
 def engine_info(job: jobs.Job) -> dict:
     if job.offline:
-        return {"name": "hdor", "how": (HdorC if job.implementation == "c" else HdorReference).how}
+        return {"name": "hdor", "how": _offline(job).how}
     return {"name": ",".join(job.engine), "how": OpenSMOnIbsim.how}
 
 

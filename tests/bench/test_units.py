@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from benchkit import ibtool
+from support import failed_campaign
 from ibtool.bench import inventory, mapping
 from ibtool.bench.campaign import Campaign, plan, run_seed
 from ibtool.bench.launchers import LAUNCHERS
@@ -377,12 +378,7 @@ def test_unusable_output_paths_are_input_errors(tmp_path):
                "--no-progress", check=2)
     assert p.stderr == f"ibtool: error: --out {tmp_path / 'afile/c'}: cannot create directory: Not a directory\n"
     camp = tmp_path / "c"
-    (camp / "runs/current--hpcc--linear--r1").mkdir(parents=True)
-    (camp / "campaign.json").write_text(json.dumps({"benchmarks": ["hpcc"], "mappings": ["linear"],
-                                                    "engines": ["current"], "repeat": 1, "seed": 1, "runs": []}))
-    (camp / "runs/current--hpcc--linear--r1/run.json").write_text(json.dumps(
-        {"run_id": "current--hpcc--linear--r1", "engine": "current", "benchmark": "hpcc", "type": "hpcc",
-         "mapping": {"policy": "linear"}, "repeat": 1, "status": "failed", "reasons": ["x"]}))
+    failed_campaign(camp)
     ibtool("bench", "report", camp, "-o", tmp_path / "r")  # the hand-made campaign is a valid one
     (camp / "runs/current--hpcc--linear--r1/run.json").write_text('{"status": "failed"}')
     p = ibtool("bench", "report", camp, "-o", tmp_path / "r", check=2)
